@@ -1,0 +1,29 @@
+# The two commands of the README, plus bench. Everything installs into .venv from pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test bench migrate clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/rebill serve
+
+migrate: $(STAMP)
+	$(BIN)/rebill migrate
+
+test: $(STAMP)
+	$(BIN)/pytest -n 2 --dist loadfile
+
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,145 @@
+"""One API call as a handler sees it: who asks (store, token), in which version, with which
+body and parameters, plus the ways to open a unit of work and to shape the reply.
+
+Handlers are plain functions ``(Call) -> Reply`` run in a worker thread, so the blocking
+database driver never stalls the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import msgspec
+from starlette.requests import Request
+
+from rebill.clock import Clock
+from rebill.db.engine import Database
+from rebill.domain.address.verifier import AddressVerifier
+from rebill.domain.listing import ListQuery, PageResult
+from rebill.domain.store.model import Store, Token
+from rebill.domain.unit import Unit
+from rebill.errors import ValidationFailed
+
+from . import includes
+from .contract import ListContract, Version
+from .listing import encode_cursor, link_header, parse_include, parse_list
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Services:
+    """What handlers may use besides the request, chosen once per app by settings."""
+
+    db: Database
+    clock: Clock
+    verifier: AddressVerifier
+
+
+@dataclass
+class Reply:
+    body: Any
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Call:
+    def __init__(self, request: Request, version: Version, store: Store, token: Token,
+                 services: Services, body: dict[str, Any] | None) -> None:
+        self.request = request
+        self.version = version
+        self.store = store
+        self.token = token
+        self.services = services
+        self.body = body or {}
+        self.path: dict[str, Any] = request.path_params
+        self.params: dict[str, str] = dict(request.query_params)
+
+    # Units of work -----------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[Unit]:
+        with self.services.db.read() as conn:
+            yield Unit(conn, self.store, self.services.clock.now())
+
+    @contextmanager
+    def write(self) -> Iterator[Unit]:
+        with self.services.db.write() as conn:
+            yield Unit(conn, self.store, self.services.clock.now())
+
+    # Requests ----------------------------------------------------------------------
+
+    def command(self, schema: str, cls: type[T], *, partial: bool = False, **extra: Any) -> T:
+        """The body, validated by this version's schema, as a domain command."""
+        clean = self.version.schemas[schema].parse(self.body, partial=partial)
+        clean.update(extra)
+        return msgspec.convert(clean, cls)
+
+    def contract(self, plural: str) -> ListContract:
+        return self.version.lists[plural]
+
+    def list_query(self, plural: str) -> ListQuery:
+        query, self._raw = parse_list(self.contract(plural), self.params)
+        includes.check_available(self.contract(plural).kind, query.include)
+        return query
+
+    def include(self, plural: str) -> tuple[str, ...]:
+        contract = self.contract(plural)
+        names = parse_include(contract, self.params.get("include"))
+        includes.check_available(contract.kind, names)
+        return names
+
+    # Replies -----------------------------------------------------------------------
+
+    def render(self, kind: str, items: list[Any], unit: Unit | None = None,
+               include: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        serialize = self.version.serialize
+        records = [serialize(kind, item) for item in items]
+        if include and items:
+            assert unit is not None
+            related = includes.load(unit, kind, items, include)
+            for record, item in zip(records, items):
+                embedded = {}
+                for name, (related_kind, by_id) in related.items():
+                    value = by_id.get(item.id)
+                    if isinstance(value, list):
+                        embedded[name] = [serialize(related_kind, v) for v in value]
+                    else:
+                        embedded[name] = serialize(related_kind, value) if value is not None else None
+                record["include"] = embedded
+        return records
+
+    def one(self, kind: str, obj: Any, unit: Unit | None = None, *, include: tuple[str, ...] = (),
+            status: int = 200) -> Reply:
+        return Reply({kind: self.render(kind, [obj], unit, include)[0]}, status)
+
+    def created(self, kind: str, obj: Any) -> Reply:
+        return self.one(kind, obj, status=self.version.created_status)
+
+    def deleted(self) -> Reply:
+        # NOTE: decisions §2.10, 204 with no body in 2021-11, 200 {} in 2021-01.
+        return Reply(None, 204) if self.version.created_status == 201 else Reply({}, 200)
+
+    def page(self, plural: str, result: PageResult, unit: Unit, query: ListQuery) -> Reply:
+        contract = self.contract(plural)
+        records = self.render(contract.kind, result.rows, unit, query.include)
+        next_cursor = encode_cursor(plural, self._raw, result.next) if result.next else None
+        previous_cursor = encode_cursor(plural, self._raw, result.previous) if result.previous else None
+        if self.version.cursor_in_body:
+            return Reply({plural: records, "next_cursor": next_cursor, "previous_cursor": previous_cursor})
+        links = [(rel, c) for rel, c in (("next", next_cursor), ("previous", previous_cursor)) if c]
+        url = self.request.url
+        headers = {"Link": link_header(f"{url.scheme}://{url.netloc}{url.path}", query.limit, links)} if links else {}
+        return Reply({plural: records}, headers=headers)
+
+    def count_filters(self, plural: str) -> dict[str, Any]:
+        from .listing import parse_filters
+
+        contract = self.contract(plural)
+        return parse_filters(contract.filters, self.params, allowed=contract.count_filters)
+
+
+__all__ = ["Call", "Reply", "Services", "ValidationFailed"]

@@ -1,0 +1,126 @@
+"""What an API version is: serializers, request schemas, list contracts per resource.
+
+2021-11 is the head contract. 2021-01 is the head passed through :class:`Change` modules
+(design guide, after Stripe's version changes): each change is one difference, with the
+request half (old body -> head schema) and the response half (head body -> old body)
+side by side, and a docstring that reads as a changelog line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .fields import Schema
+from .query import QueryParser
+
+Serializer = Callable[[Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ListContract:
+    """How one resource is listed in one version (decisions §3)."""
+
+    plural: str
+    kind: str
+    filters: dict[str, tuple[str, QueryParser]]
+    sorts: tuple[str, ...]
+    default_sort: str
+    includes: tuple[str, ...] = ()
+    count_filters: tuple[str, ...] = ()
+
+
+class Change:
+    """Base of a 2021-01 change module; subclasses override the halves they need."""
+
+    kinds: tuple[str, ...] = ()
+
+    def request(self, schema: Schema) -> Schema:
+        return schema
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        return data
+
+    def error_names(self) -> dict[str, str]:
+        return {}
+
+
+class Rename(Change):
+    """A field that the old version names differently, in requests, responses and errors."""
+
+    def __init__(self, kinds: tuple[str, ...], head: str, old: str) -> None:
+        self.kinds, self.head, self.old = kinds, head, old
+        self.__doc__ = f"2021-01 calls `{head}` `{old}` on {', '.join(kinds)}."
+
+    def request(self, schema: Schema) -> Schema:
+        return schema.renamed(**{self.head: self.old}) if self.head in schema else schema
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        if self.head in data:
+            data[self.old] = data.pop(self.head)
+        return data
+
+    def error_names(self) -> dict[str, str]:
+        return {self.head: self.old}
+
+
+@dataclass
+class Version:
+    name: str
+    serializers: dict[str, Serializer]
+    schemas: dict[str, Schema]
+    lists: dict[str, ListContract]
+    created_status: int
+    cursor_in_body: bool
+    changes: tuple[Change, ...] = ()
+    error_names: dict[str, str] = field(default_factory=dict)
+
+    def serialize(self, kind: str, obj: Any) -> dict[str, Any]:
+        return self.serializers[kind](obj)
+
+    def rename_errors(self, errors: Any) -> Any:
+        if not isinstance(errors, dict) or not self.error_names:
+            return errors
+        return {self.error_names.get(k, k): self.rename_errors(v) for k, v in errors.items()}
+
+
+def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[str, ListContract],
+           created_status: int, cursor_in_body: bool, schemas: dict[str, Schema] | None = None) -> Version:
+    """An older version: the head with ``changes`` applied to schemas and serializers."""
+    changes = tuple(changes)
+
+    def old_serializer(kind: str, head_serializer: Serializer) -> Serializer:
+        mine = [c for c in changes if kind in c.kinds]
+        if not mine:
+            return head_serializer
+
+        def serialize(obj: Any) -> dict[str, Any]:
+            data = head_serializer(obj)
+            for change in mine:
+                data = change.response(data, obj)
+            return data
+        return serialize
+
+    def old_schema(schema_name: str, schema: Schema) -> Schema:
+        kind = schema_name.split(".", 1)[0]
+        for change in changes:
+            if kind in change.kinds:
+                schema = change.request(schema)
+        return schema
+
+    error_names: dict[str, str] = {}
+    for change in changes:
+        error_names.update(change.error_names())
+    derived = {n: old_schema(n, s) for n, s in head.schemas.items()}
+    derived.update(schemas or {})
+    return Version(
+        name=name,
+        serializers={k: old_serializer(k, s) for k, s in head.serializers.items()},
+        schemas=derived,
+        lists=lists,
+        created_status=created_status,
+        cursor_in_body=cursor_in_body,
+        changes=changes,
+        error_names=error_names,
+    )

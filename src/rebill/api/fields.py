@@ -1,0 +1,192 @@
+"""Declarative request-body validation that names every bad field (decisions §2.3).
+
+A :class:`Schema` lists the fields of one body in the caller's version. ``parse`` returns a
+dict keyed by the head (2021-11) names, or raises ``ValidationFailed`` with every problem in
+the caller's names. A version whose field is called differently declares it with
+``key=`` the head name, so one domain command serves both versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import date
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from rebill.errors import ValidationFailed
+
+MISSING = object()
+Check = Callable[[Any], str | None]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str  # str | int | bool | decimal | date | object | list
+    required: bool = False
+    nullable: bool = True
+    min_length: int | None = None
+    key: str | None = None
+    items: "Schema | str | None" = None  # list items: a schema of objects, or a scalar kind
+    check: Check | None = None
+    # Turns the value into its head form; raises ValueError with the message on bad input.
+    convert: Callable[[Any], Any] | None = None
+    choices: frozenset[str] | None = None
+
+    @property
+    def target(self) -> str:
+        return self.key or self.name
+
+
+def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
+    """Return (clean value, error message)."""
+    if kind == "str":
+        if isinstance(value, str):
+            return value, None
+        return None, "must be a string"
+    if kind == "int":
+        if isinstance(value, bool):
+            return None, "must be an integer"
+        if isinstance(value, int):
+            return value, None
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value), None
+        return None, "must be an integer"
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value, None
+        return None, "must be a boolean"
+    if kind == "decimal":
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            return None, "must be a decimal number as a string"
+        try:
+            number = Decimal(str(value))
+        except InvalidOperation:
+            return None, "must be a decimal number as a string"
+        if not number.is_finite():
+            return None, "must be a decimal number as a string"
+        return number, None
+    if kind == "date":
+        if isinstance(value, str):
+            try:
+                return date.fromisoformat(value[:10]), None
+            except ValueError:
+                pass
+        return None, "must be a date (YYYY-MM-DD)"
+    if kind == "object":
+        if isinstance(value, dict):
+            return value, None
+        return None, "must be an object"
+    if kind == "list":
+        if isinstance(value, list):
+            return value, None
+        return None, "must be an array"
+    raise AssertionError(f"unknown field kind {kind}")
+
+
+class Schema:
+    def __init__(self, *fields: Field, one_of: tuple[tuple[str, ...], ...] = ()) -> None:
+        self.fields = fields
+        # Groups of body names of which at least one must be sent (on create).
+        self.one_of = one_of
+
+    def __contains__(self, name: str) -> bool:
+        return any(f.name == name for f in self.fields)
+
+    def parse(self, body: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
+        clean, errors = self._parse(body, partial=partial)
+        if errors:
+            raise ValidationFailed(errors)
+        return clean
+
+    def _parse(self, body: Mapping[str, Any], *, partial: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        clean: dict[str, Any] = {}
+        errors: dict[str, Any] = {}
+        for field in self.fields:
+            raw = body.get(field.name, MISSING)
+            if raw is MISSING:
+                if field.required and not partial:
+                    errors[field.name] = ["is required"]
+                continue
+            if raw is None:
+                if field.required or not field.nullable:
+                    errors[field.name] = ["cannot be null" if partial else "is required"]
+                else:
+                    clean[field.target] = None
+                continue
+            value, problem = _coerce(field.kind, raw)
+            if problem:
+                errors[field.name] = [problem]
+                continue
+            if field.min_length is not None and isinstance(value, str) and len(value.strip()) < field.min_length:
+                errors[field.name] = ["cannot be blank" if field.min_length == 1 else
+                                      f"must be at least {field.min_length} characters"]
+                continue
+            if field.choices is not None and value not in field.choices:
+                errors[field.name] = [f"must be one of: {', '.join(sorted(field.choices))}"]
+                continue
+            if field.kind == "object" and isinstance(field.items, Schema):
+                value, nested = field.items._parse(value, partial=partial)
+                if nested:
+                    errors[field.name] = nested
+                    continue
+            if field.kind == "list" and field.items is not None:
+                value, nested = _parse_items(field.items, value)
+                if nested:
+                    errors[field.name] = nested
+                    continue
+            if field.convert is not None:
+                try:
+                    value = field.convert(value)
+                except ValueError as exc:
+                    errors[field.name] = [str(exc)]
+                    continue
+            if field.check is not None:
+                problem = field.check(value)
+                if problem:
+                    errors[field.name] = [problem]
+                    continue
+            clean[field.target] = value
+        if not partial:
+            for group in self.one_of:
+                if all(body.get(name) is None for name in group) and not any(n in errors for n in group):
+                    errors[group[0]] = ["is required"]
+        return clean, errors
+
+    # Version variants ---------------------------------------------------------------
+
+    def renamed(self, **names: str) -> "Schema":
+        """The same fields with some body names changed (head name kept as the key)."""
+        return Schema(*(replace(f, name=names[f.name], key=f.target) if f.name in names else f
+                        for f in self.fields), one_of=self.one_of)
+
+    def without(self, *names: str) -> "Schema":
+        return Schema(*(f for f in self.fields if f.name not in names), one_of=self.one_of)
+
+    def plus(self, *fields: Field, one_of: tuple[tuple[str, ...], ...] = ()) -> "Schema":
+        return Schema(*self.fields, *fields, one_of=self.one_of + one_of)
+
+    def changed(self, name: str, **changes: Any) -> "Schema":
+        return Schema(*(replace(f, **changes) if f.name == name else f for f in self.fields), one_of=self.one_of)
+
+
+def _parse_items(items: "Schema | str", values: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+    clean: list[Any] = []
+    errors: dict[str, Any] = {}
+    for index, item in enumerate(values):
+        if isinstance(items, Schema):
+            if not isinstance(item, dict):
+                errors[str(index)] = ["must be an object"]
+                continue
+            value, nested = items._parse(item, partial=False)
+            if nested:
+                errors[str(index)] = nested
+                continue
+        else:
+            value, problem = _coerce(items, item)
+            if problem:
+                errors[str(index)] = [problem]
+                continue
+        clean.append(value)
+    return clean, errors

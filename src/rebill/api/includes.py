@@ -1,0 +1,74 @@
+"""Related objects for ``include`` (decisions §3.8): one query per include value for a
+whole page, never one per row."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from rebill.domain.address import repository as addresses
+from rebill.domain.customer import repository as customers
+from rebill.domain.discount import repository as discounts
+from rebill.domain.payment_method import repository as payment_methods
+from rebill.domain.unit import Unit
+from rebill.errors import ValidationFailed
+
+# item kind -> include name -> (related kind, loader(unit, items) -> {item id: obj or [objs]})
+Loader = Callable[[Unit, list[Any]], dict[int, Any]]
+
+
+def _grouped(rows: list[Any], key: str) -> dict[int, list[Any]]:
+    grouped: dict[int, list[Any]] = defaultdict(list)
+    for row in rows:
+        grouped[getattr(row, key)].append(row)
+    return grouped
+
+
+def _customer_addresses(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = _grouped(addresses.of_customers(unit.conn, unit.store_id, [c.id for c in items]), "customer_id")
+    return {c.id: found.get(c.id, []) for c in items}
+
+
+def _customer_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = _grouped(payment_methods.of_customers(unit.conn, unit.store_id, [c.id for c in items]), "customer_id")
+    return {c.id: found.get(c.id, []) for c in items}
+
+
+def _address_customer(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = customers.many(unit.conn, unit.store_id, [a.customer_id for a in items])
+    return {a.id: found.get(a.customer_id) for a in items}
+
+
+def _address_discount(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = discounts.many(unit.conn, unit.store_id, [a.discount_id for a in items if a.discount_id])
+    return {a.id: found.get(a.discount_id) if a.discount_id else None for a in items}
+
+
+def _address_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = payment_methods.many(unit.conn, unit.store_id, [a.payment_method_id for a in items if a.payment_method_id])
+    return {a.id: [found[a.payment_method_id]] if a.payment_method_id in found else [] for a in items}
+
+
+LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
+    "customer": {
+        "addresses": ("address", _customer_addresses),
+        "payment_methods": ("payment_method", _customer_payment_methods),
+    },
+    "address": {
+        "customer": ("customer", _address_customer),
+        "discount": ("discount", _address_discount),
+        "payment_methods": ("payment_method", _address_payment_methods),
+    },
+}
+
+
+def check_available(kind: str, names: tuple[str, ...]) -> None:
+    """Values the spec lists whose resource this build does not have yet answer 422."""
+    missing = [n for n in names if n not in LOADERS.get(kind, {})]
+    if missing:
+        raise ValidationFailed({"include": [f"{n} is not available yet" for n in missing]})
+
+
+def load(unit: Unit, kind: str, items: list[Any], names: tuple[str, ...]) -> dict[str, tuple[str, dict[int, Any]]]:
+    return {name: (LOADERS[kind][name][0], LOADERS[kind][name][1](unit, items)) for name in names}

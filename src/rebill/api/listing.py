@@ -1,0 +1,122 @@
+"""List parameters to a ``ListQuery``, cursors, and list replies (decisions §3).
+
+A cursor is opaque to clients: base64url of JSON holding the resource, the original
+filter/sort/include parameters and the boundary row. A request with a cursor may carry
+only ``limit`` (spec 02 "With a cursor, limit is the only filter allowed").
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import msgspec
+
+from rebill.domain.listing import ListQuery, Position
+from rebill.errors import ValidationFailed
+
+from .contract import ListContract
+
+CURSOR_KEYS = ("cursor", "page_info")  # page_info: spec 01's example script sends this name
+MAX_LIMIT, DEFAULT_LIMIT, MAX_PAGE = 250, 50, 100
+
+
+def encode_cursor(plural: str, raw: dict[str, str], position: Position) -> str:
+    payload = msgspec.json.encode({"r": plural, "q": raw, "p": [position.value, position.id, position.backwards]})
+    return base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
+
+
+def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], Position]:
+    invalid = ValidationFailed({"cursor": ["Invalid value"]})
+    try:
+        data = msgspec.json.decode(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        value, row_id, backwards = data["p"]
+        raw = data["q"]
+        if data["r"] != plural or not isinstance(raw, dict) or not isinstance(row_id, int):
+            raise invalid
+        return {str(k): str(v) for k, v in raw.items()}, Position(value, row_id, bool(backwards))
+    except (ValueError, KeyError, TypeError, msgspec.DecodeError):
+        raise invalid from None
+
+
+def _limit(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_LIMIT
+    if not value.strip().isdigit() or not 1 <= int(value) <= MAX_LIMIT:
+        raise ValidationFailed({"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]})
+    return int(value)
+
+
+def _page(value: str | None) -> int:
+    if value is None:
+        return 1
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValidationFailed({"page": ["must be a positive integer"]})
+    if int(value) > MAX_PAGE:
+        # NOTE: spec 01 Pagination, page-number paging works only up to page 100.
+        raise ValidationFailed({"page": [f"page-number paging stops at page {MAX_PAGE}; use cursor paging"]})
+    return int(value)
+
+
+def parse_sort(contract: ListContract, value: str | None) -> tuple[str, bool]:
+    text = value or contract.default_sort
+    field, _, direction = text.rpartition("-")
+    if field not in contract.sorts or direction not in ("asc", "desc"):
+        allowed = ", ".join(f"{f}-{d}" for f in contract.sorts for d in ("asc", "desc"))
+        raise ValidationFailed({"sort_by": [f"Invalid value: {text}. Must be one of {allowed}"]})
+    return field, direction == "desc"
+
+
+def parse_include(contract: ListContract, value: str | None) -> tuple[str, ...]:
+    if not value:
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    unknown = [n for n in names if n not in contract.includes]
+    if unknown:
+        raise ValidationFailed({"include": [f"Invalid value: {n}. Must be one of {', '.join(contract.includes)}"
+                                            for n in unknown]})
+    return names
+
+
+def parse_filters(filters: dict[str, Any], raw: dict[str, str], allowed: Any = None) -> dict[str, Any]:
+    """Known filter parameters to {filter key: value}; all bad values reported at once."""
+    clean: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    for name, value in raw.items():
+        if name not in filters or (allowed is not None and name not in allowed):
+            continue  # unknown parameters are ignored, as in request bodies (decisions §2.3)
+        key, parser = filters[name]
+        try:
+            clean[key] = parser(value)
+        except ValueError as exc:
+            errors[name] = [str(exc)]
+    if errors:
+        raise ValidationFailed(errors)
+    return clean
+
+
+def parse_list(contract: ListContract, params: dict[str, str]) -> tuple[ListQuery, dict[str, str]]:
+    """Returns the query and the raw parameters a cursor must carry forward."""
+    limit = _limit(params.get("limit"))
+    cursor = next((params[k] for k in CURSOR_KEYS if params.get(k)), None)
+    if cursor is not None:
+        extra = sorted(k for k in params if k not in ("limit", *CURSOR_KEYS))
+        if extra:
+            raise ValidationFailed({name: ["cannot be combined with cursor; only limit can"] for name in extra})
+        raw, position = decode_cursor(contract.plural, cursor)
+        page = 1
+    else:
+        keep = set(contract.filters) | {"sort_by", "include"}
+        raw = {k: v for k, v in params.items() if k in keep}
+        position, page = None, _page(params.get("page"))
+    sort, descending = parse_sort(contract, raw.get("sort_by"))
+    include = parse_include(contract, raw.get("include"))
+    filters = parse_filters(contract.filters, raw)
+    query = ListQuery(filters=filters, sort=sort, descending=descending, limit=limit, page=page,
+                      position=position, include=include)
+    return query, raw
+
+
+def link_header(base_url: str, limit: int, cursors: list[tuple[str, str]]) -> str:
+    """NOTE: spec 02 Cursor paging, absolute URLs with an encoded page_info parameter."""
+    return ", ".join(f'<{base_url}?limit={limit}&page_info={cursor}>; rel="{rel}"' for rel, cursor in cursors)

@@ -1,0 +1,79 @@
+"""Typed query-string values (decisions §2.5, §2.6). Each parser takes the raw string and
+returns the value or raises ``ValueError`` with the message for the caller."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import date, datetime, time, timezone
+from typing import Any
+
+QueryParser = Callable[[str], Any]
+
+_ZONE = re.compile(r"(Z|[+-]\d{2}:?\d{2})$")
+
+
+def text(value: str) -> str:
+    return value
+
+
+def integer(value: str) -> int:
+    value = value.strip()
+    if not value.lstrip("-").isdigit():
+        raise ValueError(f"Invalid integer: {value}")
+    return int(value)
+
+
+def ids(value: str) -> list[int]:
+    """NOTE: spec 01, a non-integer in an ids-style filter answers 422."""
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise ValueError(f"Invalid ids: {value}. Must be comma-separated integers")
+    return [int(p) for p in parts]
+
+
+def boolean(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in {"true", "1"}:
+        return True
+    if lowered in {"false", "0"}:
+        return False
+    raise ValueError(f"Invalid boolean: {value}. Must be true, false, 1 or 0")
+
+
+def parse_datetime(value: str) -> datetime:
+    """``T`` or space, ``Z``/``+00:00``/``+0000``/no zone (UTC), or a bare date."""
+    raw = value.strip()
+    try:
+        if len(raw) == 10:
+            return datetime.combine(date.fromisoformat(raw), time(), tzinfo=timezone.utc)
+        candidate = raw.replace(" ", "T", 1)
+        if candidate.endswith("Z"):
+            candidate = candidate[:-1] + "+00:00"
+        match = _ZONE.search(candidate)
+        if match and ":" not in match.group(1) and match.group(1) != "Z":
+            zone = match.group(1)
+            candidate = candidate[: match.start()] + zone[:3] + ":" + zone[3:]
+        parsed = datetime.fromisoformat(candidate)
+    except ValueError:
+        raise ValueError(f"Invalid date: {value}. Must be a valid ISO-8601 datetime string") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def datetime_(value: str) -> datetime:
+    return parse_datetime(value)
+
+
+def choice(*allowed: str, transform: Callable[[str], str] = str.lower) -> QueryParser:
+    def parse(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"Invalid value: {value}. Must be one of {', '.join(allowed)}")
+        return transform(value)
+    return parse
+
+
+def window(*fields: str) -> dict[str, tuple[str, QueryParser]]:
+    """``created_at_min``/``_max`` style filters for the given datetime fields."""
+    return {f"{f}_{end}": (f"{f}_{end}", datetime_) for f in fields for end in ("min", "max")}

@@ -1,0 +1,84 @@
+"""Addresses, both versions (spec 01 Addresses, spec 02 Addresses, decisions §4).
+Merge and charge skip come with subscriptions."""
+
+from dataclasses import replace
+
+from rebill.domain.address import service
+from rebill.domain.address.model import AddressCreate, AddressUpdate
+from rebill.domain.customer import service as customers
+
+from ..call import Call, Reply
+from ..routing import Endpoints
+
+endpoints = Endpoints()
+READ, WRITE = "read_customers", "write_customers"
+
+
+@endpoints.get("/addresses", scope=READ)
+def list_addresses(call: Call) -> Reply:
+    query = call.list_query("addresses")
+    with call.read() as unit:
+        return call.page("addresses", service.list_page(unit, query), unit, query)
+
+
+@endpoints.get("/customers/{customer_id:int}/addresses", scope=READ, versions=("2021-01",))
+def list_customer_addresses(call: Call) -> Reply:
+    query = call.list_query("addresses")
+    query = replace(query, filters={**query.filters, "customer_id": call.path["customer_id"]})
+    with call.read() as unit:
+        customers.get(unit, call.path["customer_id"])  # 404 for an unknown or foreign customer
+        return call.page("addresses", service.list_page(unit, query), unit, query)
+
+
+@endpoints.get("/addresses/count", scope=READ, versions=("2021-01",))
+def count_addresses(call: Call) -> Reply:
+    filters = call.count_filters("addresses")
+    with call.read() as unit:
+        return Reply({"count": service.count(unit, filters)})
+
+
+@endpoints.post("/addresses", scope=WRITE, versions=("2021-11",))
+def create_address(call: Call) -> Reply:
+    command = call.command("address.create", AddressCreate)
+    with call.write() as unit:
+        return call.created("address", service.create(unit, call.services.verifier, command))
+
+
+@endpoints.post("/customers/{customer_id:int}/addresses", scope=WRITE, versions=("2021-01",))
+def create_customer_address(call: Call) -> Reply:
+    customer_id = call.path["customer_id"]
+    with call.read() as unit:
+        customers.get(unit, customer_id)  # 404 before any body error: the path names the parent
+    command = call.command("address.create", AddressCreate, customer_id=customer_id)
+    with call.write() as unit:
+        return call.created("address", service.create(unit, call.services.verifier, command))
+
+
+@endpoints.get("/addresses/{address_id:int}", scope=READ)
+def get_address(call: Call) -> Reply:
+    include = call.include("addresses")
+    with call.read() as unit:
+        return call.one("address", service.get(unit, call.path["address_id"]), unit, include=include)
+
+
+@endpoints.put("/addresses/{address_id:int}", scope=WRITE)
+def update_address(call: Call) -> Reply:
+    command = call.command("address.update", AddressUpdate, partial=True)
+    with call.write() as unit:
+        return call.one("address", service.update(unit, call.services.verifier, call.path["address_id"], command))
+
+
+@endpoints.delete("/addresses/{address_id:int}", scope=WRITE)
+def delete_address(call: Call) -> Reply:
+    with call.write() as unit:
+        service.delete(unit, call.path["address_id"])
+    return call.deleted()
+
+
+@endpoints.post("/addresses/validate", scope=READ, versions=("2021-01",))
+def validate_address(call: Call) -> Reply:
+    """NOTE: spec 02 Addresses, USA only; decisions §4.4 offline verifier."""
+    body = call.version.schemas["address_validation.verify"].parse(call.body)
+    verdict = call.services.verifier.verify(**body)
+    return Reply({"city": verdict.city, "errors": verdict.errors, "state": verdict.state,
+                  "state_name": verdict.state_name, "zipcode": verdict.zipcode})

@@ -1,0 +1,109 @@
+"""The route table: every endpoint declares its method, path, scope and versions.
+
+One Starlette route per path; its dispatcher picks the operation by method, answers 501
+for an endpoint of the other version (decisions §2.1) and 403 for a missing scope, reads the
+JSON body (415 unless it is an object, decisions §2.3) and runs the handler in a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from rebill.errors import Forbidden, NotInThisVersion, UnsupportedMediaType, ValidationFailed
+from rebill.http.context import RequestContext
+from rebill.http.render import JSON
+
+from .call import Call, Reply, Services
+
+ALL_VERSIONS = frozenset({"2021-01", "2021-11"})
+Handler = Callable[[Call], Reply]
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    scope: str | None
+    versions: frozenset[str]
+    handler: Handler
+
+
+class Endpoints:
+    """Collects the operations of one resource module."""
+
+    def __init__(self) -> None:
+        self.operations: list[Operation] = []
+
+    def route(self, method: str, path: str, *, scope: str | None,
+              versions: frozenset[str] | tuple[str, ...] = ALL_VERSIONS) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            self.operations.append(Operation(method, path, scope, frozenset(versions), handler))
+            return handler
+        return register
+
+    def get(self, path: str, **kw: Any) -> Callable[[Handler], Handler]:
+        return self.route("GET", path, **kw)
+
+    def post(self, path: str, **kw: Any) -> Callable[[Handler], Handler]:
+        return self.route("POST", path, **kw)
+
+    def put(self, path: str, **kw: Any) -> Callable[[Handler], Handler]:
+        return self.route("PUT", path, **kw)
+
+    def delete(self, path: str, **kw: Any) -> Callable[[Handler], Handler]:
+        return self.route("DELETE", path, **kw)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        raise UnsupportedMediaType() from None
+    if not isinstance(body, dict):
+        raise UnsupportedMediaType()
+    return body
+
+
+def _dispatcher(by_method: dict[str, Operation], services: Services) -> Callable[[Request], Any]:
+    async def dispatch(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        operation = by_method[method]
+        ctx: RequestContext = request.scope["rebill"]
+        if ctx.version.name not in operation.versions:
+            raise NotInThisVersion()
+        if operation.scope is not None and not ctx.token.allows(operation.scope):
+            raise Forbidden(f"This token lacks the scope this endpoint needs: {operation.scope}")
+        body = await _json_body(request) if method in ("POST", "PUT") else None
+        call = Call(request, ctx.version, ctx.store, ctx.token, services, body)
+        try:
+            reply = await run_in_threadpool(operation.handler, call)
+        except ValidationFailed as exc:
+            # Domain rules name head fields; the caller reads its own version's names.
+            exc.errors = ctx.version.rename_errors(exc.errors)
+            raise
+        if reply.body is None:
+            return Response(status_code=reply.status, headers=reply.headers or None)
+        return JSON(reply.body, status_code=reply.status, headers=reply.headers or None)
+
+    return dispatch
+
+
+def build_routes(operations: list[Operation], services: Services) -> list[Route]:
+    by_path: dict[str, dict[str, Operation]] = {}
+    for op in operations:
+        methods = by_path.setdefault(op.path, {})
+        if op.method in methods:
+            raise ValueError(f"two operations for {op.method} {op.path}")
+        methods[op.method] = op
+    return [Route(path, _dispatcher(ops, services), methods=list(ops)) for path, ops in by_path.items()]

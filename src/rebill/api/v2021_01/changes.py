@@ -1,0 +1,170 @@
+"""How 2021-01 differs from the head, one change module per difference (design guide).
+
+Each class's docstring is its changelog line. Requests pass old -> head through
+``request``; responses pass head -> old through ``response``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rebill.api.contract import Change, Rename
+from rebill.api.fields import Field, Schema
+from rebill.domain.geo import country_code_for_name, country_name
+
+_OFFSET = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$")
+
+
+def _country_to_code(value: str) -> str:
+    code = country_code_for_name(value)
+    if code is None:
+        raise ValueError("is not a known country")
+    return code
+
+
+class NaiveDatetimes(Change):
+    """Datetimes render as `YYYY-MM-DDTHH:MM:SS` in UTC with no offset (decisions §2.4)."""
+
+    kinds = ("customer", "address", "payment_method", "discount", "store")
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        for key, value in data.items():
+            if isinstance(value, str) and _OFFSET.match(value):
+                data[key] = value[:-6]
+        return data
+
+
+class AddressCountryName(Change):
+    """Addresses carry `country` (the name) beside `country_code`; either is accepted (decisions §4.5)."""
+
+    kinds = ("address",)
+
+    def request(self, schema: Schema) -> Schema:
+        return schema.changed("country_code", required=False).plus(
+            Field("country", "str", key="country_code", nullable=False, convert=_country_to_code),
+            one_of=(("country", "country_code"),),
+        )
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        data["country"] = country_name(data["country_code"])
+        return data
+
+
+class AddressDiscountId(Change):
+    """Addresses show their one discount as `discount_id` instead of a `discounts` array;
+    it is set through apply_discount, not the address body."""
+
+    kinds = ("address",)
+
+    def request(self, schema: Schema) -> Schema:
+        return schema.without("discounts")
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        applied = data.pop("discounts")
+        data["discount_id"] = applied[0]["id"] if applied else None
+        return data
+
+
+class AddressDeprecatedAliases(Change):
+    """Addresses still take and show the deprecated `cart_attributes` (= `note_attributes`) and
+    `original_shipping_lines` (the conserved rates), and have no `payment_method_id`."""
+
+    kinds = ("address",)
+
+    def request(self, schema: Schema) -> Schema:
+        by_name = {f.name: f for f in schema.fields}
+        aliases = []
+        if "note_attributes" in by_name:
+            note = by_name["note_attributes"]
+            aliases.append(Field("cart_attributes", "list", nullable=False, key=note.target, items=note.items))
+        if "shipping_lines_override" in by_name:
+            lines = by_name["shipping_lines_override"]
+            aliases.append(Field("original_shipping_lines", "list", key=lines.target, items=lines.items))
+        return schema.without("payment_method_id").plus(*aliases)
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        data.pop("payment_method_id", None)
+        data["cart_attributes"] = data.get("note_attributes", [])
+        data["original_shipping_lines"] = data.pop("shipping_lines_conserved", [])
+        return data
+
+
+class CustomerPlatformId(Change):
+    """Customers carry the flat `platform_customer_id` string instead of `external_customer_id{ecommerce}`."""
+
+    kinds = ("customer",)
+
+    def request(self, schema: Schema) -> Schema:
+        return schema.without("external_customer_id").plus(
+            Field("platform_customer_id", "str", key="external_customer_id"))
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        data["platform_customer_id"] = data.pop("external_customer_id")["ecommerce"]
+        return data
+
+    def error_names(self) -> dict[str, str]:
+        return {"external_customer_id": "platform_customer_id"}
+
+
+BILLING = ("address1", "address2", "city", "company", "first_name", "last_name", "phone", "province", "zip")
+# NOTE: spec 02 Customers create, the billing fields required on creation.
+BILLING_REQUIRED = ("address1", "city", "first_name", "last_name", "province", "zip")
+
+
+class CustomerBillingAddress(Change):
+    """Customers carry the flat `billing_*` address (spec 02), `billing_country` as a name;
+    creating one requires it. 2021-11 moved billing details to payment methods."""
+
+    kinds = ("customer",)
+
+    def request(self, schema: Schema) -> Schema:
+        fields = [Field(f"billing_{name}", "str", required=name in BILLING_REQUIRED,
+                        min_length=1 if name in BILLING_REQUIRED else None) for name in BILLING]
+        fields.append(Field("billing_country", "str", required=True, nullable=False,
+                            key="billing_country_code", convert=_country_to_code))
+        return schema.plus(*fields)
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        for name in BILLING:
+            data[f"billing_{name}"] = getattr(obj, f"billing_{name}")
+        code = obj.billing_country_code
+        data["billing_country"] = country_name(code) if code else None
+        return data
+
+    def error_names(self) -> dict[str, str]:
+        return {"billing_country_code": "billing_country"}
+
+
+class CustomerStatusAndCounts(Change):
+    """Customers show upper-case `status` (ACTIVE/INACTIVE, decisions §2.9),
+    `number_active_subscriptions`/`number_subscriptions`, `has_card_error_in_dunning`,
+    `accepts_marketing`, `processor_type`, `reason_payment_method_not_valid`; no
+    `tax_exempt` or `orders_count`."""
+
+    kinds = ("customer",)
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        data["status"] = obj.status.upper()
+        data["number_active_subscriptions"] = data.pop("subscriptions_active_count")
+        data["number_subscriptions"] = data.pop("subscriptions_total_count")
+        data["has_card_error_in_dunning"] = data.pop("has_payment_method_in_dunning")
+        data["accepts_marketing"] = obj.accepts_marketing
+        data["processor_type"] = obj.processor_type
+        data["reason_payment_method_not_valid"] = None
+        data.pop("tax_exempt", None)
+        data.pop("orders_count", None)
+        return data
+
+
+CHANGES = (
+    NaiveDatetimes(),
+    AddressCountryName(),
+    Rename(("address",), "order_attributes", "note_attributes"),
+    Rename(("address",), "order_note", "cart_note"),
+    AddressDiscountId(),
+    AddressDeprecatedAliases(),
+    CustomerPlatformId(),
+    CustomerBillingAddress(),
+    CustomerStatusAndCounts(),
+)

@@ -1,0 +1,80 @@
+"""The head (2021-11) request bodies (spec 01 Addresses; customers per the public 2021-11
+contract: email, first and last name required)."""
+
+from __future__ import annotations
+
+from rebill.api.fields import Field, Schema
+
+
+def _country_code(value: str) -> str:
+    if len(value.strip()) != 2 or not value.strip().isalpha():
+        raise ValueError("must be a 2-letter country code")
+    return value.strip().upper()
+
+
+def _currency(value: str) -> str:
+    if len(value.strip()) != 3 or not value.strip().isalpha():
+        raise ValueError("must be a 3-letter currency code")
+    return value.strip().upper()
+
+
+ATTRIBUTE = Schema(Field("name", "str", required=True, nullable=False), Field("value", "str"))
+SHIPPING_LINE = Schema(
+    Field("code", "str"),
+    Field("price", "decimal", required=True, nullable=False),
+    Field("title", "str"),
+)
+DISCOUNT_REF = Schema(Field("id", "int"), Field("code", "str"))
+
+CUSTOMER_CREATE = Schema(
+    Field("email", "str", required=True, nullable=False, min_length=1),
+    Field("first_name", "str", required=True, nullable=False, min_length=1),
+    Field("last_name", "str", required=True, nullable=False, min_length=1),
+    Field("phone", "str"),
+    Field("external_customer_id", "object", items=Schema(Field("ecommerce", "str")),
+          convert=lambda value: value.get("ecommerce")),
+    Field("tax_exempt", "bool", nullable=False),
+    Field("accepts_marketing", "bool", nullable=False),
+    Field("analytics_data", "object"),
+)
+
+ADDRESS_FIELDS = (
+    Field("address1", "str", required=True, nullable=False, min_length=1),
+    Field("address2", "str"),
+    Field("city", "str", required=True, nullable=False, min_length=1),
+    Field("company", "str"),
+    Field("country_code", "str", required=True, nullable=False, convert=_country_code),
+    Field("first_name", "str", required=True, nullable=False, min_length=1),
+    Field("last_name", "str", required=True, nullable=False, min_length=1),
+    Field("order_attributes", "list", nullable=False, items=ATTRIBUTE),
+    Field("order_note", "str"),
+    Field("payment_method_id", "int"),
+    # NOTE: spec 01, phone is required but may be the empty string.
+    Field("phone", "str", required=True, nullable=False),
+    Field("province", "str"),
+    Field("shipping_lines_override", "list", items=SHIPPING_LINE),
+    Field("zip", "str"),
+    Field("discounts", "list", nullable=False, items=DISCOUNT_REF),
+)
+ADDRESS_CREATE = Schema(
+    Field("customer_id", "int", required=True, nullable=False),
+    *ADDRESS_FIELDS,
+    Field("presentment_currency", "str", convert=_currency),
+)
+# NOTE: spec 01, the update takes the create fields but customer_id and presentment_currency.
+ADDRESS_UPDATE = Schema(*ADDRESS_FIELDS)
+
+ADDRESS_VALIDATE = Schema(
+    Field("address1", "str", required=True, nullable=False),
+    Field("city", "str", required=True, nullable=False),
+    Field("state", "str", required=True, nullable=False),
+    Field("zipcode", "str", required=True, nullable=False),
+)
+
+SCHEMAS = {
+    "customer.create": CUSTOMER_CREATE,
+    "customer.update": CUSTOMER_CREATE,
+    "address.create": ADDRESS_CREATE,
+    "address.update": ADDRESS_UPDATE,
+    "address_validation.verify": ADDRESS_VALIDATE,
+}

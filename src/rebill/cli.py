@@ -1,0 +1,162 @@
+"""The ``rebill`` command line: serve, migrate, stores and tokens."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rebill.clock import SystemClock
+from rebill.db.engine import Database
+from rebill.db.migrate import upgrade
+from rebill.domain.store import repository as stores_repo
+from rebill.domain.store import service as store_service
+from rebill.errors import ValidationFailed
+from rebill.settings import RateLimit, Settings
+
+app = typer.Typer(help="Rebill: self-hostable subscription billing (API 2021-01 and 2021-11).",
+                  no_args_is_help=True)
+stores_app = typer.Typer(help="Manage stores (tenants).", no_args_is_help=True)
+tokens_app = typer.Typer(help="Manage API tokens.", no_args_is_help=True)
+app.add_typer(stores_app, name="stores")
+app.add_typer(tokens_app, name="tokens")
+
+err = Console(stderr=True)
+out = Console()
+DatabaseOption = typer.Option(None, "--database", help="Database URL (default: $REBILL_DATABASE_URL or ./var/rebill.db)")
+
+
+def _settings(database: str | None) -> Settings:
+    return Settings.from_env().with_(database_url=database)
+
+
+def _fail(exc: ValidationFailed) -> None:
+    for field, messages in (exc.errors.items() if isinstance(exc.errors, dict) else [("error", [exc.errors])]):
+        err.print(f"[red]{field}[/red]: {'; '.join(messages)}")
+    raise typer.Exit(2)
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
+
+
+@app.command()
+def migrate(database: Optional[str] = DatabaseOption) -> None:
+    """Apply database migrations."""
+    settings = _settings(database)
+    upgrade(settings.database_url)
+    err.print(f"[green]migrated[/green] {settings.database_url}")
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on"),
+    port: int = typer.Option(8000, help="Port to listen on"),
+    database: Optional[str] = DatabaseOption,
+    rate_limit: Optional[str] = typer.Option(None, "--rate-limit", help="BURST/PER_SECOND, e.g. 40/2, or off"),
+    workers: int = typer.Option(1, help="Worker processes"),
+) -> None:
+    """Migrate, then serve the API. On an empty database, create store 'default' and print a token."""
+    import os
+
+    import uvicorn
+
+    settings = _settings(database)
+    if rate_limit is not None:
+        try:
+            settings = settings.with_(rate_limit=RateLimit.parse(rate_limit))
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    upgrade(settings.database_url)
+    db = Database.from_url(settings.database_url)
+    with db.write() as conn:
+        if not stores_repo.all_stores(conn):
+            now = SystemClock().now()
+            store = store_service.create_store(conn, now, name="default")
+            raw = store_service.create_token(conn, now, store=store, name="default")
+            err.print("[bold]Created store 'default'. Its API token (shown once):[/bold]")
+            out.print(raw, soft_wrap=True)
+    db.dispose()
+    # Workers are separate processes: pass settings through the environment.
+    os.environ["REBILL_DATABASE_URL"] = settings.database_url
+    rl = settings.rate_limit
+    os.environ["REBILL_RATE_LIMIT"] = f"{rl.burst}/{rl.per_second:g}" if rl.enabled else "off"
+    err.print(f"Serving on http://{host}:{port} ({settings.database_url})")
+    uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
+                access_log=False)
+
+
+@stores_app.command("create")
+def stores_create(
+    name: str,
+    currency: str = typer.Option("USD", help="Store currency"),
+    ships_to: str = typer.Option("US", "--ships-to", help="Comma-separated country codes"),
+    presentment_currencies: Optional[str] = typer.Option(None, "--presentment-currencies",
+                                                         help="Comma-separated extra currencies"),
+    plan_tier: str = typer.Option("standard", "--plan-tier", help="standard, premium_a or premium_b"),
+    checkout_platform: str = typer.Option("custom", "--checkout-platform"),
+    default_version: str = typer.Option("2021-01", "--default-version"),
+    sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Create a store."""
+    settings = _settings(database)
+    upgrade(settings.database_url)
+    db = Database.from_url(settings.database_url)
+    try:
+        with db.write() as conn:
+            store = store_service.create_store(
+                conn, SystemClock().now(), name=name, currency=currency, ships_to=_csv(ships_to),
+                presentment_currencies=_csv(presentment_currencies), plan_tier=plan_tier,
+                checkout_platform=checkout_platform, default_api_version=default_version, sandbox=sandbox)
+    except ValidationFailed as exc:
+        _fail(exc)
+    err.print(f"[green]created store[/green] {store.name} (id {store.id})")
+
+
+@stores_app.command("list")
+def stores_list(database: Optional[str] = DatabaseOption) -> None:
+    """List stores."""
+    db = Database.from_url(_settings(database).database_url)
+    table = Table("id", "name", "currency", "ships to", "tier", "platform", "version", "sandbox", "installed")
+    with db.read() as conn:
+        for s in stores_repo.all_stores(conn):
+            table.add_row(str(s.id), s.name, s.currency, ",".join(s.ships_to), s.plan_tier, s.checkout_platform,
+                          s.default_api_version, str(s.sandbox), str(s.installed))
+    out.print(table)
+
+
+@tokens_app.command("create")
+def tokens_create(
+    store: str = typer.Option(..., "--store", help="Store name"),
+    scopes: Optional[str] = typer.Option(None, "--scopes", help="Comma-separated scopes"),
+    all_scopes: bool = typer.Option(False, "--all-scopes", help="Every scope"),
+    name: str = typer.Option("api", "--name", help="Token name"),
+    contact_email: Optional[str] = typer.Option(None, "--contact-email"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Create a token and print it alone on stdout."""
+    if not all_scopes and scopes is None:
+        raise typer.BadParameter("give --scopes a,b,c or --all-scopes")
+    settings = _settings(database)
+    upgrade(settings.database_url)
+    db = Database.from_url(settings.database_url)
+    try:
+        with db.write() as conn:
+            found = stores_repo.by_name(conn, store)
+            if found is None:
+                err.print(f"[red]no store named {store!r}[/red]")
+                raise typer.Exit(2)
+            raw = store_service.create_token(conn, SystemClock().now(), store=found,
+                                             scopes=None if all_scopes else _csv(scopes), name=name,
+                                             contact_email=contact_email)
+    except ValidationFailed as exc:
+        _fail(exc)
+    sys.stdout.write(raw + "\n")
+
+
+def main() -> None:
+    app()

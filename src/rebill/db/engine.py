@@ -1,0 +1,92 @@
+"""Engines for SQLite (embedded, WAL, foreign keys) and PostgreSQL (psycopg 3, pooled).
+
+Transactions: the request or job owns them (design guide). ``read()`` opens a plain
+transaction; ``write()`` opens one that takes SQLite's write lock up front (``BEGIN
+IMMEDIATE``) so two writers never deadlock on a lock upgrade; on PostgreSQL both are
+ordinary READ COMMITTED transactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+
+def normalize_url(url: str) -> str:
+    """Accept ``postgresql://`` and ``postgres://`` and pick the psycopg 3 driver."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def make_engine(url: str, *, echo: bool = False) -> Engine:
+    url = normalize_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, echo=echo)
+    return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: str, *, echo: bool) -> Engine:
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        echo=echo,
+        # The driver's own transaction handling is switched off; we emit BEGIN ourselves.
+        connect_args={"check_same_thread": False, "isolation_level": None, "timeout": 30},
+        pool_size=20,
+        max_overflow=10,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get("rebill_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+class Database:
+    """The engine plus the two ways to open a unit of work."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+
+    @classmethod
+    def from_url(cls, url: str, *, echo: bool = False) -> "Database":
+        return cls(make_engine(url, echo=echo))
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(rebill_write=True)
+            with conn.begin():
+                yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()

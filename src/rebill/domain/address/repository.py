@@ -1,0 +1,93 @@
+"""Addresses in the database, read with their discount in the same query."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, delete, exists, false, insert, select, true, update
+
+from rebill.models import addresses, discounts
+
+from ..filters import Filter, time_window, where
+from ..listing import ListQuery, PageResult, count, fetch_page
+from .model import Address, DiscountRef
+
+_select = select(
+    addresses,
+    discounts.c.code.label("discount_code"),
+    discounts.c.value.label("discount_value"),
+    discounts.c.discount_type.label("discount_type"),
+).select_from(addresses.outerjoin(discounts, discounts.c.id == addresses.c.discount_id))
+
+
+def _active(wanted: bool) -> Any:
+    # NOTE: an address is active while it has an active subscription; subscriptions come
+    # with the next issue, so until then no address is active.
+    return false() if wanted else true()
+
+
+FILTERS: dict[str, Filter] = {
+    **time_window(addresses),
+    "customer_id": lambda v: addresses.c.customer_id == v,
+    "discount_id": lambda v: addresses.c.discount_id == v,
+    "discount_code": lambda v: exists().where(discounts.c.id == addresses.c.discount_id, discounts.c.code == v),
+    "is_active": _active,
+}
+
+
+def to_address(row: Any) -> Address:
+    data = dict(row._mapping)
+    code, value, kind = data.pop("discount_code"), data.pop("discount_value"), data.pop("discount_type")
+    discount = None
+    if data["discount_id"] is not None and code is not None:
+        discount = DiscountRef(id=data["discount_id"], code=code, value=str(value), value_type=kind)
+    return Address(**data, discount=discount)
+
+
+def get(conn: Connection, store_id: int, address_id: int) -> Address | None:
+    row = conn.execute(_select.where(addresses.c.id == address_id, addresses.c.store_id == store_id)).first()
+    return to_address(row) if row else None
+
+
+def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> list[Address]:
+    if not customer_ids:
+        return []
+    stmt = _select.where(addresses.c.store_id == store_id, addresses.c.customer_id.in_(set(customer_ids)))
+    return [to_address(r) for r in conn.execute(stmt.order_by(addresses.c.id))]
+
+
+def ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
+    stmt = select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.customer_id == customer_id)
+    return list(conn.execute(stmt).scalars())
+
+
+def insert_address(conn: Connection, values: dict[str, Any]) -> int:
+    return int(conn.execute(insert(addresses).values(**values).returning(addresses.c.id)).scalar_one())
+
+
+def update_address(conn: Connection, store_id: int, address_id: int, lock_version: int,
+                   values: dict[str, Any]) -> bool:
+    """False when another write changed the address since it was read (decisions §4.6)."""
+    result = conn.execute(
+        update(addresses)
+        .where(addresses.c.id == address_id, addresses.c.store_id == store_id,
+               addresses.c.lock_version == lock_version)
+        .values(**values, lock_version=lock_version + 1)
+    )
+    return result.rowcount == 1
+
+
+def delete_address(conn: Connection, store_id: int, address_id: int, lock_version: int) -> bool:
+    result = conn.execute(delete(addresses).where(addresses.c.id == address_id, addresses.c.store_id == store_id,
+                                                  addresses.c.lock_version == lock_version))
+    return result.rowcount == 1
+
+
+def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
+    stmt = where(_select.where(addresses.c.store_id == store_id), FILTERS, query.filters)
+    result = fetch_page(conn, stmt, addresses, query)
+    return PageResult([to_address(r) for r in result.rows], result.next, result.previous)
+
+
+def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
+    return count(conn, where(select(addresses.c.id).where(addresses.c.store_id == store_id), FILTERS, filters))

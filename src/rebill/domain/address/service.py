@@ -1,0 +1,128 @@
+"""Address use cases (spec 01 Addresses, spec 02 Addresses, decisions §4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from rebill.errors import Conflict, NotFound, ValidationFailed
+
+from ..customer import repository as customers
+from ..discount import repository as discounts
+from ..listing import ListQuery, PageResult
+from ..money import format_amount
+from ..payment_method import repository as payment_methods
+from ..unit import Unit
+from . import repository
+from .model import Address, AddressCreate, AddressUpdate
+from .rules import check_location, check_presentment_currency
+from .verifier import AddressVerifier
+
+LOCATION = ("address1", "city", "country_code", "province", "zip")
+
+
+def get(unit: Unit, address_id: int) -> Address:
+    address = repository.get(unit.conn, unit.store_id, address_id)
+    if address is None:
+        raise NotFound()
+    return address
+
+
+def _discount_id(unit: Unit, entries: list[dict[str, Any]]) -> int | None:
+    """NOTE: spec 01 Address ``discounts``, only the first entry applies; [] removes it."""
+    if not entries:
+        return None
+    first = entries[0]
+    if first.get("id") is None and not first.get("code"):
+        raise ValidationFailed({"discounts": ["each discount needs an id or a code"]})
+    row = discounts.find(unit.conn, unit.store_id, discount_id=first.get("id"), code=first.get("code"))
+    if row is None:
+        raise ValidationFailed({"discounts": ["discount not found"]})
+    if not discounts.usable_now(row, unit.now):
+        raise ValidationFailed({"discounts": ["discount is not active"]})
+    return int(row.id)
+
+
+def _check_payment_method(unit: Unit, customer_id: int, payment_method_id: int | None) -> None:
+    if payment_method_id is None:
+        return
+    row = payment_methods.get(unit.conn, unit.store_id, payment_method_id)
+    if row is None or row.customer_id != customer_id:
+        raise ValidationFailed.field("payment_method_id", "payment method not found for this customer")
+
+
+def _normalize_shipping_lines(lines: list[dict[str, Any]] | None, currency: str) -> list[dict[str, Any]] | None:
+    if lines is None:
+        return None
+    return [{"code": line.get("code"), "price": format_amount(line["price"], currency), "title": line.get("title")}
+            for line in lines]
+
+
+def create(unit: Unit, verifier: AddressVerifier, command: AddressCreate) -> Address:
+    if not customers.exists_in_store(unit.conn, unit.store_id, command.customer_id):
+        raise ValidationFailed.field("customer_id", "customer not found")
+    values = msgspec.structs.asdict(command)
+    entries = values.pop("discounts")
+    values = check_location(unit.store, verifier, values)
+    values["presentment_currency"] = check_presentment_currency(unit.store, command.presentment_currency)
+    _check_payment_method(unit, command.customer_id, command.payment_method_id)
+    values.update(
+        store_id=unit.store_id,
+        discount_id=_discount_id(unit, entries) if entries is not msgspec.UNSET else None,
+        shipping_lines_override=_normalize_shipping_lines(command.shipping_lines_override,
+                                                          values["presentment_currency"]),
+        shipping_lines_conserved=[],
+        lock_version=1,
+        created_at=unit.now,
+        updated_at=unit.now,
+    )
+    address_id = repository.insert_address(unit.conn, values)
+    unit.record("address/created", address_id)
+    return get(unit, address_id)
+
+
+def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: AddressUpdate) -> Address:
+    current = get(unit, address_id)
+    changes = command.changes()
+    if "country_code" in changes and changes["country_code"].upper() != current.country_code:
+        # NOTE: spec 01 Addresses update, a country change needs a zip change in the same request.
+        if "zip" not in changes or (changes["zip"] or "") == (current.zip or ""):
+            raise ValidationFailed.field("zip", "must be changed when the country changes")
+    if any(field in changes for field in LOCATION):
+        merged = {field: changes.get(field, getattr(current, field)) for field in LOCATION}
+        changes.update(check_location(unit.store, verifier, merged))
+    if "payment_method_id" in changes:
+        _check_payment_method(unit, current.customer_id, changes["payment_method_id"])
+    if "discounts" in changes:
+        changes["discount_id"] = _discount_id(unit, changes.pop("discounts"))
+    if "shipping_lines_override" in changes:
+        new = _normalize_shipping_lines(changes["shipping_lines_override"], current.presentment_currency)
+        changes["shipping_lines_override"] = new
+        if current.shipping_lines_override and new != current.shipping_lines_override:
+            # Overridden rates that stop applying are kept as conserved (spec 01 Address).
+            changes["shipping_lines_conserved"] = current.shipping_lines_override
+    changes = {k: v for k, v in changes.items() if getattr(current, k, object()) != v}
+    if changes:
+        changes["updated_at"] = unit.now
+        if not repository.update_address(unit.conn, unit.store_id, address_id, current.lock_version, changes):
+            raise Conflict()
+        unit.record("address/updated", address_id)
+    return get(unit, address_id)
+
+
+def delete(unit: Unit, address_id: int) -> None:
+    current = get(unit, address_id)
+    # NOTE: decisions §4.7, an address with active subscriptions cannot be deleted; no
+    # subscription exists before the subscriptions issue, so the check lands with it.
+    if not repository.delete_address(unit.conn, unit.store_id, address_id, current.lock_version):
+        raise Conflict()
+    unit.record("address/deleted", address_id, {"id": address_id})
+
+
+def list_page(unit: Unit, query: ListQuery) -> PageResult:
+    return repository.page(unit.conn, unit.store_id, query)
+
+
+def count(unit: Unit, filters: dict[str, Any]) -> int:
+    return repository.count_where(unit.conn, unit.store_id, filters)

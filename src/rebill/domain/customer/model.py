@@ -1,0 +1,96 @@
+"""The customer as the domain sees it, and its commands."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+BILLING_FIELDS = ("address1", "address2", "city", "company", "country_code", "first_name",
+                  "last_name", "phone", "province", "zip")
+
+
+class Customer(msgspec.Struct, kw_only=True):
+    id: int
+    store_id: int
+    email: str
+    first_name: str
+    last_name: str
+    phone: str | None
+    external_customer_id: str | None
+    hash: str
+    accepts_marketing: bool
+    tax_exempt: bool
+    analytics_data: dict[str, Any] | None
+    processor_type: str | None
+    status: str
+    first_charge_processed_at: datetime | None
+    billing_address1: str | None
+    billing_address2: str | None
+    billing_city: str | None
+    billing_company: str | None
+    billing_country_code: str | None
+    billing_first_name: str | None
+    billing_last_name: str | None
+    billing_phone: str | None
+    billing_province: str | None
+    billing_zip: str | None
+    created_at: datetime
+    updated_at: datetime
+    # Derived on read.
+    has_valid_payment_method: bool = False
+    has_payment_method_in_dunning: bool = False
+    subscriptions_active_count: int = 0
+    subscriptions_total_count: int = 0
+    orders_count: int = 0
+
+
+class CustomerCreate(msgspec.Struct, kw_only=True):
+    email: str
+    first_name: str
+    last_name: str
+    phone: str | None = None
+    external_customer_id: str | None = None
+    accepts_marketing: bool = False
+    tax_exempt: bool = False
+    analytics_data: dict[str, Any] | None = None
+    processor_type: str | None = None
+    billing_address1: str | None = None
+    billing_address2: str | None = None
+    billing_city: str | None = None
+    billing_company: str | None = None
+    billing_country_code: str | None = None
+    billing_first_name: str | None = None
+    billing_last_name: str | None = None
+    billing_phone: str | None = None
+    billing_province: str | None = None
+    billing_zip: str | None = None
+
+
+class CustomerUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Only the fields that were sent are set."""
+
+    email: str | UnsetType = UNSET
+    first_name: str | UnsetType = UNSET
+    last_name: str | UnsetType = UNSET
+    phone: str | None | UnsetType = UNSET
+    external_customer_id: str | None | UnsetType = UNSET
+    accepts_marketing: bool | UnsetType = UNSET
+    tax_exempt: bool | UnsetType = UNSET
+    analytics_data: dict[str, Any] | None | UnsetType = UNSET
+    processor_type: str | None | UnsetType = UNSET
+    billing_address1: str | None | UnsetType = UNSET
+    billing_address2: str | None | UnsetType = UNSET
+    billing_city: str | None | UnsetType = UNSET
+    billing_company: str | None | UnsetType = UNSET
+    billing_country_code: str | None | UnsetType = UNSET
+    billing_first_name: str | None | UnsetType = UNSET
+    billing_last_name: str | None | UnsetType = UNSET
+    billing_phone: str | None | UnsetType = UNSET
+    billing_province: str | None | UnsetType = UNSET
+    billing_zip: str | None | UnsetType = UNSET
+
+    def changes(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__struct_fields__ if getattr(self, f) is not UNSET}

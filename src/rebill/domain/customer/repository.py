@@ -1,0 +1,96 @@
+"""Customers in the database. Every statement is scoped to one store (decisions §1.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, delete, exists, false, insert, literal, select, update
+
+from rebill.models import customers, payment_methods
+
+from ..filters import Filter, time_window, where
+from ..listing import ListQuery, PageResult, count, fetch_page
+from .model import Customer
+
+_has_valid_payment_method = (
+    exists()
+    .where(payment_methods.c.customer_id == customers.c.id, payment_methods.c.status == "valid")
+    .label("has_valid_payment_method")
+)
+# NOTE: subscriptions and orders arrive with later issues; until they exist no customer has
+# any, and these derived columns become subqueries in the same place.
+_derived = (
+    _has_valid_payment_method,
+    false().label("has_payment_method_in_dunning"),
+    literal(0).label("subscriptions_active_count"),
+    literal(0).label("subscriptions_total_count"),
+    literal(0).label("orders_count"),
+)
+_columns = [c for c in customers.c if c.name != "email_key"]
+_select = select(*_columns, *_derived)
+
+FILTERS: dict[str, Filter] = {
+    **time_window(customers),
+    "email": lambda v: customers.c.email_key == v.strip().lower(),
+    "hash": lambda v: customers.c.hash == v,
+    "external_customer_id": lambda v: customers.c.external_customer_id == v,
+    "status": lambda v: customers.c.status == v,
+}
+
+
+def to_customer(row: Any) -> Customer:
+    return Customer(**row._mapping)
+
+
+def get(conn: Connection, store_id: int, customer_id: int) -> Customer | None:
+    row = conn.execute(_select.where(customers.c.id == customer_id, customers.c.store_id == store_id)).first()
+    return to_customer(row) if row else None
+
+
+def exists_in_store(conn: Connection, store_id: int, customer_id: int) -> bool:
+    stmt = select(customers.c.id).where(customers.c.id == customer_id, customers.c.store_id == store_id)
+    return conn.execute(stmt).first() is not None
+
+
+def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Customer]:
+    if not ids:
+        return {}
+    stmt = _select.where(customers.c.store_id == store_id, customers.c.id.in_(set(ids)))
+    return {row.id: to_customer(row) for row in conn.execute(stmt)}
+
+
+def email_taken(conn: Connection, store_id: int, email: str, *, other_than: int | None = None) -> bool:
+    stmt = select(customers.c.id).where(customers.c.store_id == store_id,
+                                        customers.c.email_key == email.strip().lower())
+    if other_than is not None:
+        stmt = stmt.where(customers.c.id != other_than)
+    return conn.execute(stmt).first() is not None
+
+
+def insert_customer(conn: Connection, values: dict[str, Any]) -> int:
+    values = {**values, "email_key": values["email"].strip().lower()}
+    return int(conn.execute(insert(customers).values(**values).returning(customers.c.id)).scalar_one())
+
+
+def update_customer(conn: Connection, store_id: int, customer_id: int, values: dict[str, Any]) -> None:
+    if "email" in values:
+        values = {**values, "email_key": values["email"].strip().lower()}
+    conn.execute(update(customers).where(customers.c.id == customer_id, customers.c.store_id == store_id)
+                 .values(**values))
+
+
+def delete_customer(conn: Connection, store_id: int, customer_id: int) -> None:
+    conn.execute(delete(customers).where(customers.c.id == customer_id, customers.c.store_id == store_id))
+
+
+def _filtered(store_id: int, filters: dict[str, Any]) -> Any:
+    return where(_select.where(customers.c.store_id == store_id), FILTERS, filters)
+
+
+def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
+    result = fetch_page(conn, _filtered(store_id, query.filters), customers, query)
+    return PageResult([to_customer(r) for r in result.rows], result.next, result.previous)
+
+
+def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
+    return count(conn, where(select(customers.c.id).where(customers.c.store_id == store_id), FILTERS, filters))

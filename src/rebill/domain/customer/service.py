@@ -1,0 +1,90 @@
+"""Customer use cases. Field names are the head (2021-11) names; no version logic here."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+import msgspec
+from sqlalchemy.exc import IntegrityError
+
+from rebill.errors import NotFound, ValidationFailed
+
+from ..address import repository as addresses
+from ..listing import ListQuery, PageResult
+from ..unit import Unit
+from . import repository
+from .model import Customer, CustomerCreate, CustomerUpdate
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _check_email(unit: Unit, email: str, *, other_than: int | None = None) -> None:
+    if not EMAIL.match(email.strip()):
+        raise ValidationFailed.field("email", "is invalid")
+    # NOTE: spec 02 Customers, email is unique per store.
+    if repository.email_taken(unit.conn, unit.store_id, email, other_than=other_than):
+        raise ValidationFailed.field("email", "has already been taken")
+
+
+def get(unit: Unit, customer_id: int) -> Customer:
+    customer = repository.get(unit.conn, unit.store_id, customer_id)
+    if customer is None:
+        raise NotFound()
+    return customer
+
+
+def create(unit: Unit, command: CustomerCreate) -> Customer:
+    _check_email(unit, command.email)
+    values = msgspec.structs.asdict(command)
+    values.update(
+        email=command.email.strip(),
+        store_id=unit.store_id,
+        hash=secrets.token_hex(12),
+        status="inactive",
+        first_charge_processed_at=None,
+        created_at=unit.now,
+        updated_at=unit.now,
+    )
+    try:
+        with unit.conn.begin_nested():
+            customer_id = repository.insert_customer(unit.conn, values)
+    except IntegrityError:  # a concurrent create won the unique (store, email) race
+        raise ValidationFailed.field("email", "has already been taken") from None
+    unit.record("customer/created", customer_id)
+    return get(unit, customer_id)
+
+
+def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
+    current = get(unit, customer_id)
+    changes = command.changes()
+    if "email" in changes:
+        changes["email"] = changes["email"].strip()
+        if changes["email"].lower() != current.email.lower():
+            _check_email(unit, changes["email"], other_than=customer_id)
+    if changes:
+        changes["updated_at"] = unit.now
+        try:
+            with unit.conn.begin_nested():
+                repository.update_customer(unit.conn, unit.store_id, customer_id, changes)
+        except IntegrityError:
+            raise ValidationFailed.field("email", "has already been taken") from None
+        unit.record("customer/updated", customer_id)
+    return get(unit, customer_id)
+
+
+def delete(unit: Unit, customer_id: int) -> None:
+    get(unit, customer_id)
+    # The customer's addresses go with it (foreign key cascade), each with its event.
+    for address_id in addresses.ids_of_customer(unit.conn, unit.store_id, customer_id):
+        unit.record("address/deleted", address_id, {"id": address_id})
+    repository.delete_customer(unit.conn, unit.store_id, customer_id)
+    unit.record("customer/deleted", customer_id, {"id": customer_id})
+
+
+def list_page(unit: Unit, query: ListQuery) -> PageResult:
+    return repository.page(unit.conn, unit.store_id, query)
+
+
+def count(unit: Unit, filters: dict[str, object]) -> int:
+    return repository.count_where(unit.conn, unit.store_id, filters)

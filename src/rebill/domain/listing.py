@@ -1,0 +1,98 @@
+"""One paging mechanism for every list (decisions §3): filters, sort, page numbers and
+keyset cursors.
+
+A list request becomes a :class:`ListQuery`. :func:`fetch_page` runs it with keyset
+conditions (sort value, then id to break ties, since many rows share an ``updated_at``
+second) and returns the rows plus the positions the next and previous cursors start from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Select, Table, and_, func, or_, select
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a cursor resumes: the sort value and id of a boundary row."""
+
+    value: Any
+    id: int
+    backwards: bool = False
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    filters: dict[str, Any] = field(default_factory=dict)
+    sort: str = "id"
+    descending: bool = True
+    limit: int = 50
+    page: int = 1
+    position: Position | None = None
+    include: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PageResult:
+    rows: list[Any]
+    next: Position | None
+    previous: Position | None
+
+
+def _keyset(sort_col: Any, id_col: Any, position: Position, descending: bool) -> Any:
+    """Rows strictly after ``position`` in the order (sort, id) ``descending``."""
+    if sort_col is id_col:
+        return id_col < position.id if descending else id_col > position.id
+    if descending:
+        return or_(sort_col < position.value, and_(sort_col == position.value, id_col < position.id))
+    return or_(sort_col > position.value, and_(sort_col == position.value, id_col > position.id))
+
+
+def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQuery) -> PageResult:
+    sort_col = table.c[query.sort]
+    id_col = table.c.id
+    if query.sort == "id":
+        sort_col = id_col
+    position = query.position
+    if position is not None and isinstance(position.value, str) and sort_col is not id_col:
+        # Cursors carry datetimes as ISO text.
+        position = Position(datetime.fromisoformat(position.value), position.id, position.backwards)
+    backwards = bool(position and position.backwards)
+    # Reading backwards walks the order reversed from the cursor, then flips the rows.
+    descending = query.descending != backwards
+    if position is not None:
+        stmt = stmt.where(_keyset(sort_col, id_col, position, descending))
+    order = (sort_col.desc(), id_col.desc()) if descending else (sort_col.asc(), id_col.asc())
+    stmt = stmt.order_by(*order) if sort_col is not id_col else stmt.order_by(order[0])
+    stmt = stmt.limit(query.limit + 1)
+    if position is None and query.page > 1:
+        stmt = stmt.offset((query.page - 1) * query.limit)
+    rows = list(conn.execute(stmt))
+    more = len(rows) > query.limit
+    rows = rows[: query.limit]
+    if backwards:
+        rows.reverse()
+    if not rows:
+        return PageResult(rows, None, None)
+
+    def at(row: Any, backwards: bool) -> Position:
+        value = getattr(row, query.sort)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        return Position(value, row.id, backwards)
+
+    came_from_before = position is not None and not backwards or (position is None and query.page > 1)
+    has_next = more if not backwards else True
+    has_previous = more if backwards else came_from_before
+    return PageResult(
+        rows,
+        next=at(rows[-1], False) if has_next else None,
+        previous=at(rows[0], True) if has_previous else None,
+    )
+
+
+def count(conn: Connection, stmt: Select[Any]) -> int:
+    return int(conn.execute(select(func.count()).select_from(stmt.subquery())).scalar_one())

@@ -1,0 +1,23 @@
+"""Exact money: Decimal amounts rendered with the currency's minor digits (decisions §2.7)."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+# ISO 4217 currencies whose minor unit is not 2 digits.
+_ZERO = frozenset("BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF".split())
+_THREE = frozenset("BHD IQD JOD KWD LYD OMR TND".split())
+
+
+def minor_digits(currency: str) -> int:
+    code = currency.upper()
+    return 0 if code in _ZERO else 3 if code in _THREE else 2
+
+
+def quantize(amount: Decimal, currency: str) -> Decimal:
+    return amount.quantize(Decimal(1).scaleb(-minor_digits(currency)), rounding=ROUND_HALF_UP)
+
+
+def format_amount(amount: Decimal, currency: str) -> str:
+    """``Decimal('12.5'), 'USD'`` -> ``'12.50'``; ``'JPY'`` -> ``'13'``."""
+    return str(quantize(amount, currency))

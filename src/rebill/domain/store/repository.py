@@ -1,0 +1,67 @@
+"""Stores and tokens in the database."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from rebill.models import stores, tokens
+
+from .model import Store, Token
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _store(row: Any) -> Store:
+    return Store(**row._mapping)
+
+
+def get(conn: Connection, store_id: int) -> Store | None:
+    row = conn.execute(select(stores).where(stores.c.id == store_id)).first()
+    return _store(row) if row else None
+
+
+def by_name(conn: Connection, name: str) -> Store | None:
+    row = conn.execute(select(stores).where(stores.c.name == name)).first()
+    return _store(row) if row else None
+
+
+def all_stores(conn: Connection) -> list[Store]:
+    return [_store(r) for r in conn.execute(select(stores).order_by(stores.c.id))]
+
+
+def insert_store(conn: Connection, values: dict[str, Any]) -> Store:
+    store_id = conn.execute(insert(stores).values(**values).returning(stores.c.id)).scalar_one()
+    found = get(conn, store_id)
+    assert found is not None
+    return found
+
+
+def insert_token(conn: Connection, values: dict[str, Any]) -> int:
+    return int(conn.execute(insert(tokens).values(**values).returning(tokens.c.id)).scalar_one())
+
+
+_token_lookup = (
+    select(tokens.c.id, tokens.c.store_id, tokens.c.name, tokens.c.contact_email, tokens.c.client_name,
+           tokens.c.scopes, tokens.c.rate_limit, tokens.c.revoked_at)
+)
+
+
+def token_by_raw(conn: Connection, raw: str) -> tuple[Token, Store] | None:
+    row = conn.execute(_token_lookup.where(tokens.c.token_hash == hash_token(raw))).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    store = get(conn, row.store_id)
+    if store is None:
+        return None
+    token = Token(id=row.id, store_id=row.store_id, name=row.name, contact_email=row.contact_email,
+                  client_name=row.client_name, scopes=frozenset(row.scopes), rate_limit=row.rate_limit)
+    return token, store
+
+
+def tokens_of(conn: Connection, store_id: int) -> list[Any]:
+    return list(conn.execute(select(tokens).where(tokens.c.store_id == store_id).order_by(tokens.c.id)))

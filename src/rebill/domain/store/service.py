@@ -1,0 +1,103 @@
+"""Creating stores and tokens: operator actions (CLI), never the public API (decisions §1.4)."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from rebill.errors import ValidationFailed
+
+from . import repository
+from .model import API_VERSIONS, CHECKOUT_PLATFORMS, DEFAULT_DUNNING, PLAN_TIERS, SCOPES, Store
+from ..geo import country
+
+
+def create_store(
+    conn: Connection,
+    now: datetime,
+    *,
+    name: str,
+    currency: str = "USD",
+    ships_to: list[str] | None = None,
+    presentment_currencies: list[str] | None = None,
+    plan_tier: str = "standard",
+    checkout_platform: str = "custom",
+    default_api_version: str = "2021-01",
+    sandbox: bool = True,
+    installed: bool = True,
+    timezone: str = "UTC",
+    email: str | None = None,
+) -> Store:
+    errors: dict[str, list[str]] = {}
+    ships = [c.strip().upper() for c in (ships_to if ships_to is not None else ["US"]) if c.strip()]
+    unknown = [c for c in ships if country(c) is None]
+    if unknown:
+        errors["ships_to"] = [f"unknown country codes: {', '.join(unknown)}"]
+    if plan_tier not in PLAN_TIERS:
+        errors["plan_tier"] = [f"must be one of: {', '.join(PLAN_TIERS)}"]
+    if checkout_platform not in CHECKOUT_PLATFORMS:
+        errors["checkout_platform"] = [f"must be one of: {', '.join(CHECKOUT_PLATFORMS)}"]
+    if default_api_version not in API_VERSIONS:
+        errors["default_api_version"] = [f"must be one of: {', '.join(API_VERSIONS)}"]
+    if len(currency) != 3 or not currency.isalpha():
+        errors["currency"] = ["must be a 3-letter currency code"]
+    if repository.by_name(conn, name) is not None:
+        errors["name"] = ["a store with this name exists"]
+    if errors:
+        raise ValidationFailed(errors)
+    return repository.insert_store(conn, {
+        "name": name,
+        "email": email,
+        "phone": None,
+        "currency": currency.upper(),
+        "presentment_currencies": sorted({c.upper() for c in presentment_currencies or []} - {currency.upper()}),
+        "ships_to": ships,
+        "shipping_rates": [],
+        "tax_rates": [],
+        "checkout_platform": checkout_platform,
+        "plan_tier": plan_tier,
+        "default_api_version": default_api_version,
+        "timezone": timezone,
+        "weight_unit": "g",
+        "sandbox": sandbox,
+        "installed": installed,
+        "dunning": dict(DEFAULT_DUNNING),
+        "client_secret": secrets.token_hex(32),
+        "rate_limit": None,
+        "created_at": now,
+        "updated_at": now,
+    })
+
+
+def create_token(
+    conn: Connection,
+    now: datetime,
+    *,
+    store: Store,
+    scopes: list[str] | None = None,
+    name: str = "api",
+    contact_email: str | None = None,
+    client_name: str | None = None,
+) -> str:
+    """Returns the raw token; only its hash is kept."""
+    chosen = list(SCOPES) if scopes is None else scopes
+    unknown = sorted(set(chosen) - set(SCOPES))
+    if unknown:
+        raise ValidationFailed({"scopes": [f"unknown scopes: {', '.join(unknown)}"]})
+    raw = "rb_" + secrets.token_urlsafe(32)
+    repository.insert_token(conn, {
+        "store_id": store.id,
+        "name": name,
+        "contact_email": contact_email,
+        "client_name": client_name,
+        "token_hash": repository.hash_token(raw),
+        "token_prefix": raw[:10],
+        "scopes": sorted(set(chosen)),
+        "rate_limit": None,
+        "revoked_at": None,
+        "created_at": now,
+        "updated_at": now,
+    })
+    return raw

@@ -1,0 +1,41 @@
+"""The unit of work a service runs in: one connection inside one transaction, the store it
+acts for, the time of the request, and the event recorder.
+
+Services never commit; the request or job that opened the unit does (design guide).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert
+
+from rebill.models import events
+
+from .store.model import Store
+
+
+@dataclass
+class Unit:
+    conn: Connection
+    store: Store
+    now: datetime
+
+    @property
+    def store_id(self) -> int:
+        return self.store.id
+
+    def record(self, topic: str, resource_id: int, data: dict[str, Any] | None = None) -> None:
+        """NOTE: decisions §8.1, the event row is written in the change's own transaction."""
+        self.conn.execute(
+            insert(events).values(
+                store_id=self.store.id,
+                topic=topic,
+                resource=topic.split("/", 1)[0],
+                resource_id=resource_id,
+                data=data,
+                created_at=self.now,
+            )
+        )

@@ -1,0 +1,88 @@
+"""Typed failures, each carrying the HTTP status it maps to (one mapping, in ``http/errors``).
+
+Exception tree::
+
+    ServiceError                      status, errors (str or {field: [messages]})
+    ├── BadRequest            400
+    ├── Unauthorized          401     missing or unknown token
+    ├── Forbidden             403     missing scope, uninstalled store, plan tier
+    ├── NotFound              404     unknown id, or another store's id (decisions §1.1)
+    ├── MethodNotAllowed      405
+    ├── Conflict              409     overlapping writes (decisions §4.6)
+    ├── UnsupportedMediaType  415     body is not a JSON object (decisions §2.3)
+    ├── ValidationFailed      422     bad fields, named one by one
+    ├── VersionInvalid        426
+    ├── RateLimited           429
+    └── NotInThisVersion      501     endpoint of the other version (decisions §2.1)
+
+Domain code raises these with field names of the head (2021-11) contract; the 2021-01
+contract renames the keys on the way out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Errors = str | dict[str, Any]
+
+
+class ServiceError(Exception):
+    status: int = 500
+    default: str = "Internal Server Error"
+
+    def __init__(self, errors: Errors | None = None, *, headers: dict[str, str] | None = None) -> None:
+        self.errors: Errors = errors if errors is not None else self.default
+        self.headers = headers or {}
+        super().__init__(self.errors)
+
+
+class BadRequest(ServiceError):
+    status, default = 400, "Bad Request"
+
+
+class Unauthorized(ServiceError):
+    status, default = 401, "Invalid or missing API token"
+
+
+class Forbidden(ServiceError):
+    status, default = 403, "Forbidden"
+
+
+class NotFound(ServiceError):
+    status, default = 404, "Not Found"
+
+
+class MethodNotAllowed(ServiceError):
+    status, default = 405, "Method Not Allowed"
+
+
+class Conflict(ServiceError):
+    status, default = 409, "Conflict: the resource was changed by another request; retry"
+
+
+class UnsupportedMediaType(ServiceError):
+    status, default = 415, "The request body must be a JSON object"
+
+
+class ValidationFailed(ServiceError):
+    status, default = 422, "Unprocessable Entity"
+
+    @classmethod
+    def field(cls, name: str, message: str) -> "ValidationFailed":
+        return cls({name: [message]})
+
+
+class VersionInvalid(ServiceError):
+    status, default = 426, "Invalid API version"
+
+
+class RateLimited(ServiceError):
+    status, default = 429, "Too many requests: slow down"
+
+
+class NotInThisVersion(ServiceError):
+    status, default = 501, "This resource is not implemented in the requested API version"
+
+
+def add_error(errors: dict[str, Any], name: str, message: str) -> None:
+    errors.setdefault(name, []).append(message)

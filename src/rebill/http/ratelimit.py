@@ -1,0 +1,33 @@
+"""Leaky bucket per token (decisions §9.1): ``burst`` deep, leaking ``per_second``.
+
+Buckets live in the process. Several processes each keep their own, so an operator
+running N processes behind one address divides the rate by N (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from rebill.settings import RateLimit
+
+
+class LeakyBuckets:
+    def __init__(self, default: RateLimit, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.default = default
+        self.monotonic = monotonic
+        self._levels: dict[int, tuple[float, float]] = {}  # token id -> (level, at)
+
+    def take(self, token_id: int, limit: RateLimit | None = None) -> tuple[bool, int, int]:
+        """Add one request; returns (allowed, used, burst)."""
+        rule = limit or self.default
+        now = self.monotonic()
+        level, at = self._levels.get(token_id, (0.0, now))
+        level = max(0.0, level - (now - at) * rule.per_second)
+        if rule.enabled and level + 1 > rule.burst:
+            self._levels[token_id] = (level, now)
+            return False, math.ceil(level), rule.burst
+        level += 1
+        self._levels[token_id] = (level, now)
+        return True, math.ceil(level), rule.burst

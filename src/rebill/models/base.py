@@ -1,0 +1,83 @@
+"""Column types shared by every table.
+
+Tables are SQLAlchemy Core ``Table`` objects (not ORM classes): repositories issue Core
+statements and map rows to domain objects themselves, which keeps the request path short
+(see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, DateTime, ForeignKey, Integer, MetaData, String, TypeDecorator
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# NOTE: decisions §1.2, ids are integers unique across the deployment (per table, never
+# reused: SQLite AUTOINCREMENT, PostgreSQL sequences).
+IdType = BigInteger().with_variant(Integer, "sqlite")
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Stores naive UTC, returns aware UTC; both databases compare it the same way."""
+
+    impl = DateTime(timezone=False)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # SQLite inside some aggregates
+            value = datetime.fromisoformat(value)
+        return value.replace(tzinfo=timezone.utc)
+
+
+class DecimalText(TypeDecorator[Decimal]):
+    """Exact decimals on both databases (SQLite has no exact NUMERIC): stored as text."""
+
+    impl = String(40)
+    cache_ok = True
+
+    def process_bind_param(self, value: Decimal | None, dialect: Any) -> str | None:
+        return None if value is None else str(value)
+
+    def process_result_value(self, value: str | None, dialect: Any) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
+def id_column() -> Column[Any]:
+    return Column("id", IdType, primary_key=True, autoincrement=True)
+
+
+def store_column() -> Column[Any]:
+    return Column("store_id", IdType, ForeignKey("stores.id", ondelete="CASCADE"), nullable=False, index=True)
+
+
+def timestamps() -> list[Column[Any]]:
+    return [
+        Column("created_at", UtcDateTime(), nullable=False),
+        Column("updated_at", UtcDateTime(), nullable=False),
+    ]
+
+
+__all__ = ["metadata", "IdType", "JsonType", "UtcDateTime", "DecimalText", "id_column", "store_column",
+           "timestamps", "date"]

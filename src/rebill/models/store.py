@@ -1,0 +1,52 @@
+"""Stores (tenants) and their API tokens: decisions §1."""
+
+from sqlalchemy import Boolean, Column, ForeignKey, String, Table
+
+from .base import IdType, JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
+
+stores = Table(
+    "stores",
+    metadata,
+    id_column(),
+    Column("name", String(255), nullable=False, unique=True),
+    Column("email", String(255), nullable=True),
+    Column("phone", String(64), nullable=True),
+    Column("currency", String(3), nullable=False),
+    Column("presentment_currencies", JsonType, nullable=False),
+    Column("ships_to", JsonType, nullable=False),
+    Column("shipping_rates", JsonType, nullable=False),
+    Column("tax_rates", JsonType, nullable=False),
+    Column("checkout_platform", String(32), nullable=False),
+    Column("plan_tier", String(16), nullable=False),
+    Column("default_api_version", String(10), nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("weight_unit", String(8), nullable=False),
+    Column("sandbox", Boolean, nullable=False),
+    Column("installed", Boolean, nullable=False),
+    Column("dunning", JsonType, nullable=False),
+    Column("client_secret", String(128), nullable=False),
+    # "BURST/PER_SECOND" overriding the server default for every token of the store.
+    Column("rate_limit", String(32), nullable=True),
+    *timestamps(),
+    sqlite_autoincrement=True,
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    id_column(),
+    store_column(),
+    Column("name", String(255), nullable=False),
+    Column("contact_email", String(255), nullable=True),
+    Column("client_name", String(255), nullable=True),
+    # NOTE: decisions §1.4, only a SHA-256 of the token is stored; tokens are 256-bit random.
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("token_prefix", String(16), nullable=False),
+    Column("scopes", JsonType, nullable=False),
+    Column("rate_limit", String(32), nullable=True),
+    Column("revoked_at", UtcDateTime(), nullable=True),
+    *timestamps(),
+    sqlite_autoincrement=True,
+)
+
+__all__ = ["stores", "tokens", "ForeignKey", "IdType"]

@@ -1,0 +1,61 @@
+"""Typed settings, read once from the environment (``REBILL_*``) and overridable by the CLI."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+DEFAULT_DATABASE_URL = f"sqlite:///{Path('var') / 'rebill.db'}"
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Leaky bucket per token (decisions §9.1): ``burst`` deep, leaking ``per_second``."""
+
+    burst: int = 40
+    per_second: float = 2.0
+    enabled: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> "RateLimit":
+        """``"40/2"`` or ``"off"``."""
+        text = text.strip().lower()
+        if text in {"off", "0", "false", "no"}:
+            return cls(enabled=False)
+        burst, _, rate = text.partition("/")
+        try:
+            value = cls(burst=int(burst), per_second=float(rate or 2))
+        except ValueError as exc:
+            raise ValueError(f"rate limit must look like BURST/PER_SECOND or 'off', not {text!r}") from exc
+        if value.burst < 1 or value.per_second <= 0:
+            raise ValueError("rate limit burst and rate must be positive")
+        return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    rate_limit: RateLimit = field(default_factory=RateLimit)
+    # Seconds a resolved token stays cached in a process; revocations and store
+    # uninstalls take effect within this delay.
+    token_cache_seconds: float = 5.0
+    # Echo SQL for debugging.
+    echo_sql: bool = False
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        values: dict[str, object] = {}
+        if env.get("REBILL_DATABASE_URL"):
+            values["database_url"] = env["REBILL_DATABASE_URL"]
+        if env.get("REBILL_RATE_LIMIT"):
+            values["rate_limit"] = RateLimit.parse(env["REBILL_RATE_LIMIT"])
+        if env.get("REBILL_TOKEN_CACHE_SECONDS"):
+            values["token_cache_seconds"] = float(env["REBILL_TOKEN_CACHE_SECONDS"])
+        if env.get("REBILL_ECHO_SQL"):
+            values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_(self, **changes: object) -> "Settings":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
