@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from rebill.api.call import Services
 from rebill.api.resources import addresses, customers, store
-from rebill.api.routing import build_routes
+from rebill.api.routing import SegmentRouter, build_routes
 from rebill.api.versions import VERSIONS
 from rebill.clock import Clock, SystemClock
 from rebill.db.engine import Database
@@ -52,9 +52,9 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     services = Services(db=db, clock=clock or SystemClock(), verifier=verifier or OfflineZipVerifier())
     operations = [op for module in RESOURCES for op in module.endpoints.operations]
     api = Starlette(
-        routes=build_routes(operations, services),
         exception_handlers={ServiceError: _service_error, HTTPException: _http_error, Exception: _crash},
     )
+    api.router = SegmentRouter(build_routes(operations, services))
     api.state.services = services
     extra = {"monotonic": monotonic} if monotonic else {}
     tokens = TokenResolver(db, ttl=settings.token_cache_seconds, **extra)

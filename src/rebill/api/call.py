@@ -56,13 +56,22 @@ class Call:
         self.services = services
         self.body = body or {}
         self.path: dict[str, Any] = request.path_params
-        self.params: dict[str, str] = dict(request.query_params)
+        self.on_loop = False  # set by the dispatcher when the handler runs on the event loop
+
+    @property
+    def params(self) -> dict[str, str]:
+        """Query parameters, parsed on first use (most calls never read them)."""
+        params = self.__dict__.get("_params")
+        if params is None:
+            params = self.__dict__["_params"] = dict(self.request.query_params) if self.request.scope["query_string"] else {}
+        return params
 
     # Units of work -----------------------------------------------------------------
 
     @contextmanager
     def read(self) -> Iterator[Unit]:
-        with self.services.db.read() as conn:
+        db = self.services.db
+        with (db.read_on_loop() if self.on_loop else db.read()) as conn:
             yield Unit(conn, self.store, self.services.clock.now())
 
     @contextmanager

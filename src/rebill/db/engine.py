@@ -45,6 +45,8 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
         connect_args={"check_same_thread": False, "isolation_level": None, "timeout": 30},
         pool_size=20,
         max_overflow=10,
+        # Every unit of work ends in COMMIT or ROLLBACK itself; no reset needed on check-in.
+        pool_reset_on_return=None,
     )
 
     @event.listens_for(engine, "connect")
@@ -59,7 +61,8 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         immediate = conn.get_execution_options().get("rebill_write", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # Straight to the driver: this runs on every request and needs no SQLAlchemy machinery.
+        conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
@@ -70,6 +73,11 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.dialect = engine.dialect.name
+        # SQLite reads run on the event loop: an in-process read takes microseconds and, in
+        # WAL mode, never waits for a writer, so a thread hop would cost more than the query.
+        # PostgreSQL reads cross the network and run in worker threads like all writes.
+        self.inline_reads = self.dialect == "sqlite"
+        self._loop_conn: Connection | None = None
 
     @classmethod
     def from_url(cls, url: str, *, echo: bool = False) -> "Database":
@@ -82,6 +90,16 @@ class Database:
                 yield conn
 
     @contextmanager
+    def read_on_loop(self) -> Iterator[Connection]:
+        """A read on the event-loop thread (SQLite only). That thread runs one request at
+        a time, so it keeps one connection instead of checking one out per request."""
+        if self._loop_conn is None or self._loop_conn.closed:
+            self._loop_conn = self.engine.connect()
+        conn = self._loop_conn
+        with conn.begin():
+            yield conn
+
+    @contextmanager
     def write(self) -> Iterator[Connection]:
         with self.engine.connect() as conn:
             conn = conn.execution_options(rebill_write=True)
@@ -89,4 +107,7 @@ class Database:
                 yield conn
 
     def dispose(self) -> None:
+        if self._loop_conn is not None:
+            self._loop_conn.close()
+            self._loop_conn = None
         self.engine.dispose()

@@ -6,7 +6,7 @@ Order: 401 (no or unknown token) -> 403 (store not installed) -> 426 (bad versio
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -48,7 +48,7 @@ class Edge:
                 token_value = value.decode("latin-1").strip()
             elif name == VERSION_HEADER:
                 asked_version = value.decode("latin-1").strip()
-        headers: list[tuple[bytes, bytes]] = [(b"x-request-id", uuid.uuid4().hex.encode())]
+        headers: list[tuple[bytes, bytes]] = [(b"x-request-id", os.urandom(16).hex().encode())]
         served = asked_version if asked_version in self.versions else self.fallback_version
         try:
             if not token_value:

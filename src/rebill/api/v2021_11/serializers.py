@@ -16,7 +16,7 @@ from rebill.domain.store.model import Store
 
 
 def ts(value: datetime | None) -> str | None:
-    return value.replace(microsecond=0).isoformat() if value is not None else None
+    return value.isoformat(timespec="seconds") if value is not None else None
 
 
 def customer(c: Customer) -> dict[str, Any]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, delete, exists, false, insert, select, true, update
+from sqlalchemy import Connection, bindparam, delete, exists, false, insert, select, true, update
+
+from rebill.db.prepared import Prepared
 
 from rebill.models import addresses, discounts
 
@@ -35,8 +37,11 @@ FILTERS: dict[str, Filter] = {
 }
 
 
+_by_id = Prepared(_select.where(addresses.c.id == bindparam("id"), addresses.c.store_id == bindparam("store_id")))
+
+
 def to_address(row: Any) -> Address:
-    data = dict(row._mapping)
+    data = dict(row if isinstance(row, dict) else row._mapping)
     code, value, kind = data.pop("discount_code"), data.pop("discount_value"), data.pop("discount_type")
     discount = None
     if data["discount_id"] is not None and code is not None:
@@ -45,7 +50,7 @@ def to_address(row: Any) -> Address:
 
 
 def get(conn: Connection, store_id: int, address_id: int) -> Address | None:
-    row = conn.execute(_select.where(addresses.c.id == address_id, addresses.c.store_id == store_id)).first()
+    row = _by_id.one(conn, id=address_id, store_id=store_id)
     return to_address(row) if row else None
 
 

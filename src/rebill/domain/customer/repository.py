@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, delete, exists, false, insert, literal, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, false, insert, literal, select, update
+
+from rebill.db.prepared import Prepared
 
 from rebill.models import customers, payment_methods
 
@@ -38,13 +40,16 @@ FILTERS: dict[str, Filter] = {
 }
 
 
+_by_id = Prepared(_select.where(customers.c.id == bindparam("id"), customers.c.store_id == bindparam("store_id")))
+
+
 def to_customer(row: Any) -> Customer:
     return Customer(**row._mapping)
 
 
 def get(conn: Connection, store_id: int, customer_id: int) -> Customer | None:
-    row = conn.execute(_select.where(customers.c.id == customer_id, customers.c.store_id == store_id)).first()
-    return to_customer(row) if row else None
+    row = _by_id.one(conn, id=customer_id, store_id=store_id)
+    return Customer(**row) if row else None
 
 
 def exists_in_store(conn: Connection, store_id: int, customer_id: int) -> bool:

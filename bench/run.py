@@ -1,0 +1,144 @@
+"""Measure Rebill against a bare endpoint on the same server process, in one run.
+
+    make bench                      # SQLite (the default deployment)
+    .venv/bin/python -m bench.run --database postgresql://root@127.0.0.1/postgres --seconds 10
+
+Seeds a store, starts one uvicorn process, drives it with wrk (a C load generator from
+Debian's packages) and prints requests per second and the ratio to the bare endpoint.
+Figures go to docs/performance.md by hand; results/ keeps the raw output (not committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from urllib.request import Request, urlopen
+
+import psycopg
+
+from rebill.clock import SystemClock
+from rebill.db.engine import Database
+from rebill.db.migrate import upgrade
+from rebill.domain.address import service as address_service
+from rebill.domain.address.model import AddressCreate
+from rebill.domain.address.verifier import OfflineZipVerifier
+from rebill.domain.customer import service as customer_service
+from rebill.domain.customer.model import CustomerCreate
+from rebill.domain.store import service as store_service
+from rebill.domain.unit import Unit
+
+HERE = Path(__file__).parent
+PORT = 8765
+
+
+def seed(url: str) -> tuple[str, int]:
+    upgrade(url)
+    db = Database.from_url(url)
+    now = SystemClock().now()
+    with db.write() as conn:
+        store = store_service.create_store(conn, now, name=f"bench-{uuid.uuid4().hex[:8]}", ships_to=["US"])
+        token = store_service.create_token(conn, now, store=store, name="bench")
+        unit = Unit(conn, store, now)
+        customer = customer_service.create(unit, CustomerCreate(email="bench@example.com", first_name="Bench",
+                                                                last_name="Mark"))
+        for n in range(300):
+            address_service.create(unit, OfflineZipVerifier(), AddressCreate(
+                customer_id=customer.id, address1=f"{n} Market St", city="San Francisco", country_code="US",
+                province="CA", zip="94105", first_name="Bench", last_name="Mark", phone=""))
+    db.dispose()
+    return token, customer.id
+
+
+def fresh_database(url: str | None) -> tuple[str, callable]:
+    if url is None or url.startswith("sqlite"):
+        folder = tempfile.mkdtemp(prefix="rebill-bench-")
+        return f"sqlite:///{folder}/bench.db", lambda: shutil.rmtree(folder, ignore_errors=True)
+    name = f"rebill_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return url.rsplit("/", 1)[0] + "/" + name, drop
+
+
+def wrk(path: str, token: str, seconds: int, connections: int, script: Path | None = None) -> dict[str, float]:
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
+               "-H", f"X-Service-Access-Token: {token}", "-H", "X-Service-Version: 2021-11",
+               "-H", "Content-Type: application/json"]
+    if script:
+        command += ["-s", str(script)]
+    output = subprocess.run([*command, f"http://127.0.0.1:{PORT}{path}"], capture_output=True, text=True,
+                            check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", output)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    return {"rps": rps, "non_2xx": int(errors.group(1)) if errors else 0,
+            "p50_ms": float(p50.group(1)) * scale[p50.group(2)] if p50 else float("nan")}
+
+
+def wait_until_up(token: str) -> None:
+    for _ in range(100):
+        try:
+            urlopen(Request(f"http://127.0.0.1:{PORT}/", headers={"X-Service-Access-Token": token}), timeout=1)
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", help="PostgreSQL admin URL; default: a fresh SQLite file")
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed: run `make bench` (it installs wrk from Debian's packages)")
+
+    url, cleanup = fresh_database(args.database)
+    token, customer_id = seed(url)
+    env = {**os.environ, "REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off"}
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "bench.app:app", "--port", str(PORT),
+                              "--log-level", "warning", "--no-access-log"], env=env, cwd=HERE.parent)
+    try:
+        wait_until_up(token)
+        wrk("/__bare", token, 2, args.connections)  # warm-up
+        wrk(f"/customers/{customer_id}", token, 2, args.connections)
+        cases = [
+            ("bare endpoint (same stack)", "/__bare", None),
+            ("GET /customers/{id}", f"/customers/{customer_id}", None),
+            ("GET /addresses?limit=250", "/addresses?limit=250", None),
+            ("POST /customers", "/customers", HERE / "post_customer.lua"),
+        ]
+        results = {name: wrk(path, token, args.seconds, args.connections, script) for name, path, script in cases}
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=10)
+        cleanup()
+
+    bare_rps = results["bare endpoint (same stack)"]["rps"]
+    backend = "PostgreSQL" if args.database and not args.database.startswith("sqlite") else "SQLite"
+    print(f"\nRebill benchmark: {backend}, 1 server process, wrk -t1 -c{args.connections} -d{args.seconds}s")
+    print(f"{'endpoint':32} {'req/s':>10} {'ratio':>7} {'p50 ms':>8} {'non-2xx':>8}")
+    for name, r in results.items():
+        print(f"{name:32} {r['rps']:>10.0f} {r['rps'] / bare_rps:>7.2f} {r['p50_ms']:>8.2f} {r['non_2xx']:>8}")
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"latest-{backend.lower()}.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Prepared statements for the hot single-row reads.
+
+SQLAlchemy builds and type-checks each statement once; building a new statement per
+request and hashing it for the compiled cache cost about 200 µs, more than the query. A
+``Prepared`` statement is compiled once per dialect and executed on the unit's own DBAPI
+connection (inside its transaction), with SQLAlchemy's own bind and result processors,
+so types behave exactly as on the general path (docs/performance.md has the figures).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.sql import Select
+
+
+class _Compiled:
+    __slots__ = ("sql", "positions", "compiled", "binds", "keys", "results")
+
+    def __init__(self, stmt: Select[Any], dialect: Any) -> None:
+        compiled = stmt.compile(dialect=dialect)
+        self.compiled = compiled
+        self.sql = compiled.string
+        self.positions = compiled.positiontup  # None for named-parameter drivers (psycopg)
+        self.binds = compiled._bind_processors
+        self.keys = [c[0] for c in compiled._result_columns]
+        processors = [c[3]._cached_result_processor(dialect, None) for c in compiled._result_columns]
+        self.results = [(self.keys[i], p) for i, p in enumerate(processors) if p is not None]
+
+
+class Prepared:
+    def __init__(self, stmt: Select[Any]) -> None:
+        self.stmt = stmt
+        self._by_dialect: dict[str, _Compiled] = {}
+
+    def _compiled(self, conn: Connection) -> _Compiled:
+        name = conn.dialect.name
+        found = self._by_dialect.get(name)
+        if found is None:
+            found = self._by_dialect[name] = _Compiled(self.stmt, conn.dialect)
+        return found
+
+    def _execute(self, conn: Connection, params: dict[str, Any]) -> tuple[_Compiled, Any]:
+        compiled = self._compiled(conn)
+        values = compiled.compiled.construct_params(params)
+        for name, process in compiled.binds.items():
+            if name in values:
+                values[name] = process(values[name])
+        # Touching conn.connection makes SQLAlchemy begin its transaction first, so the
+        # statement runs inside the unit of work like any other.
+        if not conn.in_transaction():
+            conn.begin()
+        cursor = conn.connection.dbapi_connection.cursor()
+        if compiled.positions is not None:
+            cursor.execute(compiled.sql, [values[p] for p in compiled.positions])
+        else:
+            cursor.execute(compiled.sql, values)
+        return compiled, cursor
+
+    def _row(self, compiled: _Compiled, row: Any) -> dict[str, Any]:
+        data = dict(zip(compiled.keys, row))
+        for key, process in compiled.results:
+            data[key] = process(data[key])
+        return data
+
+    def one(self, conn: Connection, **params: Any) -> dict[str, Any] | None:
+        compiled, cursor = self._execute(conn, params)
+        try:
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+        return None if row is None else self._row(compiled, row)
