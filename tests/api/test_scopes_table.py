@@ -24,7 +24,7 @@ def _doc_rows() -> dict[tuple[str, str], tuple[str, str]]:
 
 
 def _doc_path(path: str) -> str:
-    return re.sub(r"\{(\w+?)(_id)?(:int)?\}", "{id}", path)
+    return re.sub(r"\{(\w+?)(_id)?(:\w+)?\}", "{id}", path)
 
 
 @pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: f"{op.method} {op.path}")

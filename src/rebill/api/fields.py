@@ -17,6 +17,7 @@ from typing import Any
 from rebill.errors import ValidationFailed
 
 MISSING = object()
+MAX_ID = 2**63 - 1  # ids are 64-bit (BIGINT); a longer number is no id of ours
 Check = Callable[[Any], str | None]
 
 
@@ -27,6 +28,8 @@ class Field:
     required: bool = False
     nullable: bool = True
     min_length: int | None = None
+    # Strings are bounded by their column (PostgreSQL refuses longer values).
+    max_length: int | None = 255
     key: str | None = None
     items: "Schema | str | None" = None  # list items: a schema of objects, or a scalar kind
     check: Check | None = None
@@ -48,10 +51,10 @@ def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
     if kind == "int":
         if isinstance(value, bool):
             return None, "must be an integer"
-        if isinstance(value, int):
-            return value, None
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value), None
+            value = int(value)
+        if isinstance(value, int):
+            return (value, None) if abs(value) <= MAX_ID else (None, "is out of range")
         return None, "must be an integer"
     if kind == "bool":
         if isinstance(value, bool):
@@ -122,6 +125,9 @@ class Schema:
             if field.min_length is not None and isinstance(value, str) and len(value.strip()) < field.min_length:
                 errors[field.name] = ["cannot be blank" if field.min_length == 1 else
                                       f"must be at least {field.min_length} characters"]
+                continue
+            if field.max_length is not None and isinstance(value, str) and len(value) > field.max_length:
+                errors[field.name] = [f"is too long (at most {field.max_length} characters)"]
                 continue
             if field.choices is not None and value not in field.choices:
                 errors[field.name] = [f"must be one of: {', '.join(sorted(field.choices))}"]

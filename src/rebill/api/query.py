@@ -9,6 +9,7 @@ from datetime import date, datetime, time, timezone
 from typing import Any
 
 QueryParser = Callable[[str], Any]
+MAX_ID = 2**63 - 1
 
 _ZONE = re.compile(r"(Z|[+-]\d{2}:?\d{2})$")
 
@@ -19,7 +20,7 @@ def text(value: str) -> str:
 
 def integer(value: str) -> int:
     value = value.strip()
-    if not value.lstrip("-").isdigit():
+    if not value.lstrip("-").isdigit() or abs(int(value)) > MAX_ID:
         raise ValueError(f"Invalid integer: {value}")
     return int(value)
 
@@ -27,7 +28,7 @@ def integer(value: str) -> int:
 def ids(value: str) -> list[int]:
     """NOTE: spec 01, a non-integer in an ids-style filter answers 422."""
     parts = [p.strip() for p in value.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
+    if not parts or not all(p.isdigit() and int(p) <= MAX_ID for p in parts):
         raise ValueError(f"Invalid ids: {value}. Must be comma-separated integers")
     return [int(p) for p in parts]
 

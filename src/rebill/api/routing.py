@@ -16,6 +16,7 @@ import msgspec
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import Match, Route, Router
 from starlette.types import Receive, Scope, Send
 
@@ -26,6 +27,22 @@ from rebill.http.render import JSON
 from .call import Call, Reply, Services
 
 ALL_VERSIONS = frozenset({"2021-01", "2021-11"})
+
+
+class IdConvertor(Convertor[int]):
+    """``{name:id}``: a 64-bit id. A longer number is no id of ours: the route does not match
+    and the caller gets 404, never an overflow in the database driver."""
+
+    regex = "[0-9]{1,18}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("id", IdConvertor())
 Handler = Callable[[Call], Reply]
 
 

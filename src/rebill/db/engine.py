@@ -13,8 +13,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+
+# JSON columns go through msgspec (several times faster than the json module on list pages).
+_json_encoder = msgspec.json.Encoder(decimal_format="string")
+JSON_OPTIONS = {
+    "json_serializer": lambda value: _json_encoder.encode(value).decode(),
+    "json_deserializer": msgspec.json.decode,
+}
 
 
 def normalize_url(url: str) -> str:
@@ -31,7 +39,7 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo)
-    return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_pre_ping=True)
+    return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_pre_ping=True, **JSON_OPTIONS)
 
 
 def _sqlite_engine(url: str, *, echo: bool) -> Engine:
@@ -47,6 +55,7 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
         max_overflow=10,
         # Every unit of work ends in COMMIT or ROLLBACK itself; no reset needed on check-in.
         pool_reset_on_return=None,
+        **JSON_OPTIONS,
     )
 
     @event.listens_for(engine, "connect")

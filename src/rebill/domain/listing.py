@@ -37,7 +37,7 @@ class ListQuery:
 
 @dataclass(frozen=True)
 class PageResult:
-    rows: list[Any]
+    rows: list[Any]  # dicts from fetch_page; domain objects once a repository maps them
     next: Position | None
     previous: Position | None
 
@@ -70,7 +70,10 @@ def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQue
     stmt = stmt.limit(query.limit + 1)
     if position is None and query.page > 1:
         stmt = stmt.offset((query.page - 1) * query.limit)
-    rows = list(conn.execute(stmt))
+    result = conn.execute(stmt)
+    keys = list(result.keys())
+    # Plain dicts, keys looked up once per page rather than once per row.
+    rows = [dict(zip(keys, values)) for values in result.all()]
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     if backwards:
@@ -78,11 +81,11 @@ def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQue
     if not rows:
         return PageResult(rows, None, None)
 
-    def at(row: Any, backwards: bool) -> Position:
-        value = getattr(row, query.sort)
+    def at(row: dict[str, Any], backwards: bool) -> Position:
+        value = row[query.sort]
         if isinstance(value, datetime):
             value = value.isoformat()
-        return Position(value, row.id, backwards)
+        return Position(value, row["id"], backwards)
 
     came_from_before = position is not None and not backwards or (position is None and query.page > 1)
     has_next = more if not backwards else True

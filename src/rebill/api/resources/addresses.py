@@ -21,7 +21,7 @@ def list_addresses(call: Call) -> Reply:
         return call.page("addresses", service.list_page(unit, query), unit, query)
 
 
-@endpoints.get("/customers/{customer_id:int}/addresses", scope=READ, versions=("2021-01",))
+@endpoints.get("/customers/{customer_id:id}/addresses", scope=READ, versions=("2021-01",))
 def list_customer_addresses(call: Call) -> Reply:
     query = call.list_query("addresses")
     query = replace(query, filters={**query.filters, "customer_id": call.path["customer_id"]})
@@ -44,7 +44,7 @@ def create_address(call: Call) -> Reply:
         return call.created("address", service.create(unit, call.services.verifier, command))
 
 
-@endpoints.post("/customers/{customer_id:int}/addresses", scope=WRITE, versions=("2021-01",))
+@endpoints.post("/customers/{customer_id:id}/addresses", scope=WRITE, versions=("2021-01",))
 def create_customer_address(call: Call) -> Reply:
     customer_id = call.path["customer_id"]
     with call.read() as unit:
@@ -54,21 +54,21 @@ def create_customer_address(call: Call) -> Reply:
         return call.created("address", service.create(unit, call.services.verifier, command))
 
 
-@endpoints.get("/addresses/{address_id:int}", scope=READ)
+@endpoints.get("/addresses/{address_id:id}", scope=READ)
 def get_address(call: Call) -> Reply:
     include = call.include("addresses")
     with call.read() as unit:
         return call.one("address", service.get(unit, call.path["address_id"]), unit, include=include)
 
 
-@endpoints.put("/addresses/{address_id:int}", scope=WRITE)
+@endpoints.put("/addresses/{address_id:id}", scope=WRITE)
 def update_address(call: Call) -> Reply:
     command = call.command("address.update", AddressUpdate, partial=True)
     with call.write() as unit:
         return call.one("address", service.update(unit, call.services.verifier, call.path["address_id"], command))
 
 
-@endpoints.delete("/addresses/{address_id:int}", scope=WRITE)
+@endpoints.delete("/addresses/{address_id:id}", scope=WRITE)
 def delete_address(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["address_id"])

@@ -31,21 +31,21 @@ def create_customer(call: Call) -> Reply:
         return call.created("customer", service.create(unit, command))
 
 
-@endpoints.get("/customers/{customer_id:int}", scope=READ)
+@endpoints.get("/customers/{customer_id:id}", scope=READ)
 def get_customer(call: Call) -> Reply:
     include = call.include("customers")
     with call.read() as unit:
         return call.one("customer", service.get(unit, call.path["customer_id"]), unit, include=include)
 
 
-@endpoints.put("/customers/{customer_id:int}", scope=WRITE)
+@endpoints.put("/customers/{customer_id:id}", scope=WRITE)
 def update_customer(call: Call) -> Reply:
     command = call.command("customer.update", CustomerUpdate, partial=True)
     with call.write() as unit:
         return call.one("customer", service.update(unit, call.path["customer_id"], command))
 
 
-@endpoints.delete("/customers/{customer_id:int}", scope=WRITE)
+@endpoints.delete("/customers/{customer_id:id}", scope=WRITE)
 def delete_customer(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["customer_id"])

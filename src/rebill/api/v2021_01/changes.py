@@ -97,7 +97,7 @@ class CustomerPlatformId(Change):
 
     def request(self, schema: Schema) -> Schema:
         return schema.without("external_customer_id").plus(
-            Field("platform_customer_id", "str", key="external_customer_id"))
+            Field("platform_customer_id", "str", key="external_customer_id", max_length=64))
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         data["platform_customer_id"] = data.pop("external_customer_id")["ecommerce"]
@@ -119,8 +119,10 @@ class CustomerBillingAddress(Change):
     kinds = ("customer",)
 
     def request(self, schema: Schema) -> Schema:
+        limits = {"phone": 64, "zip": 32}
         fields = [Field(f"billing_{name}", "str", required=name in BILLING_REQUIRED,
-                        min_length=1 if name in BILLING_REQUIRED else None) for name in BILLING]
+                        min_length=1 if name in BILLING_REQUIRED else None, max_length=limits.get(name, 255))
+                  for name in BILLING]
         fields.append(Field("billing_country", "str", required=True, nullable=False,
                             key="billing_country_code", convert=_country_to_code))
         return schema.plus(*fields)
@@ -139,10 +141,13 @@ class CustomerBillingAddress(Change):
 class CustomerStatusAndCounts(Change):
     """Customers show upper-case `status` (ACTIVE/INACTIVE, decisions §2.9),
     `number_active_subscriptions`/`number_subscriptions`, `has_card_error_in_dunning`,
-    `accepts_marketing`, `processor_type`, `reason_payment_method_not_valid`; no
+    `accepts_marketing`, `processor_type` (also writable), `reason_payment_method_not_valid`; no
     `tax_exempt` or `orders_count`."""
 
     kinds = ("customer",)
+
+    def request(self, schema: Schema) -> Schema:
+        return schema.plus(Field("processor_type", "str", max_length=32))
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         data["status"] = obj.status.upper()

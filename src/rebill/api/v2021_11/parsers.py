@@ -4,6 +4,7 @@ contract: email, first and last name required)."""
 from __future__ import annotations
 
 from rebill.api.fields import Field, Schema
+from rebill.domain.customer.service import EMAIL
 
 
 def _country_code(value: str) -> str:
@@ -18,7 +19,8 @@ def _currency(value: str) -> str:
     return value.strip().upper()
 
 
-ATTRIBUTE = Schema(Field("name", "str", required=True, nullable=False), Field("value", "str"))
+ATTRIBUTE = Schema(Field("name", "str", required=True, nullable=False),
+                   Field("value", "str", max_length=4096))
 SHIPPING_LINE = Schema(
     Field("code", "str"),
     Field("price", "decimal", required=True, nullable=False),
@@ -26,12 +28,16 @@ SHIPPING_LINE = Schema(
 )
 DISCOUNT_REF = Schema(Field("id", "int"), Field("code", "str"))
 
+def _email(value: str) -> str | None:
+    return None if EMAIL.match(value.strip()) else "is invalid"
+
+
 CUSTOMER_CREATE = Schema(
-    Field("email", "str", required=True, nullable=False, min_length=1),
+    Field("email", "str", required=True, nullable=False, min_length=1, check=_email),
     Field("first_name", "str", required=True, nullable=False, min_length=1),
     Field("last_name", "str", required=True, nullable=False, min_length=1),
-    Field("phone", "str"),
-    Field("external_customer_id", "object", items=Schema(Field("ecommerce", "str")),
+    Field("phone", "str", max_length=64),
+    Field("external_customer_id", "object", items=Schema(Field("ecommerce", "str", max_length=64)),
           convert=lambda value: value.get("ecommerce")),
     Field("tax_exempt", "bool", nullable=False),
     Field("accepts_marketing", "bool", nullable=False),
@@ -47,13 +53,13 @@ ADDRESS_FIELDS = (
     Field("first_name", "str", required=True, nullable=False, min_length=1),
     Field("last_name", "str", required=True, nullable=False, min_length=1),
     Field("order_attributes", "list", nullable=False, items=ATTRIBUTE),
-    Field("order_note", "str"),
+    Field("order_note", "str", max_length=4096),
     Field("payment_method_id", "int"),
     # NOTE: spec 01, phone is required but may be the empty string.
-    Field("phone", "str", required=True, nullable=False),
+    Field("phone", "str", required=True, nullable=False, max_length=64),
     Field("province", "str"),
     Field("shipping_lines_override", "list", items=SHIPPING_LINE),
-    Field("zip", "str"),
+    Field("zip", "str", max_length=32),
     Field("discounts", "list", nullable=False, items=DISCOUNT_REF),
 )
 ADDRESS_CREATE = Schema(

@@ -40,8 +40,7 @@ FILTERS: dict[str, Filter] = {
 _by_id = Prepared(_select.where(addresses.c.id == bindparam("id"), addresses.c.store_id == bindparam("store_id")))
 
 
-def to_address(row: Any) -> Address:
-    data = dict(row if isinstance(row, dict) else row._mapping)
+def to_address(data: dict[str, Any]) -> Address:
     code, value, kind = data.pop("discount_code"), data.pop("discount_value"), data.pop("discount_type")
     discount = None
     if data["discount_id"] is not None and code is not None:
@@ -58,7 +57,7 @@ def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> li
     if not customer_ids:
         return []
     stmt = _select.where(addresses.c.store_id == store_id, addresses.c.customer_id.in_(set(customer_ids)))
-    return [to_address(r) for r in conn.execute(stmt.order_by(addresses.c.id))]
+    return [to_address(r._asdict()) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 
 def ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:

@@ -43,10 +43,6 @@ FILTERS: dict[str, Filter] = {
 _by_id = Prepared(_select.where(customers.c.id == bindparam("id"), customers.c.store_id == bindparam("store_id")))
 
 
-def to_customer(row: Any) -> Customer:
-    return Customer(**row._mapping)
-
-
 def get(conn: Connection, store_id: int, customer_id: int) -> Customer | None:
     row = _by_id.one(conn, id=customer_id, store_id=store_id)
     return Customer(**row) if row else None
@@ -61,7 +57,7 @@ def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Customer]
     if not ids:
         return {}
     stmt = _select.where(customers.c.store_id == store_id, customers.c.id.in_(set(ids)))
-    return {row.id: to_customer(row) for row in conn.execute(stmt)}
+    return {row.id: Customer(**row._asdict()) for row in conn.execute(stmt)}
 
 
 def email_taken(conn: Connection, store_id: int, email: str, *, other_than: int | None = None) -> bool:
@@ -94,7 +90,7 @@ def _filtered(store_id: int, filters: dict[str, Any]) -> Any:
 
 def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
     result = fetch_page(conn, _filtered(store_id, query.filters), customers, query)
-    return PageResult([to_customer(r) for r in result.rows], result.next, result.previous)
+    return PageResult([Customer(**r) for r in result.rows], result.next, result.previous)
 
 
 def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
