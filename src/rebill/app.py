@@ -38,6 +38,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     mapped: ServiceError = {404: NotFound(), 405: MethodNotAllowed()}.get(exc.status_code) or ServiceError(exc.detail)
     mapped.status = exc.status_code
+    mapped.headers = dict(exc.headers or {})  # e.g. Allow on 405
     return error_response(mapped)
 
 

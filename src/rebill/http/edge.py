@@ -63,10 +63,10 @@ class Edge:
             if version_name not in self.versions:
                 raise VersionInvalid(f"Invalid API version: {version_name}. Use one of {', '.join(self.versions)}")
             served = version_name
-            allowed, used, burst = self.buckets.take(token.id, self._limit(token.rate_limit or store.rate_limit))
+            allowed, used, burst, wait = self.buckets.take(token.id, self._limit(token.rate_limit or store.rate_limit))
             headers.append((b"x-service-limit", f"{used}/{burst}".encode()))
             if not allowed:
-                raise RateLimited(headers={"Retry-After": "1"})
+                raise RateLimited(headers={"Retry-After": str(wait)})
         except ServiceError as exc:
             headers.append((b"x-service-version", served.encode()))
             await error_response(exc)(scope, receive, _with_headers(send, headers))

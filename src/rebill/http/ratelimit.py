@@ -19,15 +19,16 @@ class LeakyBuckets:
         self.monotonic = monotonic
         self._levels: dict[int, tuple[float, float]] = {}  # token id -> (level, at)
 
-    def take(self, token_id: int, limit: RateLimit | None = None) -> tuple[bool, int, int]:
-        """Add one request; returns (allowed, used, burst)."""
+    def take(self, token_id: int, limit: RateLimit | None = None) -> tuple[bool, int, int, int]:
+        """Add one request; returns (allowed, used, burst, seconds until there is room)."""
         rule = limit or self.default
         now = self.monotonic()
         level, at = self._levels.get(token_id, (0.0, now))
         level = max(0.0, level - (now - at) * rule.per_second)
         if rule.enabled and level + 1 > rule.burst:
             self._levels[token_id] = (level, now)
-            return False, math.ceil(level), rule.burst
+            wait = math.ceil((level + 1 - rule.burst) / rule.per_second)
+            return False, math.ceil(level), rule.burst, max(1, wait)
         level += 1
         self._levels[token_id] = (level, now)
-        return True, math.ceil(level), rule.burst
+        return True, math.ceil(level), rule.burst, 0

@@ -1,0 +1,98 @@
+"""A list with ``include`` issues a bounded number of SQL statements, independent of the number
+of rows (decisions §3.8: "A list with include must not issue one query per row")."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import event
+
+from tests.builders import make_address, make_customer, make_payment_method
+from tests.conftest import make_api
+
+
+@contextmanager
+def counting(engine):
+    statements: list[str] = []
+
+    def before(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+
+
+def _seed(api, n: int) -> list:
+    customers = []
+    for i in range(n):
+        customer = make_customer(api)
+        make_address(api, customer)
+        if i % 2 == 0:
+            make_payment_method(api, customer)
+        customers.append(customer)
+    return customers
+
+
+@pytest.fixture(scope="module")
+def small(client, database, clock):
+    api = make_api(client, database, clock)
+    _seed(api, 5)
+    return api
+
+
+@pytest.fixture(scope="module")
+def large(client, database, clock):
+    api = make_api(client, database, clock)
+    _seed(api, 20)
+    return api
+
+
+def _list(api, version, include):
+    with counting(api.db.engine) as statements:
+        response = api.get("/customers", version=version, params={"include": include, "limit": 250})
+    assert response.status_code == 200, response.text
+    return response.json()["customers"], list(statements)
+
+
+@pytest.mark.parametrize("version", ["2021-01", "2021-11"])
+def test_list_with_includes_issues_the_same_statements_for_5_and_20_rows(small, large, version):
+    include = "addresses,payment_methods"
+    few, few_statements = _list(small, version, include)
+    many, many_statements = _list(large, version, include)
+    assert len(few) == 5 and len(many) == 20
+    assert len(many_statements) == len(few_statements), many_statements
+    assert len(many_statements) <= 10
+
+
+def test_include_adds_one_statement_per_include_value_not_per_row(large):
+    plain = _list(large, "2021-11", "")[1]
+    one = _list(large, "2021-11", "addresses")[1]
+    two = _list(large, "2021-11", "addresses,payment_methods")[1]
+    assert len(one) == len(plain) + 1
+    assert len(two) == len(plain) + 2
+
+
+def test_included_objects_are_embedded_per_record(large):
+    customers, _ = _list(large, "2021-11", "addresses,payment_methods")
+    for record in customers:
+        embedded = record["include"]
+        assert set(embedded) == {"addresses", "payment_methods"}
+        assert [a["customer_id"] for a in embedded["addresses"]] == [record["id"]]
+        assert all(pm["customer_id"] == record["id"] for pm in embedded["payment_methods"])
+    counts = sorted(len(r["include"]["payment_methods"]) for r in customers)
+    assert counts == [0] * 10 + [1] * 10
+
+
+def test_get_one_with_include_is_bounded_too(api):
+    customer = make_customer(api)
+    for _ in range(3):
+        make_address(api, customer)
+    with counting(api.db.engine) as statements:
+        response = api.get(f"/customers/{customer.id}", params={"include": "addresses,payment_methods"})
+    assert response.status_code == 200, response.text
+    assert len(response.json()["customer"]["include"]["addresses"]) == 3
+    assert len(statements) <= 8, statements

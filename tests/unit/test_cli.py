@@ -1,0 +1,151 @@
+"""The operator command line (decisions §1.4): migrate, stores and tokens against a temporary
+SQLite database; a token it prints works against the API with exactly its scopes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from rebill.app import create_app
+from rebill.cli import app as cli
+from rebill.db.engine import Database
+from rebill.domain.store import repository
+from rebill.settings import Settings
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path: Path = tmp_path_factory.mktemp("cli") / "cli.db"
+    return f"sqlite:///{path}"
+
+
+def run(*args: str):
+    return runner.invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def store_db(url: str) -> str:
+    """A migrated database holding store 'acme' (US, CA; USD)."""
+    assert run("migrate", "--database", url).exit_code == 0
+    result = run("stores", "create", "acme", "--ships-to", "US,CA", "--currency", "USD", "--database", url)
+    assert result.exit_code == 0, result.output
+    return url
+
+
+def _store(url: str, name: str):
+    db = Database.from_url(url)
+    try:
+        with db.read() as conn:
+            return repository.by_name(conn, name)
+    finally:
+        db.dispose()
+
+
+def test_migrate_creates_the_schema(tmp_path):
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    result = run("migrate", "--database", url)
+    assert result.exit_code == 0, result.output
+    db = Database.from_url(url)
+    try:
+        tables = set(inspect(db.engine).get_table_names())
+    finally:
+        db.dispose()
+    assert {"stores", "tokens", "customers", "addresses", "alembic_version"} <= tables
+    assert run("migrate", "--database", url).exit_code == 0, "migrate is repeatable"
+
+
+def test_stores_create_stores_the_settings(store_db):
+    store = _store(store_db, "acme")
+    assert store is not None
+    assert store.ships_to == ["US", "CA"]
+    assert store.currency == "USD"
+    assert store.default_api_version == "2021-01"
+    assert store.installed is True
+
+
+def test_stores_list_shows_the_store(store_db):
+    result = run("stores", "list", "--database", store_db)
+    assert result.exit_code == 0, result.output
+    assert "acme" in result.stdout
+    assert "US,CA" in result.stdout
+
+
+def test_stores_create_rejects_a_duplicate_name(store_db):
+    result = run("stores", "create", "acme", "--database", store_db)
+    assert result.exit_code != 0
+
+
+def test_stores_create_rejects_unknown_countries(store_db):
+    result = run("stores", "create", "bogus", "--ships-to", "US,XX", "--database", store_db)
+    assert result.exit_code != 0
+    assert _store(store_db, "bogus") is None
+
+
+def test_tokens_create_prints_only_the_token(store_db):
+    result = run("tokens", "create", "--store", "acme", "--scopes", "read_customers", "--database", store_db)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, result.stdout
+    assert lines[0].startswith("rb_")
+    assert lines[0] == lines[0].strip() and len(lines[0]) > 20
+
+
+def test_tokens_create_rejects_an_unknown_scope(store_db):
+    result = run("tokens", "create", "--store", "acme", "--scopes", "read_customers,read_everything",
+                 "--database", store_db)
+    assert result.exit_code != 0
+    assert "rb_" not in result.stdout
+
+
+def test_tokens_create_rejects_an_unknown_store(store_db):
+    result = run("tokens", "create", "--store", "nobody", "--scopes", "read_customers", "--database", store_db)
+    assert result.exit_code != 0
+    assert "rb_" not in result.stdout
+
+
+def test_tokens_create_needs_scopes_or_all_scopes(store_db):
+    result = run("tokens", "create", "--store", "acme", "--database", store_db)
+    assert result.exit_code != 0
+
+
+def test_created_token_works_with_exactly_its_scopes(store_db):
+    result = run("tokens", "create", "--store", "acme", "--scopes", "read_customers", "--database", store_db)
+    token = result.stdout.strip()
+    edge = create_app(Settings(database_url=store_db))
+    try:
+        with TestClient(edge) as client:
+            headers = {"X-Service-Access-Token": token}
+            listed = client.get("/customers", headers=headers)
+            assert listed.status_code == 200, listed.text
+            assert listed.json() == {"customers": []}
+            assert listed.headers["X-Service-Version"] == "2021-01"
+            created = client.post("/customers", headers=headers,
+                                  json={"email": "a@example.com", "first_name": "A", "last_name": "B"})
+            assert created.status_code == 403
+            assert "errors" in created.json()
+            info = client.get("/token_information", headers=headers).json()["token_information"]
+            assert info["scopes"] == ["read_customers"]
+            assert client.get("/", headers={"X-Service-Access-Token": token + "x"}).status_code == 401
+    finally:
+        edge.services.db.dispose()
+
+
+def test_all_scopes_token_can_write(store_db):
+    result = run("tokens", "create", "--store", "acme", "--all-scopes", "--database", store_db)
+    assert result.exit_code == 0, result.output
+    token = result.stdout.strip()
+    edge = create_app(Settings(database_url=store_db))
+    try:
+        with TestClient(edge) as client:
+            created = client.post("/customers",
+                                  headers={"X-Service-Access-Token": token, "X-Service-Version": "2021-11"},
+                                  json={"email": "writer@example.com", "first_name": "A", "last_name": "B"})
+            assert created.status_code == 201, created.text
+    finally:
+        edge.services.db.dispose()
