@@ -10,6 +10,7 @@ from typing import Any
 from rebill.domain.address import repository as addresses
 from rebill.domain.customer import repository as customers
 from rebill.domain.discount import repository as discounts
+from rebill.domain.discount.model import Discount
 from rebill.domain.payment_method import repository as payment_methods
 from rebill.domain.unit import Unit
 from rebill.errors import ValidationFailed
@@ -42,7 +43,8 @@ def _address_customer(unit: Unit, items: list[Any]) -> dict[int, Any]:
 
 def _address_discount(unit: Unit, items: list[Any]) -> dict[int, Any]:
     found = discounts.many(unit.conn, unit.store_id, [a.discount_id for a in items if a.discount_id])
-    return {a.id: found.get(a.discount_id) if a.discount_id else None for a in items}
+    return {a.id: Discount.from_row(found[a.discount_id], a.presentment_currency) if a.discount_id in found else None
+            for a in items}
 
 
 def _address_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:

@@ -50,6 +50,9 @@ class AddressCountryName(Change):
         data["country"] = country_name(data["country_code"])
         return data
 
+    def error_names(self) -> dict[str, str]:
+        return {"country_code": "country"}
+
 
 class AddressDiscountId(Change):
     """Addresses show their one discount as `discount_id` instead of a `discounts` array;
@@ -68,7 +71,8 @@ class AddressDiscountId(Change):
 
 class AddressDeprecatedAliases(Change):
     """Addresses still take and show the deprecated `cart_attributes` (= `note_attributes`) and
-    `original_shipping_lines` (the conserved rates), and have no `payment_method_id`."""
+    `original_shipping_lines` (= `shipping_lines_override`); they have no `payment_method_id`
+    and do not show the conserved rates."""
 
     kinds = ("address",)
 
@@ -86,7 +90,8 @@ class AddressDeprecatedAliases(Change):
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         data.pop("payment_method_id", None)
         data["cart_attributes"] = data.get("note_attributes", [])
-        data["original_shipping_lines"] = data.pop("shipping_lines_conserved", [])
+        data.pop("shipping_lines_conserved", None)
+        data["original_shipping_lines"] = data.get("shipping_lines_override")
         return data
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from rebill.domain.address.model import Address
 from rebill.domain.customer.model import Customer
-from rebill.domain.money import format_amount
+from rebill.domain.discount.model import Discount
 from rebill.domain.store.model import Store
 
 
@@ -90,19 +90,18 @@ def payment_method(row: Any) -> dict[str, Any]:
     }
 
 
-def discount(row: Any) -> dict[str, Any]:
+def discount(d: Discount) -> dict[str, Any]:
     """The stored discount (decisions §7.1); the full contract lands with the discounts issue."""
-    value = format_amount(row.value, "USD") if row.discount_type == "fixed_amount" else str(row.value)
     return {
-        "id": row.id,
-        "code": row.code,
-        "value": value,
-        "value_type": row.discount_type,
-        "status": row.status,
-        "starts_at": ts(row.starts_at),
-        "ends_at": ts(row.ends_at),
-        "created_at": ts(row.created_at),
-        "updated_at": ts(row.updated_at),
+        "id": d.id,
+        "code": d.code,
+        "value": d.value,
+        "value_type": d.value_type,
+        "status": d.status,
+        "starts_at": ts(d.starts_at),
+        "ends_at": ts(d.ends_at),
+        "created_at": ts(d.created_at),
+        "updated_at": ts(d.updated_at),
     }
 
 

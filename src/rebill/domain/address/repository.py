@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, exists, false, insert, select, true, update
+from sqlalchemy import Connection, bindparam, delete, false, insert, select, true, update
 
 from rebill.db.prepared import Prepared
 
 from rebill.models import addresses, discounts
 
+from ..discount.model import value_text
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
 from .model import Address, DiscountRef
@@ -32,7 +33,8 @@ FILTERS: dict[str, Filter] = {
     **time_window(addresses),
     "customer_id": lambda v: addresses.c.customer_id == v,
     "discount_id": lambda v: addresses.c.discount_id == v,
-    "discount_code": lambda v: exists().where(discounts.c.id == addresses.c.discount_id, discounts.c.code == v),
+    # A plain IN: the list query already joins discounts, so a correlated EXISTS would not do.
+    "discount_code": lambda v: addresses.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code == v)),
     "is_active": _active,
 }
 
@@ -44,7 +46,8 @@ def to_address(data: dict[str, Any]) -> Address:
     code, value, kind = data.pop("discount_code"), data.pop("discount_value"), data.pop("discount_type")
     discount = None
     if data["discount_id"] is not None and code is not None:
-        discount = DiscountRef(id=data["discount_id"], code=code, value=str(value), value_type=kind)
+        discount = DiscountRef(id=data["discount_id"], code=code, value_type=kind,
+                               value=value_text(kind, value, data["presentment_currency"]))
     return Address(**data, discount=discount)
 
 
