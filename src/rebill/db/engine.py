@@ -105,8 +105,14 @@ class Database:
         if self._loop_conn is None or self._loop_conn.closed:
             self._loop_conn = self.engine.connect()
         conn = self._loop_conn
-        with conn.begin():
+        # No transaction up front: a lone prepared read is one statement, a consistent
+        # snapshot by itself. Statements through SQLAlchemy autobegin one, ended here; a read
+        # has nothing to keep, so ROLLBACK ends the snapshot as well as COMMIT would.
+        try:
             yield conn
+        finally:
+            if conn.in_transaction():
+                conn.rollback()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:

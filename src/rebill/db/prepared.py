@@ -16,13 +16,14 @@ from sqlalchemy.sql import Select
 
 
 class _Compiled:
-    __slots__ = ("sql", "positions", "compiled", "binds", "keys", "results")
+    __slots__ = ("sql", "positions", "defaults", "binds", "keys", "results")
 
     def __init__(self, stmt: Select[Any], dialect: Any) -> None:
         compiled = stmt.compile(dialect=dialect)
-        self.compiled = compiled
         self.sql = compiled.string
         self.positions = compiled.positiontup  # None for named-parameter drivers (psycopg)
+        # Literal values of the statement are fixed: work them out once.
+        self.defaults = compiled.construct_params({name: None for name in compiled.binds})
         self.binds = compiled._bind_processors
         self.keys = [c[0] for c in compiled._result_columns]
         processors = [c[3]._cached_result_processor(dialect, None) for c in compiled._result_columns]
@@ -43,14 +44,11 @@ class Prepared:
 
     def _execute(self, conn: Connection, params: dict[str, Any]) -> tuple[_Compiled, Any]:
         compiled = self._compiled(conn)
-        values = compiled.compiled.construct_params(params)
+        values = {**compiled.defaults, **params}
         for name, process in compiled.binds.items():
-            if name in values:
-                values[name] = process(values[name])
-        # Touching conn.connection makes SQLAlchemy begin its transaction first, so the
-        # statement runs inside the unit of work like any other.
-        if not conn.in_transaction():
-            conn.begin()
+            values[name] = process(values[name])
+        # On the event loop (Database.read_on_loop) no transaction is open yet: a lone
+        # statement is its own consistent snapshot in SQLite, so it needs no BEGIN/ROLLBACK.
         cursor = conn.connection.dbapi_connection.cursor()
         if compiled.positions is not None:
             cursor.execute(compiled.sql, [values[p] for p in compiled.positions])
