@@ -23,7 +23,7 @@ class _Compiled:
         self.sql = compiled.string
         self.positions = compiled.positiontup  # None for named-parameter drivers (psycopg)
         # Literal values of the statement are fixed: work them out once.
-        self.defaults = compiled.construct_params({name: None for name in compiled.binds})
+        self.defaults = compiled.construct_params(_check=False)
         self.binds = compiled._bind_processors
         self.keys = [c[0] for c in compiled._result_columns]
         processors = [c[3]._cached_result_processor(dialect, None) for c in compiled._result_columns]
