@@ -19,6 +19,7 @@ migrate: $(STAMP)
 	$(BIN)/rebill migrate
 
 test: $(STAMP)
+	$(BIN)/ruff check src tests bench
 	$(BIN)/pytest -n 2 --dist loadfile
 
 # wrk is a C load generator from Debian's packages; the benchmark needs nothing else.

@@ -6,11 +6,20 @@ from __future__ import annotations
 import pytest
 
 from tests.api.test_addresses_support import (
-    NAIVE_TS, NOT_FOUND, OFFSET_TS, V01, V11, address_events, clock_kept, create, created, fmt01, fmt11,
+    NAIVE_TS,
+    NOT_FOUND,
+    OFFSET_TS,
+    V01,
+    V11,
+    address_events,
+    clock_kept,
+    create,
+    created,
+    fmt01,
+    fmt11,
     us_fields,
 )
 from tests.builders import make_address, make_customer, make_discount, make_payment_method
-
 
 # --- success bodies -------------------------------------------------------------------------------
 

@@ -12,7 +12,13 @@ import pytest
 from sqlalchemy import event
 
 from tests.api.test_addresses_support import (
-    V01, V11, bulk_addresses, clock_kept, fmt11, ids, link_targets,
+    V01,
+    V11,
+    bulk_addresses,
+    clock_kept,
+    fmt11,
+    ids,
+    link_targets,
 )
 from tests.builders import make_address, make_customer, make_discount, make_payment_method
 

@@ -7,16 +7,16 @@ JSON body (415 unless it is an object, decisions §2.3) and runs the handler in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import Match, Route, Router
 from starlette.types import Receive, Scope, Send
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 
+from rebill.db.statements import insert_row
 from rebill.models import events
 
 from .store.model import Store
@@ -29,13 +30,11 @@ class Unit:
 
     def record(self, topic: str, resource_id: int, data: dict[str, Any] | None = None) -> None:
         """NOTE: decisions §8.1, the event row is written in the change's own transaction."""
-        self.conn.execute(
-            insert(events).values(
-                store_id=self.store.id,
-                topic=topic,
-                resource=topic.split("/", 1)[0],
-                resource_id=resource_id,
-                data=data,
-                created_at=self.now,
-            )
-        )
+        insert_row(self.conn, events, {
+            "store_id": self.store.id,
+            "topic": topic,
+            "resource": topic.split("/", 1)[0],
+            "resource_id": resource_id,
+            "data": data,
+            "created_at": self.now,
+        })

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, false, insert, select, true, update
+from sqlalchemy import Connection, bindparam, delete, false, select, true, update
 
 from rebill.db.prepared import Prepared
-
+from rebill.db.statements import insert_row
 from rebill.models import addresses, discounts
 
 from ..discount.model import value_text
@@ -69,7 +69,7 @@ def ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[i
 
 
 def insert_address(conn: Connection, values: dict[str, Any]) -> int:
-    return int(conn.execute(insert(addresses).values(**values).returning(addresses.c.id)).scalar_one())
+    return insert_row(conn, addresses, values)
 
 
 def update_address(conn: Connection, store_id: int, address_id: int, lock_version: int,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, exists, false, insert, literal, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, false, literal, select, update
 
 from rebill.db.prepared import Prepared
-
+from rebill.db.statements import insert_row
 from rebill.models import customers, payment_methods
 
 from ..filters import Filter, time_window, where
@@ -70,7 +70,7 @@ def email_taken(conn: Connection, store_id: int, email: str, *, other_than: int 
 
 def insert_customer(conn: Connection, values: dict[str, Any]) -> int:
     values = {**values, "email_key": values["email"].strip().lower()}
-    return int(conn.execute(insert(customers).values(**values).returning(customers.c.id)).scalar_one())
+    return insert_row(conn, customers, values)
 
 
 def update_customer(conn: Connection, store_id: int, customer_id: int, values: dict[str, Any]) -> None:

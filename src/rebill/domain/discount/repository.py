@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, select
 
+from rebill.db.statements import insert_row
 from rebill.models import discounts
 
 
@@ -36,4 +37,4 @@ def usable_now(row: Any, now: datetime) -> bool:
 
 
 def insert_discount(conn: Connection, values: dict[str, Any]) -> int:
-    return int(conn.execute(insert(discounts).values(**values).returning(discounts.c.id)).scalar_one())
+    return insert_row(conn, discounts, values)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, select
 
+from rebill.db.statements import insert_row
 from rebill.models import payment_methods
 
 
@@ -32,4 +33,4 @@ def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Any]:
 
 
 def insert_payment_method(conn: Connection, values: dict[str, Any]) -> int:
-    return int(conn.execute(insert(payment_methods).values(**values).returning(payment_methods.c.id)).scalar_one())
+    return insert_row(conn, payment_methods, values)

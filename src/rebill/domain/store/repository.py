@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, select
 
+from rebill.db.statements import insert_row
 from rebill.models import stores, tokens
 
 from .model import Store, Token
@@ -35,14 +36,14 @@ def all_stores(conn: Connection) -> list[Store]:
 
 
 def insert_store(conn: Connection, values: dict[str, Any]) -> Store:
-    store_id = conn.execute(insert(stores).values(**values).returning(stores.c.id)).scalar_one()
+    store_id = insert_row(conn, stores, values)
     found = get(conn, store_id)
     assert found is not None
     return found
 
 
 def insert_token(conn: Connection, values: dict[str, Any]) -> int:
-    return int(conn.execute(insert(tokens).values(**values).returning(tokens.c.id)).scalar_one())
+    return insert_row(conn, tokens, values)
 
 
 _token_lookup = (

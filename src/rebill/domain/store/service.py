@@ -9,9 +9,9 @@ from sqlalchemy import Connection
 
 from rebill.errors import ValidationFailed
 
+from ..geo import country
 from . import repository
 from .model import API_VERSIONS, CHECKOUT_PLATFORMS, DEFAULT_DUNNING, PLAN_TIERS, SCOPES, Store
-from ..geo import country
 
 
 def create_store(
