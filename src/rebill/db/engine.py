@@ -39,7 +39,9 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo)
-    return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_pre_ping=True, **JSON_OPTIONS)
+    # No pre-ping: it costs a round trip per checkout. A connection that dropped fails its
+    # first statement, SQLAlchemy invalidates it and the pool replaces it.
+    return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_recycle=1800, **JSON_OPTIONS)
 
 
 def _sqlite_engine(url: str, *, echo: bool) -> Engine:
