@@ -1,5 +1,7 @@
-"""The 2021-01 contract: the head through the change modules, with its own list contracts
-(spec 02 filters, counts, sorting and include tables)."""
+"""The 2021-01 contract: the head through the change modules, with the list contracts of
+spec 02 (filters, counts, include values), each written as its difference from the head."""
+
+from dataclasses import replace
 
 from rebill.api import query as q
 from rebill.api.contract import ListContract, derive
@@ -7,40 +9,33 @@ from rebill.api.v2021_11.contract import VERSION as HEAD
 
 from .changes import CHANGES
 
-_status = q.choice("ACTIVE", "INACTIVE")
+WINDOW = ("created_at_min", "created_at_max", "updated_at_min", "updated_at_max")
+
+
+def _without(contract: ListContract, *names: str) -> dict[str, tuple[str, q.QueryParser]]:
+    return {name: spec for name, spec in contract.filters.items() if name not in names}
+
+
+_customers = HEAD.lists["customers"]
+_addresses = HEAD.lists["addresses"]
 
 LISTS = {
-    "customers": ListContract(
-        plural="customers",
-        kind="customer",
-        filters={
-            **q.window("created_at", "updated_at"),
-            "email": ("email", q.text),
-            "hash": ("hash", q.text),
-            "ids": ("ids", q.ids),
-            "platform_customer_id": ("external_customer_id", q.text),
-            "status": ("status", _status),
-        },
-        sorts=("id", "created_at", "updated_at"),
-        default_sort="id-desc",
+    # NOTE: spec 02 Customers list: `platform_customer_id` and `status`; count takes the
+    # time window and status.
+    "customers": replace(
+        _customers,
+        filters={**_without(_customers, "external_customer_id"),
+                 "platform_customer_id": ("external_customer_id", q.text),
+                 "status": ("status", q.choice("ACTIVE", "INACTIVE"))},
         includes=("addresses", "metafields", "payment_methods", "subscriptions", "referral_info"),
-        count_filters=("created_at_min", "created_at_max", "updated_at_min", "updated_at_max", "status"),
+        count_filters=(*WINDOW, "status"),
     ),
-    "addresses": ListContract(
-        plural="addresses",
-        kind="address",
-        filters={
-            **q.window("created_at", "updated_at"),
-            "customer_id": ("customer_id", q.integer),
-            "discount_code": ("discount_code", q.text),
-            "discount_id": ("discount_id", q.integer),
-            "ids": ("ids", q.ids),
-        },
-        sorts=("id", "updated_at"),
-        default_sort="id-desc",
+    # NOTE: spec 02 Addresses list: no `is_active`; count takes the window and discounts.
+    "addresses": replace(
+        _addresses,
+        filters=_without(_addresses, "is_active"),
         includes=("customer", "discount", "payment_methods", "subscriptions"),
-        count_filters=("created_at_min", "created_at_max", "updated_at_min", "updated_at_max",
-                       "discount_code", "discount_id"),
+        count_filters=(*WINDOW, "discount_code", "discount_id"),
     ),
 }
 
