@@ -21,11 +21,10 @@ from rebill.domain.address.verifier import AddressVerifier
 from rebill.domain.listing import ListQuery, PageResult
 from rebill.domain.store.model import Store, Token
 from rebill.domain.unit import Unit
-from rebill.errors import ValidationFailed
 
 from . import includes
 from .contract import ListContract, Version
-from .listing import encode_cursor, link_header, parse_include, parse_list
+from .listing import encode_cursor, link_header, parse_filters, parse_include, parse_list
 
 T = TypeVar("T")
 
@@ -145,10 +144,6 @@ class Call:
         return Reply({plural: records}, headers=headers)
 
     def count_filters(self, plural: str) -> dict[str, Any]:
-        from .listing import parse_filters
-
         contract = self.contract(plural)
         return parse_filters(contract.filters, self.params, allowed=contract.count_filters)
 
-
-__all__ = ["Call", "Reply", "Services", "ValidationFailed"]

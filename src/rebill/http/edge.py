@@ -7,7 +7,6 @@ Order: 401 (no or unknown token) -> 403 (store not installed) -> 426 (bad versio
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -83,5 +82,3 @@ def _with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
         await send(message)
     return sender
 
-
-__all__ = ["Edge", "Any"]

@@ -7,7 +7,7 @@ statements and map rows to domain objects themselves, which keeps the request pa
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -78,6 +78,3 @@ def timestamps() -> list[Column[Any]]:
         Column("updated_at", UtcDateTime(), nullable=False),
     ]
 
-
-__all__ = ["metadata", "IdType", "JsonType", "UtcDateTime", "DecimalText", "id_column", "store_column",
-           "timestamps", "date"]

@@ -1,8 +1,8 @@
 """Stores (tenants) and their API tokens: decisions §1."""
 
-from sqlalchemy import Boolean, Column, ForeignKey, String, Table
+from sqlalchemy import Boolean, Column, String, Table
 
-from .base import IdType, JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
+from .base import JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
 
 stores = Table(
     "stores",
@@ -48,5 +48,3 @@ tokens = Table(
     *timestamps(),
     sqlite_autoincrement=True,
 )
-
-__all__ = ["stores", "tokens", "ForeignKey", "IdType"]
