@@ -56,7 +56,6 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
         exception_handlers={ServiceError: _service_error, HTTPException: _http_error, Exception: _crash},
     )
     api.router = SegmentRouter(build_routes(operations, services))
-    api.state.services = services
     extra = {"monotonic": monotonic} if monotonic else {}
     tokens = TokenResolver(db, ttl=settings.token_cache_seconds, **extra)
     buckets = LeakyBuckets(settings.rate_limit, **extra)

@@ -1,4 +1,4 @@
-"""Typed failures, each carrying the HTTP status it maps to (one mapping, in ``http/errors``).
+"""Typed failures, each carrying the HTTP status it maps to (rendered in one place, ``http/render``).
 
 Exception tree::
 

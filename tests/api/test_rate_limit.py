@@ -207,3 +207,17 @@ def test_settings_read_rate_limit_from_environment():
     assert Settings.from_env({"REBILL_RATE_LIMIT": "off"}).rate_limit.enabled is False
     with pytest.raises(ValueError):
         Settings.from_env({"REBILL_RATE_LIMIT": "fast"})
+
+
+def test_switched_off_the_header_never_reports_more_than_the_burst(database, clock, fake):
+    with _client(database, clock, fake, RateLimit(burst=40, per_second=2, enabled=False)) as client:
+        api = make_api(client, database, clock)
+        headers = [api.get("/").headers["X-Service-Limit"] for _ in range(45)]
+    assert headers[-1] == "40/40" and headers[0] == "1/40"
+
+
+def test_an_invalid_version_still_counts_and_carries_the_limit_header(limited):
+    response = limited.get("/", version="2099-01")
+    assert response.status_code == 426
+    assert response.headers["X-Service-Limit"] == "1/3"
+    assert limited.get("/").headers["X-Service-Limit"] == "2/3"

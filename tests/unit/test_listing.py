@@ -124,20 +124,23 @@ def test_position_from_a_tie_does_not_skip_the_other_tied_rows(seeded):
     api, made = seeded
     tied = sorted(c.id for c in made if c.updated_at == START)
     # Resume right after the middle one of the three tied rows, ascending.
-    middle = Position(START.isoformat(), tied[1])
+    middle = Position(START, tied[1])
     rows = _page(api, sort="updated_at", descending=False, limit=50, position=middle).rows
     assert [c.id for c in rows][0] == tied[2]
     assert tied[0] not in [c.id for c in rows]
 
 
-def test_position_value_as_datetime_or_iso_text_is_the_same(seeded):
+def test_positions_hold_native_values_that_survive_a_cursor_round_trip(seeded):
+    from rebill.api.listing import decode_cursor, encode_cursor, typed_position
+
     api, made = seeded
     first = _page(api, sort="updated_at", descending=True, limit=3)
-    as_text = first.next
-    assert isinstance(as_text.value, str)
-    as_datetime = Position(datetime.fromisoformat(as_text.value), as_text.id)
-    a = _page(api, sort="updated_at", descending=True, limit=3, position=as_text)
-    b = _page(api, sort="updated_at", descending=True, limit=3, position=as_datetime)
+    assert isinstance(first.next.value, datetime)
+    raw, boundary = decode_cursor("customers", encode_cursor("customers", {"sort_by": "updated_at-desc"}, first.next))
+    assert raw == {"sort_by": "updated_at-desc"}
+    assert typed_position("updated_at", boundary) == first.next
+    a = _page(api, sort="updated_at", descending=True, limit=3, position=first.next)
+    b = _page(api, sort="updated_at", descending=True, limit=3, position=typed_position("updated_at", boundary))
     assert [c.id for c in a.rows] == [c.id for c in b.rows]
 
 

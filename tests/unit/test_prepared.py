@@ -44,3 +44,18 @@ def test_prepared_read_on_the_loop_connection_sees_committed_writes(client, data
         repository.update_customer(conn, api.store.id, customer.id, {"first_name": "Grace"})
     with reader() as conn:
         assert Prepared(STMT).one(conn, id=customer.id, store_id=api.store.id)["first_name"] == "Grace"
+
+
+def test_only_the_email_unique_violation_becomes_email_taken():
+    from sqlalchemy.exc import IntegrityError
+
+    from rebill.domain.customer.service import _email_race
+    from rebill.errors import ValidationFailed
+
+    taken = _email_race(IntegrityError("INSERT", {}, Exception(
+        'duplicate key value violates unique constraint "uq_customers_store_email"')))
+    assert isinstance(taken, ValidationFailed) and taken.errors == {"email": ["has already been taken"]}
+    assert isinstance(_email_race(IntegrityError("INSERT", {}, Exception(
+        "UNIQUE constraint failed: customers.store_id, customers.email_key"))), ValidationFailed)
+    other = IntegrityError("INSERT", {}, Exception("FOREIGN KEY constraint failed"))
+    assert _email_race(other) is other

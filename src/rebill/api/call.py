@@ -128,8 +128,8 @@ class Call:
         return self.one(kind, obj, status=self.version.created_status)
 
     def deleted(self) -> Reply:
-        # NOTE: decisions §2.10, 204 with no body in 2021-11, 200 {} in 2021-01.
-        return Reply(None, 204) if self.version.created_status == 201 else Reply({}, 200)
+        status = self.version.deleted_status
+        return Reply(None if status == 204 else {}, status)
 
     def page(self, plural: str, result: PageResult, unit: Unit, query: ListQuery) -> Reply:
         contract = self.contract(plural)

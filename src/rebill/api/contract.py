@@ -72,6 +72,8 @@ class Version:
     schemas: dict[str, Schema]
     lists: dict[str, ListContract]
     created_status: int
+    # NOTE: decisions §2.10, a delete answers 204 with no body (2021-11) or 200 {} (2021-01).
+    deleted_status: int
     cursor_in_body: bool
     changes: tuple[Change, ...] = ()
     error_names: dict[str, str] = field(default_factory=dict)
@@ -79,14 +81,17 @@ class Version:
     def serialize(self, kind: str, obj: Any) -> dict[str, Any]:
         return self.serializers[kind](obj)
 
-    def rename_errors(self, errors: Any) -> Any:
+    def rename_errors(self, errors: Any, sent: Any = ()) -> Any:
+        """Domain errors name head fields; say them in this version's names, except a field
+        the caller itself sent under the head name (2021-01 accepts `country_code` too)."""
         if not isinstance(errors, dict) or not self.error_names:
             return errors
-        return {self.error_names.get(k, k): self.rename_errors(v) for k, v in errors.items()}
+        return {(k if k in sent else self.error_names.get(k, k)): self.rename_errors(v) for k, v in errors.items()}
 
 
 def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[str, ListContract],
-           created_status: int, cursor_in_body: bool, schemas: dict[str, Schema] | None = None) -> Version:
+           created_status: int, deleted_status: int, cursor_in_body: bool,
+           schemas: dict[str, Schema] | None = None) -> Version:
     """An older version: the head with ``changes`` applied to schemas and serializers."""
     changes = tuple(changes)
 
@@ -120,6 +125,7 @@ def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[s
         schemas=derived,
         lists=lists,
         created_status=created_status,
+        deleted_status=deleted_status,
         cursor_in_body=cursor_in_body,
         changes=changes,
         error_names=error_names,

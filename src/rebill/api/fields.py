@@ -8,6 +8,7 @@ the caller's names. A version whose field is called differently declares it with
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import date
@@ -18,6 +19,9 @@ from rebill.errors import ValidationFailed
 
 MISSING = object()
 MAX_ID = 2**63 - 1  # ids are 64-bit (BIGINT); a longer number is no id of ours
+INTEGER = re.compile(r"-?[0-9]+", re.ASCII)
+# Money and rates: at most 12 integer digits (a trillion in any currency).
+MAX_DECIMAL = Decimal(10) ** 12
 Check = Callable[[Any], str | None]
 
 
@@ -45,13 +49,15 @@ class Field:
 def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
     """Return (clean value, error message)."""
     if kind == "str":
-        if isinstance(value, str):
-            return value, None
-        return None, "must be a string"
+        if not isinstance(value, str):
+            return None, "must be a string"
+        if "\x00" in value:  # PostgreSQL cannot store NUL; refuse it on both databases
+            return None, "must not contain NUL characters"
+        return value, None
     if kind == "int":
         if isinstance(value, bool):
             return None, "must be an integer"
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and INTEGER.fullmatch(value.strip()):
             value = int(value)
         if isinstance(value, int):
             return (value, None) if abs(value) <= MAX_ID else (None, "is out of range")
@@ -69,6 +75,8 @@ def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
             return None, "must be a decimal number as a string"
         if not number.is_finite():
             return None, "must be a decimal number as a string"
+        if abs(number) >= MAX_DECIMAL:
+            return None, "is out of range"
         return number, None
     if kind == "date":
         if isinstance(value, str):
@@ -78,9 +86,11 @@ def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
                 pass
         return None, "must be a date (YYYY-MM-DD)"
     if kind == "object":
-        if isinstance(value, dict):
-            return value, None
-        return None, "must be an object"
+        if not isinstance(value, dict):
+            return None, "must be an object"
+        if _has_nul(value):
+            return None, "must not contain NUL characters"
+        return value, None
     if kind == "list":
         if isinstance(value, list):
             return value, None
@@ -153,6 +163,11 @@ class Schema:
                 if problem:
                     errors[field.name] = [problem]
                     continue
+            if field.target in clean and clean[field.target] != value:
+                # Two names for one field (a deprecated alias and its successor) that disagree.
+                other = next(f.name for f in self.fields if f.target == field.target and f.name in body)
+                errors[field.name] = [f"conflicts with {other}"]
+                continue
             clean[field.target] = value
         if not partial:
             for group in self.one_of:
@@ -175,6 +190,16 @@ class Schema:
 
     def changed(self, name: str, **changes: Any) -> "Schema":
         return Schema(*(replace(f, **changes) if f.name == name else f for f in self.fields), one_of=self.one_of)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def _parse_items(items: "Schema | str", values: list[Any]) -> tuple[list[Any], dict[str, Any]]:

@@ -8,6 +8,8 @@ only ``limit`` (spec 02 "With a cursor, limit is the only filter allowed").
 from __future__ import annotations
 
 import base64
+import re
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -19,30 +21,57 @@ from .contract import ListContract
 
 CURSOR_KEYS = ("cursor", "page_info")  # page_info: spec 01's example script sends this name
 MAX_LIMIT, DEFAULT_LIMIT, MAX_PAGE = 250, 50, 100
+MAX_ID = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]{1,6}", re.ASCII)
 
 
 def encode_cursor(plural: str, raw: dict[str, str], position: Position) -> str:
-    payload = msgspec.json.encode({"r": plural, "q": raw, "p": [position.value, position.id, position.backwards]})
+    value = position.value.isoformat() if isinstance(position.value, datetime) else position.value
+    payload = msgspec.json.encode({"r": plural, "q": raw, "p": [value, position.id, position.backwards]})
     return base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
 
 
-def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], Position]:
-    invalid = ValidationFailed({"cursor": ["Invalid value"]})
+def _invalid_cursor() -> ValidationFailed:
+    return ValidationFailed({"cursor": ["Invalid value"]})
+
+
+def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], list[Any]]:
+    """The raw parameters and the boundary [value, id, backwards], checked for shape only;
+    ``typed_position`` checks the value against the sort once the sort is known."""
     try:
         data = msgspec.json.decode(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        value, row_id, backwards = data["p"]
-        raw = data["q"]
-        if data["r"] != plural or not isinstance(raw, dict) or not isinstance(row_id, int):
-            raise invalid
-        return {str(k): str(v) for k, v in raw.items()}, Position(value, row_id, bool(backwards))
+        raw, boundary = data["q"], data["p"]
+        if (data["r"] != plural or not isinstance(raw, dict) or not isinstance(boundary, list)
+                or len(boundary) != 3 or not all(isinstance(v, str) for v in raw.values())):
+            raise _invalid_cursor()
+        return {str(k): v for k, v in raw.items()}, boundary
     except (ValueError, KeyError, TypeError, msgspec.DecodeError):
-        raise invalid from None
+        raise _invalid_cursor() from None
+
+
+def typed_position(sort: str, boundary: list[Any]) -> Position:
+    """A cursor is client input: the boundary must fit the sort column (an id, or a UTC
+    datetime), or the cursor is invalid."""
+    value, row_id, backwards = boundary
+    if isinstance(row_id, bool) or not isinstance(row_id, int) or not 0 <= row_id <= MAX_ID:
+        raise _invalid_cursor()
+    if not isinstance(backwards, bool):
+        raise _invalid_cursor()
+    if sort == "id":
+        return Position(row_id, row_id, backwards)
+    try:
+        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise _invalid_cursor()
+    return Position(when, row_id, backwards)
 
 
 def _limit(value: str | None) -> int:
     if value is None:
         return DEFAULT_LIMIT
-    if not value.strip().isdigit() or not 1 <= int(value) <= MAX_LIMIT:
+    if not _DIGITS.fullmatch(value.strip()) or not 1 <= int(value) <= MAX_LIMIT:
         raise ValidationFailed({"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]})
     return int(value)
 
@@ -50,7 +79,7 @@ def _limit(value: str | None) -> int:
 def _page(value: str | None) -> int:
     if value is None:
         return 1
-    if not value.strip().isdigit() or int(value) < 1:
+    if not _DIGITS.fullmatch(value.strip()) or int(value) < 1:
         raise ValidationFailed({"page": ["must be a positive integer"]})
     if int(value) > MAX_PAGE:
         # NOTE: spec 01 Pagination, page-number paging works only up to page 100.
@@ -103,13 +132,14 @@ def parse_list(contract: ListContract, params: dict[str, str]) -> tuple[ListQuer
         extra = sorted(k for k in params if k not in ("limit", *CURSOR_KEYS))
         if extra:
             raise ValidationFailed({name: ["cannot be combined with cursor; only limit can"] for name in extra})
-        raw, position = decode_cursor(contract.plural, cursor)
+        raw, boundary = decode_cursor(contract.plural, cursor)
         page = 1
     else:
         keep = set(contract.filters) | {"sort_by", "include"}
         raw = {k: v for k, v in params.items() if k in keep}
-        position, page = None, _page(params.get("page"))
+        boundary, page = None, _page(params.get("page"))
     sort, descending = parse_sort(contract, raw.get("sort_by"))
+    position = typed_position(sort, boundary) if boundary is not None else None
     include = parse_include(contract, raw.get("include"))
     filters = parse_filters(contract.filters, raw)
     query = ListQuery(filters=filters, sort=sort, descending=descending, limit=limit, page=page,

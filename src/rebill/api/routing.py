@@ -20,13 +20,14 @@ from starlette.responses import Response
 from starlette.routing import Match, Route, Router
 from starlette.types import Receive, Scope, Send
 
+from rebill.domain.store.model import API_VERSIONS
 from rebill.errors import Forbidden, NotInThisVersion, UnsupportedMediaType, ValidationFailed
 from rebill.http.context import RequestContext
 from rebill.http.render import JSON
 
 from .call import Call, Reply, Services
 
-ALL_VERSIONS = frozenset({"2021-01", "2021-11"})
+ALL_VERSIONS = frozenset(API_VERSIONS)
 
 
 class IdConvertor(Convertor[int]):
@@ -113,7 +114,7 @@ def _dispatcher(by_method: dict[str, Operation], services: Services) -> Callable
                 reply = await run_in_threadpool(operation.handler, call)
         except ValidationFailed as exc:
             # Domain rules name head fields; the caller reads its own version's names.
-            exc.errors = ctx.version.rename_errors(exc.errors)
+            exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body)
             raise
         if reply.body is None:
             return Response(status_code=reply.status, headers=reply.headers or None)

@@ -23,10 +23,10 @@ COUNTRIES_NOT_REQUIRING_ZIP = frozenset(
     TZ UG VU YE ZW""".split()
 )
 # NOTE: decisions §4.3 (choice).
-UNITED_STATES_ZIP_REGEX = re.compile(r"^\d{5}(-\d{4})?$")
+UNITED_STATES_ZIP_REGEX = re.compile(r"^\d{5}(-\d{4})?$", re.ASCII)
 UNITED_KINGDOM_ZIP_REGEX = re.compile(
     r"^(GIR ?0AA|[A-PR-UWYZ]([0-9]{1,2}|[A-HK-Y][0-9][0-9ABEHMNPRV-Y]?|[0-9][A-HJKPS-UW]) ?[0-9][ABD-HJLNP-UW-Z]{2})$",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 
 
@@ -90,8 +90,9 @@ def zip_problem(country_code: str, zip_code: str | None) -> str | None:
         if country_code in COUNTRIES_NOT_REQUIRING_ZIP:
             return None
         return "is required for this country"
-    if country_code == "US" and not UNITED_STATES_ZIP_REGEX.match(value):
+    # fullmatch: "$" alone would let a trailing newline through.
+    if country_code == "US" and not UNITED_STATES_ZIP_REGEX.fullmatch(value):
         return "is not a valid United States zip code"
-    if country_code == "GB" and not UNITED_KINGDOM_ZIP_REGEX.match(value):
+    if country_code == "GB" and not UNITED_KINGDOM_ZIP_REGEX.fullmatch(value):
         return "is not a valid United Kingdom postcode"
     return None

@@ -9,7 +9,6 @@ second) and returns the rows plus the positions the next and previous cursors st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Select, Table, and_, func, or_, select
@@ -57,9 +56,6 @@ def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQue
     if query.sort == "id":
         sort_col = id_col
     position = query.position
-    if position is not None and isinstance(position.value, str) and sort_col is not id_col:
-        # Cursors carry datetimes as ISO text.
-        position = Position(datetime.fromisoformat(position.value), position.id, position.backwards)
     backwards = bool(position and position.backwards)
     # Reading backwards walks the order reversed from the cursor, then flips the rows.
     descending = query.descending != backwards
@@ -82,10 +78,7 @@ def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQue
         return PageResult(rows, None, None)
 
     def at(row: dict[str, Any], backwards: bool) -> Position:
-        value = row[query.sort]
-        if isinstance(value, datetime):
-            value = value.isoformat()
-        return Position(value, row["id"], backwards)
+        return Position(row[query.sort], row["id"], backwards)
 
     came_from_before = position is not None and not backwards or (position is None and query.page > 1)
     has_next = more if not backwards else True

@@ -35,6 +35,3 @@ class TokenResolver:
             self._cache.clear()
         self._cache[raw] = (now + self.ttl, resolved)
         return resolved
-
-    def forget(self) -> None:
-        self._cache.clear()

@@ -1,7 +1,8 @@
 """The HTTP edge as one plain ASGI middleware: request id, authentication, API version and
 rate limit, and the headers every response carries (decisions §2.8, §9.1).
 
-Order: 401 (no or unknown token) -> 403 (store not installed) -> 426 (bad version) -> 429.
+Order: 401 (no or unknown token) -> 403 (store not installed) -> 429 (rate limit) -> 426
+(bad version). Every request that names a token counts against its bucket.
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ class Edge:
             token, store = resolved
             if not store.installed:
                 raise Forbidden("The store is not installed")
-            version_name = asked_version or store.default_api_version
-            if version_name not in self.versions:
-                raise VersionInvalid(f"Invalid API version: {version_name}. Use one of {', '.join(self.versions)}")
-            served = version_name
             allowed, used, burst, wait = self.buckets.take(token.id, self._limit(token.rate_limit or store.rate_limit))
             headers.append((b"x-service-limit", f"{used}/{burst}".encode()))
             if not allowed:
                 raise RateLimited(headers={"Retry-After": str(wait)})
+            version_name = asked_version or store.default_api_version
+            if version_name not in self.versions:
+                raise VersionInvalid(f"Invalid API version: {version_name}. Use one of {', '.join(self.versions)}")
+            served = version_name
         except ServiceError as exc:
             headers.append((b"x-service-version", served.encode()))
             await error_response(exc)(scope, receive, _with_headers(send, headers))

@@ -29,6 +29,7 @@ class LeakyBuckets:
             self._levels[token_id] = (level, now)
             wait = math.ceil((level + 1 - rule.burst) / rule.per_second)
             return False, math.ceil(level), rule.burst, max(1, wait)
-        level += 1
+        # Switched off, the bucket still reports its level, but never above its depth.
+        level = level + 1 if rule.enabled else min(level + 1, rule.burst)
         self._levels[token_id] = (level, now)
         return True, math.ceil(level), rule.burst, 0

@@ -77,8 +77,11 @@ def delete_address(call: Call) -> Reply:
 
 @endpoints.post("/addresses/validate", scope=READ, versions=("2021-01",))
 def validate_address(call: Call) -> Reply:
-    """NOTE: spec 02 Addresses, USA only; decisions §4.4 offline verifier."""
+    """NOTE: spec 02 Addresses, USA only; decisions §4.4 offline verifier. The endpoint speaks
+    `state`/`zipcode` where addresses say `province`/`zip`."""
     body = call.version.schemas["address_validation.verify"].parse(call.body)
-    verdict = call.services.verifier.verify(**body)
-    return Reply({"city": verdict.city, "errors": verdict.errors, "state": verdict.state,
-                  "state_name": verdict.state_name, "zipcode": verdict.zipcode})
+    verdict = call.services.verifier.verify(address1=body["address1"], city=body["city"],
+                                            province=body["state"], zip=body["zipcode"])
+    names = {"province": "state", "zip": "zipcode"}
+    return Reply({"city": verdict.city, "errors": {names.get(k, k): v for k, v in verdict.errors.items()},
+                  "state": verdict.province_code, "state_name": verdict.province_name, "zipcode": verdict.zip})

@@ -6,14 +6,11 @@ Each class's docstring is its changelog line. Requests pass old -> head through
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rebill.api.contract import Change, Rename
 from rebill.api.fields import Field, Schema
 from rebill.domain.geo import country_code_for_name, country_name
-
-_OFFSET = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$")
 
 
 def _country_to_code(value: str) -> str:
@@ -27,10 +24,13 @@ class NaiveDatetimes(Change):
     """Datetimes render as `YYYY-MM-DDTHH:MM:SS` in UTC with no offset (decisions §2.4)."""
 
     kinds = ("customer", "address", "payment_method", "discount", "store")
+    # By name, never by look: a customer may well be called "2026-01-15T12:00:00+00:00".
+    fields = ("created_at", "updated_at", "first_charge_processed_at", "starts_at", "ends_at")
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
-        for key, value in data.items():
-            if isinstance(value, str) and _OFFSET.match(value):
+        for key in self.fields:
+            value = data.get(key)
+            if value is not None and value.endswith("+00:00"):
                 data[key] = value[:-6]
         return data
 

@@ -39,6 +39,7 @@ LISTS = {
     ),
 }
 
-VERSION = derive(HEAD, name="2021-01", changes=CHANGES, lists=LISTS, created_status=200, cursor_in_body=False)
+VERSION = derive(HEAD, name="2021-01", changes=CHANGES, lists=LISTS, created_status=200, deleted_status=200,
+                 cursor_in_body=False)
 # NOTE: spec 02, addresses are created under their customer (the id is in the path).
 VERSION.schemas["address.create"] = VERSION.schemas["address.create"].without("customer_id")

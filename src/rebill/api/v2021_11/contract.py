@@ -45,5 +45,6 @@ VERSION = Version(
     schemas=SCHEMAS,
     lists=LISTS,
     created_status=201,
+    deleted_status=204,
     cursor_in_body=True,
 )

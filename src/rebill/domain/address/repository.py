@@ -63,9 +63,11 @@ def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> li
     return [to_address(r._asdict()) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 
-def ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
-    stmt = select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.customer_id == customer_id)
-    return list(conn.execute(stmt).scalars())
+def delete_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
+    """Delete a customer's addresses; returns the ids actually deleted."""
+    stmt = (delete(addresses).where(addresses.c.store_id == store_id, addresses.c.customer_id == customer_id)
+            .returning(addresses.c.id))
+    return sorted(conn.execute(stmt).scalars())
 
 
 def insert_address(conn: Connection, values: dict[str, Any]) -> int:

@@ -37,6 +37,8 @@ def check_location(store: Store, verifier: AddressVerifier, values: dict[str, An
             else:
                 values["province"] = found[1]
 
+    if values.get("zip") is not None:
+        values["zip"] = values["zip"].strip()
     problem = zip_problem(code, values.get("zip"))
     if problem:
         add_error(errors, "zip", problem)
@@ -44,10 +46,10 @@ def check_location(store: Store, verifier: AddressVerifier, values: dict[str, An
     if code == "US" and not errors:
         # NOTE: spec 02, US addresses are also checked with the carrier address service.
         verdict = verifier.verify(address1=values["address1"], city=values["city"],
-                                  state=values["province"], zipcode=values["zip"])
+                                  province=values["province"], zip=values["zip"])
         for field, messages in verdict.errors.items():
             for message in messages:
-                add_error(errors, {"zipcode": "zip", "state": "province"}.get(field, field), message)
+                add_error(errors, field, message)
     if errors:
         raise ValidationFailed(errors)
     return values

@@ -60,7 +60,7 @@ def _normalize_shipping_lines(lines: list[dict[str, Any]] | None, currency: str)
 
 
 def create(unit: Unit, verifier: AddressVerifier, command: AddressCreate) -> Address:
-    if not customers.exists_in_store(unit.conn, unit.store_id, command.customer_id):
+    if not customers.exists_in_store(unit.conn, unit.store_id, command.customer_id, lock="share"):
         raise ValidationFailed.field("customer_id", "customer not found")
     values = msgspec.structs.asdict(command)
     entries = values.pop("discounts")
@@ -89,6 +89,8 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
         # NOTE: spec 01 Addresses update, a country change needs a zip change in the same request.
         if "zip" not in changes or (changes["zip"] or "") == (current.zip or ""):
             raise ValidationFailed.field("zip", "must be changed when the country changes")
+        # The old country's province means nothing in the new one.
+        changes.setdefault("province", None)
     if any(field in changes for field in LOCATION):
         merged = {field: changes.get(field, getattr(current, field)) for field in LOCATION}
         changes.update(check_location(unit.store, verifier, merged))

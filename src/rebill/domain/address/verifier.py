@@ -6,6 +6,7 @@ offline from the ``zipcodes`` package: the zip must exist and belong to the give
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 import msgspec
@@ -13,36 +14,41 @@ import zipcodes
 
 from ..geo import find_province
 
+US_ZIP5 = re.compile(r"[0-9]{5}", re.ASCII)
+
 
 class Verification(msgspec.Struct, kw_only=True):
+    """What the carrier service says of a US address; errors are keyed by address field."""
+
     city: str | None
-    state: str | None
-    state_name: str | None
-    zipcode: str
+    province_code: str | None
+    province_name: str | None
+    zip: str
     errors: dict[str, list[str]]
 
 
 class AddressVerifier(Protocol):
-    def verify(self, *, address1: str, city: str, state: str, zipcode: str) -> Verification: ...
+    def verify(self, *, address1: str, city: str, province: str, zip: str) -> Verification: ...
 
 
 class OfflineZipVerifier:
-    def verify(self, *, address1: str, city: str, state: str, zipcode: str) -> Verification:
+    def verify(self, *, address1: str, city: str, province: str, zip: str) -> Verification:
         errors: dict[str, list[str]] = {}
-        province = find_province("US", state) if state.strip() else None
-        if province is None:
-            errors["state"] = ["is not a United States state"]
-        zip5 = zipcode.strip()[:5]
-        records = zipcodes.matching(zip5) if zip5.isdigit() and len(zip5) == 5 else []
+        found = find_province("US", province) if province.strip() else None
+        if found is None:
+            errors["province"] = ["is not a United States state"]
+        zip5 = zip.strip()[:5]
+        # Only ASCII digits reach the zipcodes package: other digits make its native code panic.
+        records = zipcodes.matching(zip5) if US_ZIP5.fullmatch(zip5) else []
         if not records:
-            errors["zipcode"] = ["does not exist"]
-        elif province is not None and all(r["state"] != province[0] for r in records):
-            errors["zipcode"] = [f"does not belong to {province[1]}"]
+            errors["zip"] = ["does not exist"]
+        elif found is not None and all(r["state"] != found[0] for r in records):
+            errors["zip"] = [f"does not belong to {found[1]}"]
         record = records[0] if records else None
         return Verification(
             city=record["city"] if record else None,
-            state=province[0] if province else (record["state"] if record else None),
-            state_name=province[1] if province else None,
-            zipcode=zipcode.strip(),
+            province_code=found[0] if found else (record["state"] if record else None),
+            province_name=found[1] if found else None,
+            zip=zip.strip(),
             errors=errors,
         )

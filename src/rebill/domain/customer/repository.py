@@ -48,8 +48,13 @@ def get(conn: Connection, store_id: int, customer_id: int) -> Customer | None:
     return Customer(**row) if row else None
 
 
-def exists_in_store(conn: Connection, store_id: int, customer_id: int) -> bool:
+def exists_in_store(conn: Connection, store_id: int, customer_id: int, *, lock: str | None = None) -> bool:
+    """``lock="share"`` keeps the customer from being deleted until the unit ends (a new
+    child row is on its way); ``lock="update"`` keeps new children away (the customer is
+    being deleted). PostgreSQL row locks; SQLite serializes writers anyway and ignores them."""
     stmt = select(customers.c.id).where(customers.c.id == customer_id, customers.c.store_id == store_id)
+    if lock is not None:
+        stmt = stmt.with_for_update(read=lock == "share")
     return conn.execute(stmt).first() is not None
 
 

@@ -20,11 +20,22 @@ EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
 def _check_email(unit: Unit, email: str, *, other_than: int | None = None) -> None:
+    # The API checks the format too, to report it with the other bad fields; the rule lives
+    # here so it holds for every caller.
     if not EMAIL.match(email.strip()):
         raise ValidationFailed.field("email", "is invalid")
     # NOTE: spec 02 Customers, email is unique per store.
     if repository.email_taken(unit.conn, unit.store_id, email, other_than=other_than):
         raise ValidationFailed.field("email", "has already been taken")
+
+
+def _email_race(exc: IntegrityError) -> Exception:
+    """A concurrent write won the unique (store, email) race after our check passed; any
+    other integrity failure is a bug and stays one."""
+    message = str(exc.orig)
+    if "uq_customers_store_email" in message or "customers.email_key" in message:
+        return ValidationFailed.field("email", "has already been taken")
+    return exc
 
 
 def get(unit: Unit, customer_id: int) -> Customer:
@@ -49,8 +60,8 @@ def create(unit: Unit, command: CustomerCreate) -> Customer:
     try:
         with unit.conn.begin_nested():
             customer_id = repository.insert_customer(unit.conn, values)
-    except IntegrityError:  # a concurrent create won the unique (store, email) race
-        raise ValidationFailed.field("email", "has already been taken") from None
+    except IntegrityError as exc:
+        raise _email_race(exc) from None
     unit.record("customer/created", customer_id)
     return get(unit, customer_id)
 
@@ -62,21 +73,26 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
         changes["email"] = changes["email"].strip()
         if changes["email"].lower() != current.email.lower():
             _check_email(unit, changes["email"], other_than=customer_id)
+    # Sending what is already stored changes nothing: no event, same updated_at.
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
     if changes:
         changes["updated_at"] = unit.now
         try:
             with unit.conn.begin_nested():
                 repository.update_customer(unit.conn, unit.store_id, customer_id, changes)
-        except IntegrityError:
-            raise ValidationFailed.field("email", "has already been taken") from None
+        except IntegrityError as exc:
+            raise _email_race(exc) from None
         unit.record("customer/updated", customer_id)
     return get(unit, customer_id)
 
 
 def delete(unit: Unit, customer_id: int) -> None:
-    get(unit, customer_id)
-    # The customer's addresses go with it (foreign key cascade), each with its event.
-    for address_id in addresses.ids_of_customer(unit.conn, unit.store_id, customer_id):
+    # Lock first, so no address can be added between deleting the addresses and the customer.
+    if not repository.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update"):
+        raise NotFound()
+    # The addresses go with the customer, each with its event: deleted explicitly rather
+    # than by the foreign-key cascade, so the events name exactly the rows removed.
+    for address_id in addresses.delete_of_customer(unit.conn, unit.store_id, customer_id):
         unit.record("address/deleted", address_id, {"id": address_id})
     repository.delete_customer(unit.conn, unit.store_id, customer_id)
     unit.record("customer/deleted", customer_id, {"id": customer_id})

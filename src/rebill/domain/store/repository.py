@@ -63,6 +63,3 @@ def token_by_raw(conn: Connection, raw: str) -> tuple[Token, Store] | None:
                   client_name=row.client_name, scopes=frozenset(row.scopes), rate_limit=row.rate_limit)
     return token, store
 
-
-def tokens_of(conn: Connection, store_id: int) -> list[Any]:
-    return list(conn.execute(select(tokens).where(tokens.c.store_id == store_id).order_by(tokens.c.id)))
