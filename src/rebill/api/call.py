@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypeVar
 
 import msgspec
@@ -56,14 +57,13 @@ class Call:
         self.body = body or {}
         self.path: dict[str, Any] = request.path_params
         self.on_loop = False  # set by the dispatcher when the handler runs on the event loop
+        # The list parameters a cursor carries forward: set by list_query, used by page.
+        self.cursor_params: dict[str, str] = {}
 
-    @property
+    @cached_property
     def params(self) -> dict[str, str]:
         """Query parameters, parsed on first use (most calls never read them)."""
-        params = self.__dict__.get("_params")
-        if params is None:
-            params = self.__dict__["_params"] = dict(self.request.query_params) if self.request.scope["query_string"] else {}
-        return params
+        return dict(self.request.query_params) if self.request.scope["query_string"] else {}
 
     # Units of work -----------------------------------------------------------------
 
@@ -90,7 +90,7 @@ class Call:
         return self.version.lists[plural]
 
     def list_query(self, plural: str) -> ListQuery:
-        query, self._raw = parse_list(self.contract(plural), self.params)
+        query, self.cursor_params = parse_list(self.contract(plural), self.params)
         includes.check_available(self.contract(plural).kind, query.include)
         return query
 
@@ -134,8 +134,8 @@ class Call:
     def page(self, plural: str, result: PageResult, unit: Unit, query: ListQuery) -> Reply:
         contract = self.contract(plural)
         records = self.render(contract.kind, result.rows, unit, query.include)
-        next_cursor = encode_cursor(plural, self._raw, result.next) if result.next else None
-        previous_cursor = encode_cursor(plural, self._raw, result.previous) if result.previous else None
+        next_cursor = encode_cursor(plural, self.cursor_params, result.next) if result.next else None
+        previous_cursor = encode_cursor(plural, self.cursor_params, result.previous) if result.previous else None
         if self.version.cursor_in_body:
             return Reply({plural: records, "next_cursor": next_cursor, "previous_cursor": previous_cursor})
         links = [(rel, c) for rel, c in (("next", next_cursor), ("previous", previous_cursor)) if c]
