@@ -18,7 +18,7 @@ from rebill.settings import RateLimit
 from .auth import TokenResolver
 from .context import RequestContext
 from .ratelimit import LeakyBuckets
-from .render import error_response
+from .render import send_error
 
 TOKEN_HEADER = b"x-service-access-token"
 VERSION_HEADER = b"x-service-version"
@@ -69,7 +69,7 @@ class Edge:
             served = version_name
         except ServiceError as exc:
             headers.append((b"x-service-version", served.encode()))
-            await error_response(exc)(scope, receive, _with_headers(send, headers))
+            await send_error(_with_headers(send, headers), exc)
             return
         headers.append((b"x-service-version", served.encode()))
         scope["rebill"] = RequestContext(headers[0][1].decode(), store, token, self.versions[served])

@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 from starlette.responses import Response
+from starlette.types import Send
 
 from rebill.errors import ServiceError
 
@@ -14,11 +15,29 @@ encode = _encoder.encode
 
 
 class JSON(Response):
+    """A Starlette response encoded by msgspec (the bench's bare endpoint uses it)."""
+
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
         return encode(content)
 
 
-def error_response(exc: ServiceError) -> JSON:
-    return JSON({"errors": exc.errors}, status_code=exc.status, headers=exc.headers or None)
+_JSON_TYPE = (b"content-type", b"application/json")
+
+
+async def send_json(send: Send, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    """Send a complete response: JSON ``body``, or no body at all when it is None (204)."""
+    raw: list[tuple[bytes, bytes]] = []
+    payload = b""
+    if body is not None:
+        payload = encode(body)
+        raw += [_JSON_TYPE, (b"content-length", str(len(payload)).encode())]
+    if headers:
+        raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def send_error(send: Send, exc: ServiceError) -> None:
+    await send_json(send, exc.status, {"errors": exc.errors}, exc.headers)
