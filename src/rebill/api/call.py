@@ -71,12 +71,12 @@ class Call:
     def read(self) -> Iterator[Unit]:
         db = self.services.db
         with (db.read_on_loop() if self.on_loop else db.read()) as conn:
-            yield Unit(conn, self.store, self.services.clock.now())
+            yield Unit(conn, self.store, self.services.clock.now)
 
     @contextmanager
     def write(self) -> Iterator[Unit]:
         with self.services.db.write() as conn:
-            yield Unit(conn, self.store, self.services.clock.now())
+            yield Unit(conn, self.store, self.services.clock.now)
 
     # Requests ----------------------------------------------------------------------
 
@@ -95,6 +95,8 @@ class Call:
         return query
 
     def include(self, plural: str) -> tuple[str, ...]:
+        if not self.params:
+            return ()
         contract = self.contract(plural)
         names = parse_include(contract, self.params.get("include"))
         includes.check_available(contract.kind, names)

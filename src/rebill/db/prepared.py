@@ -50,10 +50,7 @@ class Prepared:
         # On the event loop (Database.read_on_loop) no transaction is open yet: a lone
         # statement is its own consistent snapshot in SQLite, so it needs no BEGIN/ROLLBACK.
         cursor = conn.connection.dbapi_connection.cursor()
-        if compiled.positions is not None:
-            cursor.execute(compiled.sql, [values[p] for p in compiled.positions])
-        else:
-            cursor.execute(compiled.sql, values)
+        cursor.execute(compiled.sql, values if compiled.positions is None else [values[p] for p in compiled.positions])
         return compiled, cursor
 
     def _row(self, compiled: _Compiled, row: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ Services never commit; the request or job that opened the unit does (design guid
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -18,11 +18,19 @@ from rebill.models import events
 from .store.model import Store
 
 
-@dataclass
 class Unit:
-    conn: Connection
-    store: Store
-    now: datetime
+    def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime]) -> None:
+        """``now`` is the time of the request, or the clock to read it from on first use
+        (most reads never need it)."""
+        self.conn = conn
+        self.store = store
+        self._now = now
+
+    @property
+    def now(self) -> datetime:
+        if callable(self._now):
+            self._now = self._now()
+        return self._now
 
     @property
     def store_id(self) -> int:
