@@ -12,7 +12,9 @@ import itertools
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -39,14 +41,12 @@ def _postgres_available() -> bool:
         return False
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'rebill.db'}"
-        upgrade(url)
-        db = Database.from_url(url)
-        yield db
-        db.dispose()
+@contextmanager
+def fresh_database_url(backend: str, folder: Path) -> Iterator[str]:
+    """A URL to an empty database of ``backend``; PostgreSQL ones are dropped afterwards.
+    Skips (or fails, under REBILL_REQUIRE_POSTGRES=1) when PostgreSQL does not answer."""
+    if backend == "sqlite":
+        yield f"sqlite:///{folder / 'rebill.db'}"
         return
     if not _postgres_available():
         if os.environ.get("REBILL_REQUIRE_POSTGRES") == "1":
@@ -55,13 +55,20 @@ def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     name = f"rebill_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    url = PG_ADMIN.rsplit("/", 1)[0] + "/" + name
-    upgrade(url)
-    db = Database.from_url(url)
-    yield db
-    db.dispose()
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    try:
+        yield PG_ADMIN.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    with fresh_database_url(request.param, tmp_path_factory.mktemp("db")) as url:
+        upgrade(url)
+        db = Database.from_url(url)
+        yield db
+        db.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,8 @@ they build matches the table definitions the code uses."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -17,28 +14,15 @@ from sqlalchemy import create_engine, inspect
 from rebill.db.engine import normalize_url
 from rebill.db.migrate import alembic_config, upgrade
 from rebill.models import metadata
-from tests.conftest import PG_ADMIN, _postgres_available
+from tests.conftest import fresh_database_url
 
 TABLES = {"stores", "tokens", "customers", "addresses", "payment_methods", "discounts", "events"}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def fresh_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'migrations.db'}"
-        return
-    if not _postgres_available():
-        if os.environ.get("REBILL_REQUIRE_POSTGRES") == "1":
-            pytest.fail("PostgreSQL is required (REBILL_REQUIRE_POSTGRES=1) but does not answer")
-        pytest.skip("PostgreSQL does not answer at 127.0.0.1:5432")
-    name = f"rebill_migr_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield PG_ADMIN.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database_url(request.param, tmp_path) as url:
+        yield url
 
 
 def _tables(url: str) -> set[str]:
