@@ -16,7 +16,7 @@ from sqlalchemy.sql import Select
 
 
 class _Compiled:
-    __slots__ = ("sql", "positions", "defaults", "binds", "keys", "results")
+    __slots__ = ("sql", "positions", "defaults", "binds", "results")
 
     def __init__(self, stmt: Select[Any], dialect: Any) -> None:
         compiled = stmt.compile(dialect=dialect)
@@ -25,9 +25,8 @@ class _Compiled:
         # Literal values of the statement are fixed: work them out once.
         self.defaults = compiled.construct_params(_check=False)
         self.binds = compiled._bind_processors
-        self.keys = [c[0] for c in compiled._result_columns]
         processors = [c[3]._cached_result_processor(dialect, None) for c in compiled._result_columns]
-        self.results = [(self.keys[i], p) for i, p in enumerate(processors) if p is not None]
+        self.results = [(i, p) for i, p in enumerate(processors) if p is not None]
 
 
 class Prepared:
@@ -53,16 +52,16 @@ class Prepared:
         cursor.execute(compiled.sql, values if compiled.positions is None else [values[p] for p in compiled.positions])
         return compiled, cursor
 
-    def _row(self, compiled: _Compiled, row: Any) -> dict[str, Any]:
-        data = dict(zip(compiled.keys, row))
-        for key, process in compiled.results:
-            data[key] = process(data[key])
-        return data
-
-    def one(self, conn: Connection, **params: Any) -> dict[str, Any] | None:
+    def one(self, conn: Connection, **params: Any) -> list[Any] | None:
+        """The first row's values in the statement's column order, decoded, or None."""
         compiled, cursor = self._execute(conn, params)
         try:
             row = cursor.fetchone()
         finally:
             cursor.close()
-        return None if row is None else self._row(compiled, row)
+        if row is None:
+            return None
+        values = list(row)
+        for index, process in compiled.results:
+            values[index] = process(values[index])
+        return values

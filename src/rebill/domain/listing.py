@@ -8,6 +8,7 @@ second) and returns the rows plus the positions the next and previous cursors st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ class ListQuery:
 
 @dataclass(frozen=True)
 class PageResult:
-    rows: list[Any]  # dicts from fetch_page; domain objects once a repository maps them
+    rows: list[Any]  # domain objects, built by the repository's ``build``
     next: Position | None
     previous: Position | None
 
@@ -50,7 +51,10 @@ def _keyset(sort_col: Any, id_col: Any, position: Position, descending: bool) ->
     return or_(sort_col > position.value, and_(sort_col == position.value, id_col > position.id))
 
 
-def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQuery) -> PageResult:
+def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQuery,
+               build: Callable[..., Any]) -> PageResult:
+    """``build`` makes a domain object of one row (a positional struct or a function of the
+    row); the object must carry the sort field and ``id`` under their column names."""
     sort_col = table.c[query.sort]
     id_col = table.c.id
     if query.sort == "id":
@@ -66,10 +70,7 @@ def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQue
     stmt = stmt.limit(query.limit + 1)
     if position is None and query.page > 1:
         stmt = stmt.offset((query.page - 1) * query.limit)
-    result = conn.execute(stmt)
-    keys = list(result.keys())
-    # Plain dicts, keys looked up once per page rather than once per row.
-    rows = [dict(zip(keys, values)) for values in result.all()]
+    rows = [build(*row) for row in conn.execute(stmt).all()]
     more = len(rows) > query.limit
     rows = rows[: query.limit]
     if backwards:
@@ -77,8 +78,8 @@ def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQue
     if not rows:
         return PageResult(rows, None, None)
 
-    def at(row: dict[str, Any], backwards: bool) -> Position:
-        return Position(row[query.sort], row["id"], backwards)
+    def at(row: Any, backwards: bool) -> Position:
+        return Position(getattr(row, query.sort), row.id, backwards)
 
     came_from_before = position is not None and not backwards or (position is None and query.page > 1)
     has_next = more if not backwards else True

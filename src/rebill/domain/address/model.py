@@ -18,7 +18,9 @@ class DiscountRef(msgspec.Struct, kw_only=True):
     value_type: str
 
 
-class Address(msgspec.Struct, kw_only=True):
+class Address(msgspec.Struct):
+    """Positional, so a row builds it in field order (db/rows.py); `discount` is filled by hand."""
+
     id: int
     store_id: int
     customer_id: int

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, false, select, true, update
 
 from rebill.db.prepared import Prepared
+from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
 from rebill.models import addresses, discounts
 
@@ -16,7 +17,7 @@ from ..listing import ListQuery, PageResult, count, fetch_page
 from .model import Address, DiscountRef
 
 _select = select(
-    addresses,
+    *columns_for(Address, addresses.c, leave_out=("discount",)),
     discounts.c.code.label("discount_code"),
     discounts.c.value.label("discount_value"),
     discounts.c.discount_type.label("discount_type"),
@@ -42,25 +43,27 @@ FILTERS: dict[str, Filter] = {
 _by_id = Prepared(_select.where(addresses.c.id == bindparam("id"), addresses.c.store_id == bindparam("store_id")))
 
 
-def to_address(data: dict[str, Any]) -> Address:
-    code, value, kind = data.pop("discount_code"), data.pop("discount_value"), data.pop("discount_type")
-    discount = None
-    if data["discount_id"] is not None and code is not None:
-        discount = DiscountRef(id=data["discount_id"], code=code, value_type=kind,
-                               value=value_text(kind, value, data["presentment_currency"]))
-    return Address(**data, discount=discount)
+def to_address(*row: Any) -> Address:
+    """A row of ``_select``: the address's columns in field order, then its discount's."""
+    address = Address(*row[:-3])
+    code = row[-3]
+    if address.discount_id is not None and code is not None:
+        value, kind = row[-2], row[-1]
+        address.discount = DiscountRef(id=address.discount_id, code=code, value_type=kind,
+                                       value=value_text(kind, value, address.presentment_currency))
+    return address
 
 
 def get(conn: Connection, store_id: int, address_id: int) -> Address | None:
     row = _by_id.one(conn, id=address_id, store_id=store_id)
-    return to_address(row) if row else None
+    return to_address(*row) if row else None
 
 
 def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> list[Address]:
     if not customer_ids:
         return []
     stmt = _select.where(addresses.c.store_id == store_id, addresses.c.customer_id.in_(set(customer_ids)))
-    return [to_address(r._asdict()) for r in conn.execute(stmt.order_by(addresses.c.id))]
+    return [to_address(*r) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 
 def delete_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
@@ -94,8 +97,7 @@ def delete_address(conn: Connection, store_id: int, address_id: int, lock_versio
 
 def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
     stmt = where(_select.where(addresses.c.store_id == store_id), FILTERS, query.filters)
-    result = fetch_page(conn, stmt, addresses, query)
-    return PageResult([to_address(r) for r in result.rows], result.next, result.previous)
+    return fetch_page(conn, stmt, addresses, query, to_address)
 
 
 def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:

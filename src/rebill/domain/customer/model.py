@@ -12,7 +12,9 @@ BILLING_FIELDS = ("address1", "address2", "city", "company", "country_code", "fi
                   "last_name", "phone", "province", "zip")
 
 
-class Customer(msgspec.Struct, kw_only=True):
+class Customer(msgspec.Struct):
+    """Positional, so a row builds it in field order (db/rows.py); the derived counts come last."""
+
     id: int
     store_id: int
     email: str

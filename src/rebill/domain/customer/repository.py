@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, exists, false, literal, select, update
 
 from rebill.db.prepared import Prepared
+from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
 from rebill.models import customers, payment_methods
 
@@ -28,8 +29,7 @@ _derived = (
     literal(0).label("subscriptions_total_count"),
     literal(0).label("orders_count"),
 )
-_columns = [c for c in customers.c if c.name != "email_key"]
-_select = select(*_columns, *_derived)
+_select = select(*columns_for(Customer, [*customers.c, *_derived]))
 
 FILTERS: dict[str, Filter] = {
     **time_window(customers),
@@ -45,7 +45,7 @@ _by_id = Prepared(_select.where(customers.c.id == bindparam("id"), customers.c.s
 
 def get(conn: Connection, store_id: int, customer_id: int) -> Customer | None:
     row = _by_id.one(conn, id=customer_id, store_id=store_id)
-    return Customer(**row) if row else None
+    return Customer(*row) if row else None
 
 
 def exists_in_store(conn: Connection, store_id: int, customer_id: int, *, lock: str | None = None) -> bool:
@@ -62,7 +62,7 @@ def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Customer]
     if not ids:
         return {}
     stmt = _select.where(customers.c.store_id == store_id, customers.c.id.in_(set(ids)))
-    return {row.id: Customer(**row._asdict()) for row in conn.execute(stmt)}
+    return {row.id: Customer(*row) for row in conn.execute(stmt)}
 
 
 def email_taken(conn: Connection, store_id: int, email: str, *, other_than: int | None = None) -> bool:
@@ -94,8 +94,7 @@ def _filtered(store_id: int, filters: dict[str, Any]) -> Any:
 
 
 def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
-    result = fetch_page(conn, _filtered(store_id, query.filters), customers, query)
-    return PageResult([Customer(**r) for r in result.rows], result.next, result.previous)
+    return fetch_page(conn, _filtered(store_id, query.filters), customers, query, Customer)
 
 
 def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
