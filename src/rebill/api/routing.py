@@ -115,7 +115,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
 @dataclass(frozen=True)
 class _Path:
     regex: re.Pattern[str]
-    convertors: dict[str, Convertor[Any]]
+    convertors: list[tuple[str, Callable[[str], Any]]]
     methods: dict[str, Operation]
     allow: str
 
@@ -141,7 +141,8 @@ class Api:
         for path, methods in by_path.items():
             regex, _, convertors = compile_path(path)
             allow = ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
-            self._groups[_first_segment(path)].append(_Path(regex, convertors, methods, allow))
+            converts = [(name, convertor.convert) for name, convertor in convertors.items()]
+            self._groups[_first_segment(path)].append(_Path(regex, converts, methods, allow))
 
     def _match(self, method: str, path: str) -> tuple[Operation, dict[str, Any]]:
         for candidate in self._groups.get(_first_segment(path), ()):
@@ -151,35 +152,34 @@ class Api:
             operation = candidate.methods.get("GET" if method == "HEAD" else method)
             if operation is None:
                 raise MethodNotAllowed(headers={"Allow": candidate.allow})
-            params = {name: candidate.convertors[name].convert(value) for name, value in found.groupdict().items()}
-            return operation, params
+            return operation, {name: convert(found[name]) for name, convert in candidate.convertors}
         raise NotFound()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
+        ctx: RequestContext = scope["rebill"]
         try:
             operation, scope["path_params"] = self._match(scope["method"], scope["path"])
-            reply = await self._dispatch(operation, scope, receive)
+            reply = await self._dispatch(operation, ctx, scope, receive)
         except ServiceError as exc:
-            await send_error(send, exc)
+            await send_error(send, exc, ctx.headers)
             return
         except Exception:
-            logger.exception("unhandled error in %s %s", scope["method"], scope["path"])
-            await send_json(send, 500, {"errors": ServiceError.default})
+            logger.exception("unhandled error in %s %s (request %s)", scope["method"], scope["path"], ctx.request_id)
+            await send_json(send, 500, {"errors": ServiceError.default}, None, ctx.headers)
             return
-        await send_json(send, reply.status, reply.body, reply.headers)
+        await send_json(send, reply.status, reply.body, reply.headers, ctx.headers)
 
-    async def _dispatch(self, operation: Operation, scope: Scope, receive: Receive) -> Reply:
-        ctx: RequestContext = scope["rebill"]
+    async def _dispatch(self, operation: Operation, ctx: RequestContext, scope: Scope, receive: Receive) -> Reply:
         if ctx.version.name not in operation.versions:
             raise NotInThisVersion()
         if operation.scope is not None and not ctx.token.allows(operation.scope):
             raise Forbidden(f"This token lacks the scope this endpoint needs: {operation.scope}")
-        request = Request(scope, receive)
-        body = await _json_body(request) if operation.method in ("POST", "PUT") else None
-        call = Call(request, ctx.version, ctx.store, ctx.token, self.services, body)
+        call = Call(scope, receive, ctx, self.services)
+        if operation.method == "POST" or operation.method == "PUT":
+            call.body = await _json_body(call.request)
         try:
             if operation.method == "GET" and self.services.db.inline_reads:
                 call.on_loop = True

@@ -100,21 +100,12 @@ class Database:
             with conn.begin():
                 yield conn
 
-    @contextmanager
-    def read_on_loop(self) -> Iterator[Connection]:
+    def read_on_loop(self) -> _LoopRead:
         """A read on the event-loop thread (SQLite only). That thread runs one request at
         a time, so it keeps one connection instead of checking one out per request."""
         if self._loop_conn is None or self._loop_conn.closed:
             self._loop_conn = self.engine.connect()
-        conn = self._loop_conn
-        # No transaction up front: a lone prepared read is one statement, a consistent
-        # snapshot by itself. Statements through SQLAlchemy autobegin one, ended here; a read
-        # has nothing to keep, so ROLLBACK ends the snapshot as well as COMMIT would.
-        try:
-            yield conn
-        finally:
-            if conn.in_transaction():
-                conn.rollback()
+        return _LoopRead(self._loop_conn)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -128,3 +119,24 @@ class Database:
             self._loop_conn.close()
             self._loop_conn = None
         self.engine.dispose()
+
+
+class _LoopRead:
+    """The context of ``Database.read_on_loop``; a class rather than a generator context
+    manager because every SQLite read goes through it.
+
+    No transaction up front: a lone prepared read is one statement, a consistent snapshot
+    by itself. Statements through SQLAlchemy autobegin one, ended here; a read has nothing
+    to keep, so ROLLBACK ends the snapshot as well as COMMIT would."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> Connection:
+        return self.conn
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.conn.in_transaction():
+            self.conn.rollback()

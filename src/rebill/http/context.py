@@ -10,7 +10,13 @@ from rebill.domain.store.model import Store, Token
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    request_id: str
     store: Store
     token: Token
     version: Version
+    # The edge's headers (request id, limit, version), added to every response by whoever
+    # sends it: passing them along costs less than wrapping ``send``.
+    headers: list[tuple[bytes, bytes]]
+
+    @property
+    def request_id(self) -> str:
+        return self.headers[0][1].decode()

@@ -1,5 +1,7 @@
-"""The HTTP edge as one plain ASGI middleware: request id, authentication, API version and
-rate limit, and the headers every response carries (decisions §2.8, §9.1).
+"""The HTTP edge in front of the API (``api/routing.Api``): request id, authentication, API
+version and rate limit, and the headers every response carries (decisions §2.8, §9.1). It
+answers its own errors; otherwise it hands the API a ``RequestContext`` whose headers the
+API adds to its response.
 
 Order: 401 (no or unknown token) -> 403 (store not installed) -> 429 (rate limit) -> 426
 (bad version). Every request that names a token counts against its bucket.
@@ -7,11 +9,12 @@ Order: 401 (no or unknown token) -> 403 (store not installed) -> 429 (rate limit
 
 from __future__ import annotations
 
-import os
+from random import getrandbits
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from rebill.api.contract import Version
+from rebill.api.routing import Api
 from rebill.errors import Forbidden, RateLimited, ServiceError, Unauthorized, VersionInvalid
 from rebill.settings import RateLimit
 
@@ -25,7 +28,7 @@ VERSION_HEADER = b"x-service-version"
 
 
 class Edge:
-    def __init__(self, app: ASGIApp, *, tokens: TokenResolver, buckets: LeakyBuckets,
+    def __init__(self, app: Api, *, tokens: TokenResolver, buckets: LeakyBuckets,
                  versions: dict[str, Version], fallback_version: str) -> None:
         self.app, self.tokens, self.buckets = app, tokens, buckets
         self.versions, self.fallback_version = versions, fallback_version
@@ -48,7 +51,8 @@ class Edge:
                 token_value = value.decode("latin-1").strip()
             elif name == VERSION_HEADER:
                 asked_version = value.decode("latin-1").strip()
-        headers: list[tuple[bytes, bytes]] = [(b"x-request-id", os.urandom(16).hex().encode())]
+        # Unique, not secret: the PRNG is enough and spares a system call per request.
+        headers: list[tuple[bytes, bytes]] = [(b"x-request-id", b"%032x" % getrandbits(128))]
         served = asked_version if asked_version in self.versions else self.fallback_version
         try:
             if not token_value:
@@ -69,17 +73,9 @@ class Edge:
             served = version_name
         except ServiceError as exc:
             headers.append((b"x-service-version", served.encode()))
-            await send_error(_with_headers(send, headers), exc)
+            await send_error(send, exc, headers)
             return
         headers.append((b"x-service-version", served.encode()))
-        scope["rebill"] = RequestContext(headers[0][1].decode(), store, token, self.versions[served])
-        await self.app(scope, receive, _with_headers(send, headers))
-
-
-def _with_headers(send: Send, extra: list[tuple[bytes, bytes]]) -> Send:
-    async def sender(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message["headers"] = [*message.get("headers", []), *extra]
-        await send(message)
-    return sender
+        scope["rebill"] = RequestContext(store, token, self.versions[served], headers)
+        await self.app(scope, receive, send)
 

@@ -26,18 +26,20 @@ class JSON(Response):
 _JSON_TYPE = (b"content-type", b"application/json")
 
 
-async def send_json(send: Send, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-    """Send a complete response: JSON ``body``, or no body at all when it is None (204)."""
-    raw: list[tuple[bytes, bytes]] = []
+async def send_json(send: Send, status: int, body: Any, headers: dict[str, str] | None = None,
+                    common: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Send a complete response: JSON ``body``, or no body at all when it is None (204).
+    ``headers`` are this response's own; ``common`` the edge's, already encoded."""
+    raw: list[tuple[bytes, bytes]] = [*common] if common else []
     payload = b""
     if body is not None:
         payload = encode(body)
-        raw += [_JSON_TYPE, (b"content-length", str(len(payload)).encode())]
+        raw += [_JSON_TYPE, (b"content-length", b"%d" % len(payload))]
     if headers:
         raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": payload})
 
 
-async def send_error(send: Send, exc: ServiceError) -> None:
-    await send_json(send, exc.status, {"errors": exc.errors}, exc.headers)
+async def send_error(send: Send, exc: ServiceError, common: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send_json(send, exc.status, {"errors": exc.errors}, exc.headers, common)
