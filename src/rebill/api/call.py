@@ -82,16 +82,19 @@ class Call:
         self.on_loop = False  # set by the dispatcher when the handler runs on the event loop
         # The list parameters a cursor carries forward: set by list_query, used by page.
         self.cursor_params: dict[str, str] = {}
+        self._params: dict[str, str] | None = None
 
     @cached_property
     def request(self) -> Request:
         """Starlette's view of the request, made on first use (a single read never needs it)."""
         return Request(self.scope, self.receive)
 
-    @cached_property
+    @property
     def params(self) -> dict[str, str]:
         """Query parameters, parsed on first use (most calls never read them)."""
-        return dict(self.request.query_params) if self.scope["query_string"] else {}
+        if self._params is None:
+            self._params = dict(self.request.query_params) if self.scope["query_string"] else {}
+        return self._params
 
     # Units of work -----------------------------------------------------------------
 
