@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Any, TypeVar
@@ -44,11 +44,11 @@ class Services:
     verifier: AddressVerifier
 
 
-@dataclass
+@dataclass(slots=True)
 class Reply:
     body: Any
     status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] | None = None
 
 
 class _UnitOf:

@@ -25,11 +25,18 @@ class TokenResolver:
         with self.db.read() as conn:
             return repository.token_by_raw(conn, raw)
 
-    async def resolve(self, raw: str) -> Resolved | None:
-        now = self.monotonic()
+    def cached(self, raw: str) -> tuple[bool, Resolved | None]:
+        """(found, resolved) from the cache alone: the common case needs no coroutine."""
         hit = self._cache.get(raw)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        if hit is not None and hit[0] > self.monotonic():
+            return True, hit[1]
+        return False, None
+
+    async def resolve(self, raw: str) -> Resolved | None:
+        found, resolved = self.cached(raw)
+        if found:
+            return resolved
+        now = self.monotonic()
         resolved = await run_in_threadpool(self._lookup, raw)
         if len(self._cache) >= self.max_entries:
             self._cache.clear()

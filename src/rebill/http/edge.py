@@ -57,7 +57,9 @@ class Edge:
         try:
             if not token_value:
                 raise Unauthorized()
-            resolved = await self.tokens.resolve(token_value)
+            found, resolved = self.tokens.cached(token_value)
+            if not found:
+                resolved = await self.tokens.resolve(token_value)
             if resolved is None:
                 raise Unauthorized()
             token, store = resolved

@@ -23,8 +23,12 @@ class LeakyBuckets:
         """Add one request; returns (allowed, used, burst, seconds until there is room)."""
         rule = limit or self.default
         now = self.monotonic()
-        level, at = self._levels.get(token_id, (0.0, now))
-        level = max(0.0, level - (now - at) * rule.per_second)
+        last = self._levels.get(token_id)
+        level = 0.0
+        if last is not None:
+            level = last[0] - (now - last[1]) * rule.per_second
+            if level < 0.0:
+                level = 0.0
         if rule.enabled and level + 1 > rule.burst:
             self._levels[token_id] = (level, now)
             wait = math.ceil((level + 1 - rule.burst) / rule.per_second)
