@@ -151,6 +151,8 @@ class Call:
 
     def one(self, kind: str, obj: Any, unit: Unit | None = None, *, include: tuple[str, ...] = (),
             status: int = 200) -> Reply:
+        if not include:
+            return Reply({kind: self.version.serialize(kind, obj)}, status)
         return Reply({kind: self.render(kind, [obj], unit, include)[0]}, status)
 
     def created(self, kind: str, obj: Any) -> Reply:

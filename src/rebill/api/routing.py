@@ -136,24 +136,36 @@ class Api:
             if op.method in methods:
                 raise ValueError(f"two operations for {op.method} {op.path}")
             methods[op.method] = op
-        # A request only tries the paths that share its first segment.
+        # Paths without parameters are found by a dict lookup; a request tries only the
+        # parameterized paths that share its first segment.
+        self._static: dict[str, _Path] = {}
         self._groups: dict[str, list[_Path]] = defaultdict(list)
         for path, methods in by_path.items():
             regex, _, convertors = compile_path(path)
             allow = ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
             converts = [(name, convertor.convert) for name, convertor in convertors.items()]
-            self._groups[_first_segment(path)].append(_Path(regex, converts, methods, allow))
+            route = _Path(regex, converts, methods, allow)
+            if converts:
+                self._groups[_first_segment(path)].append(route)
+            else:
+                self._static[path] = route
 
     def _match(self, method: str, path: str) -> tuple[Operation, dict[str, Any]]:
-        for candidate in self._groups.get(_first_segment(path), ()):
-            found = candidate.regex.match(path)
-            if found is None:
-                continue
-            operation = candidate.methods.get("GET" if method == "HEAD" else method)
-            if operation is None:
-                raise MethodNotAllowed(headers={"Allow": candidate.allow})
-            return operation, {name: convert(found[name]) for name, convert in candidate.convertors}
-        raise NotFound()
+        route = self._static.get(path)
+        params: dict[str, Any] = {}
+        if route is None:
+            for candidate in self._groups.get(_first_segment(path), ()):
+                found = candidate.regex.match(path)
+                if found is not None:
+                    route = candidate
+                    params = {name: convert(found[name]) for name, convert in candidate.convertors}
+                    break
+            else:
+                raise NotFound()
+        operation = route.methods.get("GET" if method == "HEAD" else method)
+        if operation is None:
+            raise MethodNotAllowed(headers={"Allow": route.allow})
+        return operation, params
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
