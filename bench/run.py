@@ -5,6 +5,9 @@
 
 Seeds a store, starts one uvicorn process, drives it with wrk (a C load generator from
 Debian's packages) and prints requests per second and the ratio to the bare endpoint.
+The endpoints take turns, round after round, and each round's ratio is taken against the
+bare endpoint of the same round: the machine's speed drifts by a quarter from minute to
+minute (a shared virtual machine), a drift that would otherwise land in the ratios.
 Figures go to docs/performance.md by hand; results/ keeps the raw output (not committed).
 """
 
@@ -22,6 +25,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from statistics import median
 from urllib.request import Request, urlopen
 
 import psycopg
@@ -39,6 +43,7 @@ from rebill.domain.unit import Unit
 
 HERE = Path(__file__).parent
 PORT = 8765
+BARE = "bare endpoint (same stack)"
 
 
 def seed(url: str) -> tuple[str, int]:
@@ -79,8 +84,10 @@ def wrk(path: str, token: str, seconds: int, connections: int, script: Path | No
                "-H", "Content-Type: application/json"]
     if script:
         command += ["-s", str(script)]
-    output = subprocess.run([*command, f"http://127.0.0.1:{PORT}{path}"], capture_output=True, text=True,
-                            check=True).stdout
+    command.append(f"http://127.0.0.1:{PORT}{path}")
+    if script:
+        command += ["--", uuid.uuid4().hex]  # the script's own argument: a tag unique to this run
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", output)
@@ -102,7 +109,8 @@ def wait_until_up(token: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database", help="PostgreSQL admin URL; default: a fresh SQLite file")
-    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--seconds", type=int, default=4, help="per endpoint and round")
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=16)
     args = parser.parse_args()
     if not shutil.which("wrk"):
@@ -118,26 +126,35 @@ def main() -> None:
         wrk("/__bare", token, 2, args.connections)  # warm-up
         wrk(f"/customers/{customer_id}", token, 2, args.connections)
         cases = [
-            ("bare endpoint (same stack)", "/__bare", None),
+            (BARE, "/__bare", None),
             ("GET /customers/{id}", f"/customers/{customer_id}", None),
             ("GET /addresses?limit=250", "/addresses?limit=250", None),
             ("POST /customers", "/customers", HERE / "post_customer.lua"),
         ]
-        results = {name: wrk(path, token, args.seconds, args.connections, script) for name, path, script in cases}
+        rounds = []
+        for _ in range(args.rounds):
+            rounds.append({name: wrk(path, token, args.seconds, args.connections, script)
+                           for name, path, script in cases})
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=10)
         cleanup()
 
-    bare_rps = results["bare endpoint (same stack)"]["rps"]
     backend = "PostgreSQL" if args.database and not args.database.startswith("sqlite") else "SQLite"
-    print(f"\nRebill benchmark: {backend}, 1 server process, wrk -t1 -c{args.connections} -d{args.seconds}s")
-    print(f"{'endpoint':32} {'req/s':>10} {'ratio':>7} {'p50 ms':>8} {'non-2xx':>8}")
-    for name, r in results.items():
-        print(f"{name:32} {r['rps']:>10.0f} {r['rps'] / bare_rps:>7.2f} {r['p50_ms']:>8.2f} {r['non_2xx']:>8}")
+    print(f"\nRebill benchmark: {backend}, 1 server process, wrk -t1 -c{args.connections}, "
+          f"{args.rounds} rounds of {args.seconds}s per endpoint")
+    print(f"{'endpoint':28} {'req/s (median)':>14} {'ratio (median)':>15} {'ratio per round':>24} {'non-2xx':>8}")
+    summary = {}
+    for name, _, _ in cases:
+        rps = [r[name]["rps"] for r in rounds]
+        ratios = [r[name]["rps"] / r[BARE]["rps"] for r in rounds]
+        errors = sum(r[name]["non_2xx"] for r in rounds)
+        summary[name] = {"rps": rps, "ratios": ratios, "non_2xx": errors}
+        per_round = " / ".join(f"{x:.2f}" for x in ratios)
+        print(f"{name:28} {median(rps):>14.0f} {median(ratios):>15.2f} {per_round:>24} {errors:>8}")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
-    (out / f"latest-{backend.lower()}.json").write_text(json.dumps(results, indent=2))
+    (out / f"latest-{backend.lower()}.json").write_text(json.dumps({"rounds": rounds, "summary": summary}, indent=2))
 
 
 if __name__ == "__main__":
