@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, exists, false, literal, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, select, update
 
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
@@ -21,15 +21,12 @@ _has_valid_payment_method = (
     .label("has_valid_payment_method")
 )
 # NOTE: subscriptions and orders arrive with later issues; until they exist no customer has
-# any, and these derived columns become subqueries in the same place.
-_derived = (
-    _has_valid_payment_method,
-    false().label("has_payment_method_in_dunning"),
-    literal(0).label("subscriptions_active_count"),
-    literal(0).label("subscriptions_total_count"),
-    literal(0).label("orders_count"),
-)
-_select = select(*columns_for(Customer, [*customers.c, *_derived]))
+# any, so these derived fields keep the struct's defaults (False, 0) and are not selected.
+# They become subqueries in ``_derived`` when their tables exist.
+_not_yet = ("has_payment_method_in_dunning", "subscriptions_active_count", "subscriptions_total_count",
+            "orders_count")
+_derived = (_has_valid_payment_method,)
+_select = select(*columns_for(Customer, [*customers.c, *_derived], leave_out=_not_yet))
 
 FILTERS: dict[str, Filter] = {
     **time_window(customers),
