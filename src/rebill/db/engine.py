@@ -88,7 +88,7 @@ class Database:
         # WAL mode, never waits for a writer, so a thread hop would cost more than the query.
         # PostgreSQL reads cross the network and run in worker threads like all writes.
         self.inline_reads = self.dialect == "sqlite"
-        self._loop_conn: Connection | None = None
+        self._loop_read: _LoopRead | None = None
 
     @classmethod
     def from_url(cls, url: str, *, echo: bool = False) -> "Database":
@@ -103,9 +103,10 @@ class Database:
     def read_on_loop(self) -> _LoopRead:
         """A read on the event-loop thread (SQLite only). That thread runs one request at
         a time, so it keeps one connection instead of checking one out per request."""
-        if self._loop_conn is None or self._loop_conn.closed:
-            self._loop_conn = self.engine.connect()
-        return _LoopRead(self._loop_conn)
+        loop = self._loop_read
+        if loop is None or loop.conn.closed:
+            loop = self._loop_read = _LoopRead(self.engine.connect())
+        return loop
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -115,15 +116,15 @@ class Database:
                 yield conn
 
     def dispose(self) -> None:
-        if self._loop_conn is not None:
-            self._loop_conn.close()
-            self._loop_conn = None
+        if self._loop_read is not None:
+            self._loop_read.conn.close()
+            self._loop_read = None
         self.engine.dispose()
 
 
 class _LoopRead:
-    """The context of ``Database.read_on_loop``; a class rather than a generator context
-    manager because every SQLite read goes through it.
+    """The context of ``Database.read_on_loop``, one per held connection; a class rather
+    than a generator context manager because every SQLite read goes through it.
 
     No transaction up front: a lone prepared read is one statement, a consistent snapshot
     by itself. Statements through SQLAlchemy autobegin one, ended here; a read has nothing

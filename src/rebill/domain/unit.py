@@ -19,12 +19,23 @@ from .store.model import Store
 
 
 class Unit:
-    def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime]) -> None:
+    __slots__ = ("conn", "store", "_now", "_release")
+
+    def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime],
+                 release: Callable[..., bool | None] | None = None) -> None:
         """``now`` is the time of the request, or the clock to read it from on first use
-        (most reads never need it)."""
+        (most reads never need it). ``release`` ends the transaction when the unit is used
+        as a context manager: it is the ``__exit__`` of whatever opened the connection."""
         self.conn = conn
         self.store = store
         self._now = now
+        self._release = release
+
+    def __enter__(self) -> "Unit":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        return None if self._release is None else self._release(*exc)
 
     @property
     def now(self) -> datetime:
