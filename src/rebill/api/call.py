@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, TypeVar
 
 import msgspec
@@ -50,6 +49,9 @@ class Reply:
 
 
 class Call:
+    __slots__ = ("scope", "receive", "version", "store", "token", "services", "body", "path", "on_loop",
+                 "cursor_params", "_params", "_request")
+
     def __init__(self, scope: Scope, receive: Receive, ctx: RequestContext, services: Services) -> None:
         self.scope = scope
         self.receive = receive
@@ -63,11 +65,14 @@ class Call:
         # The list parameters a cursor carries forward: set by list_query, used by page.
         self.cursor_params: dict[str, str] = {}
         self._params: dict[str, str] | None = None
+        self._request: Request | None = None
 
-    @cached_property
+    @property
     def request(self) -> Request:
         """Starlette's view of the request, made on first use (a single read never needs it)."""
-        return Request(self.scope, self.receive)
+        if self._request is None:
+            self._request = Request(self.scope, self.receive)
+        return self._request
 
     @property
     def params(self) -> dict[str, str]:

@@ -34,9 +34,7 @@ class Edge:
         self.versions, self.fallback_version = versions, fallback_version
         self._limits: dict[str, RateLimit] = {}
 
-    def _limit(self, text: str | None) -> RateLimit | None:
-        if not text:
-            return None
+    def _limit(self, text: str) -> RateLimit:
         if text not in self._limits:
             self._limits[text] = RateLimit.parse(text)
         return self._limits[text]
@@ -65,7 +63,8 @@ class Edge:
             token, store = resolved
             if not store.installed:
                 raise Forbidden("The store is not installed")
-            allowed, used, burst, wait = self.buckets.take(token.id, self._limit(token.rate_limit or store.rate_limit))
+            own_limit = token.rate_limit or store.rate_limit
+            allowed, used, burst, wait = self.buckets.take(token.id, self._limit(own_limit) if own_limit else None)
             headers.append((b"x-service-limit", f"{used}/{burst}".encode()))
             if not allowed:
                 raise RateLimited(headers={"Retry-After": str(wait)})
