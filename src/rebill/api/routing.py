@@ -174,7 +174,19 @@ class Api:
         ctx: RequestContext = scope["rebill"]
         try:
             operation, scope["path_params"] = self._match(scope["method"], scope["path"])
-            reply = await self._dispatch(operation, ctx, scope, receive)
+            call = self._admit(operation, ctx, scope, receive)
+            if operation.method == "POST" or operation.method == "PUT":
+                call.body = await _json_body(call.request)
+            try:
+                if operation.method == "GET" and self.services.db.inline_reads:
+                    call.on_loop = True
+                    reply = operation.handler(call)
+                else:
+                    reply = await run_in_threadpool(operation.handler, call)
+            except ValidationFailed as exc:
+                # Domain rules name head fields; the caller reads its own version's names.
+                exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body)
+                raise
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)
             return
@@ -184,23 +196,13 @@ class Api:
             return
         await send_json(send, reply.status, reply.body, reply.headers, ctx.headers)
 
-    async def _dispatch(self, operation: Operation, ctx: RequestContext, scope: Scope, receive: Receive) -> Reply:
+    def _admit(self, operation: Operation, ctx: RequestContext, scope: Scope, receive: Receive) -> Call:
+        """501 for the other version's endpoint, 403 for a missing scope; else the call."""
         if ctx.version.name not in operation.versions:
             raise NotInThisVersion()
         if operation.scope is not None and not ctx.token.allows(operation.scope):
             raise Forbidden(f"This token lacks the scope this endpoint needs: {operation.scope}")
-        call = Call(scope, receive, ctx, self.services)
-        if operation.method == "POST" or operation.method == "PUT":
-            call.body = await _json_body(call.request)
-        try:
-            if operation.method == "GET" and self.services.db.inline_reads:
-                call.on_loop = True
-                return operation.handler(call)
-            return await run_in_threadpool(operation.handler, call)
-        except ValidationFailed as exc:
-            # Domain rules name head fields; the caller reads its own version's names.
-            exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body)
-            raise
+        return Call(scope, receive, ctx, self.services)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
