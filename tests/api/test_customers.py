@@ -531,6 +531,23 @@ def test_update_changes_the_billing_address_in_2021_01(api):
     assert after["billing_first_name"] == mine["billing_first_name"]
 
 
+def test_billing_fields_update_one_by_one_and_resending_them_changes_nothing(api):
+    customer = api.post("/customers", json=create_body(V11), version=V11).json()["customer"]
+    path = f"/customers/{customer['id']}"
+    before = api.get(path, version=V01).json()["customer"]
+    assert all(before[f"billing_{name}"] is None for name in ("address1", "city", "zip", "country"))
+    after = api.put(path, json={"billing_city": "Toronto"}, version=V01).json()["customer"]
+    assert after["billing_city"] == "Toronto"
+    assert after["billing_address1"] is None and after["billing_country"] is None
+    recorded = len(events_of(api, customer["id"]))
+    again = api.put(path, json={"billing_city": "Toronto"}, version=V01).json()["customer"]
+    assert again["updated_at"] == after["updated_at"]
+    assert len(events_of(api, customer["id"])) == recorded  # nothing changed, nothing recorded
+    api.put(path, json={"billing_address2": "Suite 5"}, version=V01)
+    cleared = api.put(path, json={"billing_address2": None}, version=V01).json()["customer"]
+    assert cleared["billing_address2"] is None and cleared["billing_city"] == "Toronto"
+
+
 def test_update_refuses_an_unknown_billing_country_in_2021_01(api):
     api.version = V01
     mine = create(api)

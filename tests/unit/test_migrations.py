@@ -3,16 +3,21 @@ they build matches the table definitions the code uses."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
 
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import MetaData, create_engine, func, inspect, select, types
+from sqlalchemy.dialects import postgresql
 
 from rebill.db.engine import normalize_url
 from rebill.db.migrate import alembic_config, upgrade
+from rebill.domain.customer.model import BILLING_FIELDS
 from rebill.models import metadata
 from tests.conftest import fresh_database_url
 
@@ -74,3 +79,69 @@ def test_migrated_schema_matches_the_models(fresh_url):
     finally:
         engine.dispose()
     assert diff == []
+
+
+def _filled(table: Any, **given: Any) -> dict[str, Any]:
+    """A row for ``table`` with ``given`` and a plain value in every other required column."""
+    row = dict(given)
+    for column in table.columns:
+        if column.name in row or column.nullable or column.primary_key:
+            continue
+        kind = column.type
+        if isinstance(kind, (types.JSON, postgresql.JSONB)):
+            row[column.name] = {}
+        elif isinstance(kind, types.Boolean):
+            row[column.name] = False
+        elif isinstance(kind, types.DateTime):
+            row[column.name] = datetime(2026, 1, 1)
+        elif isinstance(kind, types.Integer):
+            row[column.name] = 0
+        else:
+            text = f"{column.name}-{len(row)}"
+            row[column.name] = text[-(getattr(kind, "length", None) or len(text)):]
+    return row
+
+
+def test_0002_moves_billing_columns_into_one_document_and_back_without_touching_addresses(fresh_url):
+    config = alembic_config(fresh_url)
+    command.upgrade(config, "0001")
+    engine = create_engine(normalize_url(fresh_url))
+    try:
+        old = MetaData()
+        old.reflect(engine)
+        stores, customers, addresses = old.tables["stores"], old.tables["customers"], old.tables["addresses"]
+        with engine.begin() as conn:
+            store_id = conn.execute(stores.insert().values(_filled(stores)).returning(stores.c.id)).scalar_one()
+            billed = conn.execute(customers.insert().values(_filled(
+                customers, store_id=store_id, billing_city="Toronto", billing_country_code="CA",
+                billing_zip="M5J 2X6")).returning(customers.c.id)).scalar_one()
+            plain = conn.execute(customers.insert().values(_filled(customers, store_id=store_id))
+                                 .returning(customers.c.id)).scalar_one()
+            conn.execute(addresses.insert().values(_filled(addresses, store_id=store_id, customer_id=billed)))
+
+        command.upgrade(config, "head")
+        new = MetaData()
+        new.reflect(engine)
+        assert not [c for c in new.tables["customers"].columns if c.name.startswith("billing_") and
+                    c.name != "billing_address"]
+        with engine.connect() as conn:
+            documents = dict(conn.execute(select(new.tables["customers"].c.id,
+                                                 new.tables["customers"].c.billing_address)).all())
+            assert conn.execute(select(func.count()).select_from(new.tables["addresses"])).scalar_one() == 1
+        document = documents[billed]
+        if isinstance(document, str):  # SQLite hands reflected JSON back as text
+            document = json.loads(document)
+        assert document == {**dict.fromkeys(BILLING_FIELDS), "city": "Toronto", "country_code": "CA",
+                            "zip": "M5J 2X6"}
+        assert documents[plain] is None
+
+        command.downgrade(config, "0001")
+        back = MetaData()
+        back.reflect(engine)
+        with engine.connect() as conn:
+            row = conn.execute(select(back.tables["customers"]).where(back.tables["customers"].c.id == billed)).one()
+            assert (row.billing_city, row.billing_country_code, row.billing_zip, row.billing_address1) == \
+                ("Toronto", "CA", "M5J 2X6", None)
+            assert conn.execute(select(func.count()).select_from(back.tables["addresses"])).scalar_one() == 1
+    finally:
+        engine.dispose()

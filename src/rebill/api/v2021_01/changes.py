@@ -133,9 +133,10 @@ class CustomerBillingAddress(Change):
         return schema.plus(*fields)
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        billing = obj.billing_address or {}
         for name in BILLING:
-            data[f"billing_{name}"] = getattr(obj, f"billing_{name}")
-        code = obj.billing_country_code
+            data[f"billing_{name}"] = billing.get(name)
+        code = billing.get("country_code")
         data["billing_country"] = country_name(code) if code else None
         return data
 

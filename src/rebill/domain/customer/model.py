@@ -29,16 +29,8 @@ class Customer(msgspec.Struct):
     processor_type: str | None
     status: str
     first_charge_processed_at: datetime | None
-    billing_address1: str | None
-    billing_address2: str | None
-    billing_city: str | None
-    billing_company: str | None
-    billing_country_code: str | None
-    billing_first_name: str | None
-    billing_last_name: str | None
-    billing_phone: str | None
-    billing_province: str | None
-    billing_zip: str | None
+    # {field: value} for every name of BILLING_FIELDS, or None when the customer has none.
+    billing_address: dict[str, str | None] | None
     created_at: datetime
     updated_at: datetime
     # Derived on read.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from typing import Any
 
 import msgspec
 from sqlalchemy.exc import IntegrityError
@@ -14,7 +15,7 @@ from ..address import repository as addresses
 from ..listing import ListQuery, PageResult
 from ..unit import Unit
 from . import repository
-from .model import Customer, CustomerCreate, CustomerUpdate
+from .model import BILLING_FIELDS, Customer, CustomerCreate, CustomerUpdate
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -38,6 +39,18 @@ def _email_race(exc: IntegrityError) -> Exception:
     return exc
 
 
+def _pop_billing(values: dict[str, Any]) -> dict[str, str | None]:
+    """The ``billing_*`` fields of a command, taken out of ``values``, by their short names."""
+    return {name: values.pop(f"billing_{name}") for name in BILLING_FIELDS if f"billing_{name}" in values}
+
+
+def _billing_address(current: dict[str, str | None] | None,
+                     changes: dict[str, str | None]) -> dict[str, str | None] | None:
+    """The stored document: every field present, or None when none has a value."""
+    merged = {**dict.fromkeys(BILLING_FIELDS), **(current or {}), **changes}
+    return merged if any(value is not None for value in merged.values()) else None
+
+
 def get(unit: Unit, customer_id: int) -> Customer:
     customer = repository.get(unit.conn, unit.store_id, customer_id)
     if customer is None:
@@ -48,6 +61,7 @@ def get(unit: Unit, customer_id: int) -> Customer:
 def create(unit: Unit, command: CustomerCreate) -> Customer:
     _check_email(unit, command.email)
     values = msgspec.structs.asdict(command)
+    values["billing_address"] = _billing_address(None, _pop_billing(values))
     values.update(
         email=command.email.strip(),
         store_id=unit.store_id,
@@ -69,6 +83,9 @@ def create(unit: Unit, command: CustomerCreate) -> Customer:
 def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
     current = get(unit, customer_id)
     changes = command.changes()
+    billing = _pop_billing(changes)
+    if billing:
+        changes["billing_address"] = _billing_address(current.billing_address, billing)
     if "email" in changes:
         changes["email"] = changes["email"].strip()
         if changes["email"].lower() != current.email.lower():
