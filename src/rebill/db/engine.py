@@ -89,6 +89,8 @@ class Database:
         # PostgreSQL reads cross the network and run in worker threads like all writes.
         self.inline_reads = self.dialect == "sqlite"
         self._loop_read: _LoopRead | None = None
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if self.dialect == "postgresql" \
+            else None
 
     @classmethod
     def from_url(cls, url: str, *, echo: bool = False) -> "Database":
@@ -96,6 +98,14 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        if self._autocommit is not None:
+            # PostgreSQL reads run in autocommit: at READ COMMITTED every statement takes its
+            # own snapshot inside a transaction too, so BEGIN and ROLLBACK would add two
+            # round trips and no consistency. SQLite keeps its transaction: there it is what
+            # gives a list and its includes one snapshot.
+            with self._autocommit.connect() as conn:
+                yield conn
+            return
         with self.engine.connect() as conn:
             with conn.begin():
                 yield conn
