@@ -25,3 +25,16 @@ def test_writes_are_transactions_and_postgresql_reads_are_single_statements(data
             if database.dialect == "postgresql":
                 assert conn.connection.dbapi_connection.autocommit is False
                 assert conn.connection.dbapi_connection.info.transaction_status != 0
+
+
+def test_an_sqlite_too_old_for_the_migrations_is_refused_by_name(monkeypatch, tmp_path):
+    import sqlite3
+
+    import pytest
+
+    from rebill.db.engine import make_engine
+
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(RuntimeError, match=r"needs SQLite 3\.35\.0 or newer; .* uses SQLite 3\.31\.1"):
+        make_engine(f"sqlite:///{tmp_path / 'old.db'}")

@@ -8,6 +8,7 @@ ordinary READ COMMITTED transactions.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,7 +45,14 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_recycle=1800, **JSON_OPTIONS)
 
 
+# Migrations drop columns with plain ALTER TABLE ... DROP COLUMN (docs/operations.md).
+SQLITE_MINIMUM = (3, 35, 0)
+
+
 def _sqlite_engine(url: str, *, echo: bool) -> Engine:
+    if sqlite3.sqlite_version_info < SQLITE_MINIMUM:
+        raise RuntimeError(f"Rebill needs SQLite {'.'.join(map(str, SQLITE_MINIMUM))} or newer; "
+                           f"Python's sqlite3 module uses SQLite {sqlite3.sqlite_version}")
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
