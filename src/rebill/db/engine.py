@@ -1,9 +1,10 @@
 """Engines for SQLite (embedded, WAL, foreign keys) and PostgreSQL (psycopg 3, pooled).
 
-Transactions: the request or job owns them (design guide). ``read()`` opens a plain
-transaction; ``write()`` opens one that takes SQLite's write lock up front (``BEGIN
-IMMEDIATE``) so two writers never deadlock on a lock upgrade; on PostgreSQL both are
-ordinary READ COMMITTED transactions.
+Transactions: the request or job owns them (design guide). ``write()`` opens one that takes
+SQLite's write lock up front (``BEGIN IMMEDIATE``) so two writers never deadlock on a lock
+upgrade; on PostgreSQL it is an ordinary READ COMMITTED transaction. ``read()`` opens a plain
+transaction on SQLite (one snapshot for every statement of the read) and runs in autocommit
+on PostgreSQL, where READ COMMITTED gives each statement its own snapshot anyway.
 """
 
 from __future__ import annotations
