@@ -311,6 +311,26 @@ def test_email_is_unique_per_store_case_insensitively(vapi):
     assert [c["email"] for c in listed] == ["dup@example.com"]
 
 
+def test_losing_the_email_race_to_a_concurrent_write_answers_422_and_stores_nothing(vapi, monkeypatch):
+    """The check passed, then another write took the email first: the unique index decides."""
+    from rebill.domain.customer import repository
+
+    first = create(vapi, email="race@example.com")
+    other = create(vapi, email="other@example.com")
+    recorded = len(events_of(vapi))
+    monkeypatch.setattr(repository, "email_taken", lambda *a, **kw: False)
+    response = vapi.post("/customers", json=create_body(vapi.version, email="RACE@example.com"))
+    assert response.json() == {"errors": {"email": ["has already been taken"]}}, response.text
+    response = vapi.put(f"/customers/{other['id']}", json={"email": "race@example.com"})
+    assert response.json() == {"errors": {"email": ["has already been taken"]}}, response.text
+    assert len(events_of(vapi)) == recorded
+    assert vapi.get(f"/customers/{other['id']}").json()["customer"]["email"] == "other@example.com"
+    listed = [c["id"] for c in vapi.get("/customers").json()["customers"]]
+    assert sorted(listed) == sorted([first["id"], other["id"]])
+    monkeypatch.undo()
+    assert create(vapi)["id"]  # the store's next write goes through: nothing was left half done
+
+
 def test_the_same_email_may_exist_in_another_store(vapi):
     create(vapi, email="shared@example.com")
     other = vapi.other_store()

@@ -62,12 +62,15 @@ def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Customer]
     return {row.id: Customer(*row) for row in conn.execute(stmt)}
 
 
+_email_key_holder = Prepared(select(customers.c.id).where(
+    customers.c.store_id == bindparam("store_id"), customers.c.email_key == bindparam("email_key"),
+    customers.c.id != bindparam("other_than")))
+
+
 def email_taken(conn: Connection, store_id: int, email: str, *, other_than: int | None = None) -> bool:
-    stmt = select(customers.c.id).where(customers.c.store_id == store_id,
-                                        customers.c.email_key == email.strip().lower())
-    if other_than is not None:
-        stmt = stmt.where(customers.c.id != other_than)
-    return conn.execute(stmt).first() is not None
+    # Ids start at 1, so 0 excludes nobody. Prepared: this check runs on every create.
+    found = _email_key_holder.one(conn, store_id=store_id, email_key=email.strip().lower(), other_than=other_than or 0)
+    return found is not None
 
 
 def insert_customer(conn: Connection, values: dict[str, Any]) -> int:

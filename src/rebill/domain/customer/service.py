@@ -71,9 +71,9 @@ def create(unit: Unit, command: CustomerCreate) -> Customer:
         created_at=unit.now,
         updated_at=unit.now,
     )
+    # No savepoint: a failed insert ends the request, and the unit rolls back with it.
     try:
-        with unit.conn.begin_nested():
-            customer_id = repository.insert_customer(unit.conn, values)
+        customer_id = repository.insert_customer(unit.conn, values)
     except IntegrityError as exc:
         raise _email_race(exc) from None
     unit.record("customer/created", customer_id)
@@ -95,8 +95,7 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
     if changes:
         changes["updated_at"] = unit.now
         try:
-            with unit.conn.begin_nested():
-                repository.update_customer(unit.conn, unit.store_id, customer_id, changes)
+            repository.update_customer(unit.conn, unit.store_id, customer_id, changes)
         except IntegrityError as exc:
             raise _email_race(exc) from None
         unit.record("customer/updated", customer_id)
