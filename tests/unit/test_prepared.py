@@ -88,3 +88,65 @@ def test_columns_for_takes_the_struct_field_order_and_refuses_what_cannot_be_bui
 
     with pytest.raises(TypeError, match="positional"):
         columns_for(KeywordsOnly, [column("a")])
+
+
+def test_a_dropped_postgresql_connection_fails_in_sqlalchemys_terms_and_is_replaced(database, client, clock):
+    import psycopg
+    import pytest
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import DBAPIError
+
+    from rebill.db.engine import Database
+    from tests.conftest import PG_ADMIN
+
+    if database.dialect != "postgresql":
+        pytest.skip("SQLite has no connection to drop")
+    api = make_api(client, database, clock)
+    customer = make_customer(api)
+    url = database.engine.url.render_as_string(hide_password=False)
+    single = Database(create_engine(url, pool_size=1, max_overflow=0))  # one connection, reused
+    try:
+        with single.read() as conn:
+            pid = conn.connection.dbapi_connection.info.backend_pid
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        with pytest.raises(DBAPIError):
+            with single.read() as conn:
+                Prepared(STMT).one(conn, id=customer.id, store_id=api.store.id)
+        with single.read() as conn:  # the pool dropped the dead connection and opened another
+            assert Customer(*Prepared(STMT).one(conn, id=customer.id, store_id=api.store.id)).id == customer.id
+    finally:
+        single.dispose()
+
+
+def test_prepared_insert_refuses_a_table_with_python_side_defaults():
+    import pytest
+    from sqlalchemy import Column, Integer, MetaData, String, Table
+
+    from rebill.db.prepared import PreparedInsert
+
+    table = Table("t", MetaData(), Column("id", Integer, primary_key=True), Column("kind", String, default="x"))
+    with pytest.raises(TypeError, match=r"t: columns with Python-side defaults \['kind'\]"):
+        PreparedInsert(table)
+
+
+def test_prepared_insert_stores_json_booleans_and_datetimes_as_sqlalchemy_would(client, database, clock):
+    from datetime import datetime, timezone
+
+    from sqlalchemy import select
+
+    from rebill.db.statements import insert_row
+    from rebill.models import events
+
+    api = make_api(client, database, clock)
+    when = datetime(2026, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
+    with database.write() as conn:
+        first = insert_row(conn, events, {"store_id": api.store.id, "topic": "x/created", "resource": "x",
+                                          "resource_id": 7, "data": {"a": [1, None, "b"]}, "created_at": when})
+        second = insert_row(conn, events, {"store_id": api.store.id, "topic": "x/deleted", "resource": "x",
+                                           "resource_id": 7, "data": None, "created_at": when})
+    assert second > first
+    with database.read() as conn:
+        rows = conn.execute(select(events.c.id, events.c.data, events.c.created_at)
+                            .where(events.c.id.in_([first, second])).order_by(events.c.id)).all()
+    assert [tuple(r) for r in rows] == [(first, {"a": [1, None, "b"]}, when), (second, None, when)]

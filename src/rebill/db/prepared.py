@@ -1,8 +1,8 @@
-"""Prepared statements for the hot single-row reads.
+"""Prepared statements for the hot paths: single-row reads and inserts.
 
 SQLAlchemy builds and type-checks each statement once; building a new statement per
 request and hashing it for the compiled cache cost about 200 µs, more than the query. A
-``Prepared`` statement is compiled once per dialect and executed on the unit's own DBAPI
+prepared statement is compiled once per dialect and executed on the unit's own DBAPI
 connection (inside its transaction), with SQLAlchemy's own bind and result processors,
 so types behave exactly as on the general path (docs/performance.md has the figures).
 """
@@ -11,21 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.sql import Select
+from sqlalchemy import Connection, Table, insert
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import Executable
 
 
 class _Compiled:
     __slots__ = ("sql", "fixed", "slots", "results")
 
-    def __init__(self, stmt: Select[Any], dialect: Any) -> None:
-        compiled = stmt.compile(dialect=dialect)
+    def __init__(self, stmt: Executable, dialect: Any, column_keys: list[str] | None = None) -> None:
+        compiled = stmt.compile(dialect=dialect, column_keys=column_keys)
         self.sql = compiled.string
         binds = compiled._bind_processors
         # Literal values of the statement are fixed: bound and processed once. The caller's
         # parameters are the binds without a value; each call fills their slots.
         values = compiled.construct_params(_check=False)
-        mine = {name for name, bind in compiled.binds.items() if bind.value is None and bind.callable is None}
+        mine = {name for name, bind in compiled.binds.items()
+                if bind.required or (bind.value is None and bind.callable is None)}
         for name, process in binds.items():
             if name not in mine:
                 values[name] = process(values[name])
@@ -45,9 +47,34 @@ class _Compiled:
             args[slot] = params[name] if process is None else process(params[name])
         return args
 
+    def first(self, conn: Connection, params: dict[str, Any]) -> list[Any] | None:
+        """The first row's values in column order, decoded, or None."""
+        # On the event loop (Database.read_on_loop) no transaction is open yet: a lone
+        # statement is its own consistent snapshot in SQLite, so it needs no BEGIN/ROLLBACK.
+        dbapi = conn.dialect.loaded_dbapi
+        cursor = conn.connection.dbapi_connection.cursor()
+        try:
+            cursor.execute(self.sql, self.arguments(params))
+            row = cursor.fetchone()
+        except dbapi.Error as exc:
+            # Callers catch SQLAlchemy's exception classes (IntegrityError, ...), as on the
+            # general path. A dropped connection fails its reset on return to the pool, which
+            # then discards it (tests/unit/test_prepared.py).
+            raise DBAPIError.instance(self.sql, None, exc, dbapi.Error) from exc
+        finally:
+            cursor.close()
+        if row is None:
+            return None
+        values = list(row)
+        for index, process in self.results:
+            values[index] = process(values[index])
+        return values
+
 
 class Prepared:
-    def __init__(self, stmt: Select[Any]) -> None:
+    """A SELECT whose caller's parameters are ``bindparam``s without a value."""
+
+    def __init__(self, stmt: Executable) -> None:
         self.stmt = stmt
         self._by_dialect: dict[str, _Compiled] = {}
 
@@ -58,17 +85,27 @@ class Prepared:
     def one(self, conn: Connection, **params: Any) -> list[Any] | None:
         """The first row's values in the statement's column order, decoded, or None."""
         compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
-        # On the event loop (Database.read_on_loop) no transaction is open yet: a lone
-        # statement is its own consistent snapshot in SQLite, so it needs no BEGIN/ROLLBACK.
-        cursor = conn.connection.dbapi_connection.cursor()
-        try:
-            cursor.execute(compiled.sql, compiled.arguments(params))
-            row = cursor.fetchone()
-        finally:
-            cursor.close()
-        if row is None:
-            return None
-        values = list(row)
-        for index, process in compiled.results:
-            values[index] = process(values[index])
-        return values
+        return compiled.first(conn, params)
+
+
+class PreparedInsert:
+    """``INSERT ... RETURNING id`` for one table, compiled once per dialect and set of columns.
+
+    It runs beside SQLAlchemy's execution, so it cannot apply Python-side column defaults;
+    a table that has any is refused rather than silently written without them."""
+
+    def __init__(self, table: Table) -> None:
+        with_defaults = [c.name for c in table.columns if c.default is not None or c.onupdate is not None]
+        if with_defaults:
+            raise TypeError(f"{table.name}: columns with Python-side defaults {with_defaults}")
+        self.stmt = insert(table).returning(table.c.id)
+        self._by_columns: dict[tuple[str, ...], _Compiled] = {}
+
+    def run(self, conn: Connection, values: dict[str, Any]) -> int:
+        key = (conn.dialect.name, *values)
+        compiled = self._by_columns.get(key)
+        if compiled is None:
+            compiled = self._by_columns[key] = _Compiled(self.stmt, conn.dialect, column_keys=list(values))
+        row = compiled.first(conn, values)
+        assert row is not None  # RETURNING always answers
+        return int(row[0])
