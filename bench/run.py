@@ -109,8 +109,8 @@ def wait_until_up(token: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database", help="PostgreSQL admin URL; default: a fresh SQLite file")
-    parser.add_argument("--seconds", type=int, default=4, help="per endpoint and round")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=3, help="per endpoint and round")
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--connections", type=int, default=16)
     args = parser.parse_args()
     if not shutil.which("wrk"):
