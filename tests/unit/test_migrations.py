@@ -145,3 +145,56 @@ def test_0002_moves_billing_columns_into_one_document_and_back_without_touching_
             assert conn.execute(select(func.count()).select_from(back.tables["addresses"])).scalar_one() == 1
     finally:
         engine.dispose()
+
+
+def test_a_batch_rebuild_of_a_parent_table_on_sqlite_keeps_its_children(tmp_path):
+    """Why migrations run inside ``foreign_keys_off``: with foreign keys on, rebuilding
+    customers (drop, recreate, copy) would delete every address through the cascade."""
+    from alembic.operations import Operations
+
+    from rebill.db.engine import make_engine
+    from rebill.db.migrate import foreign_keys_off
+
+    url = f"sqlite:///{tmp_path / 'rebuild.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        tables = MetaData()
+        tables.reflect(engine)
+        stores, customers, addresses = tables.tables["stores"], tables.tables["customers"], tables.tables["addresses"]
+        with engine.begin() as conn:
+            store_id = conn.execute(stores.insert().values(_filled(stores)).returning(stores.c.id)).scalar_one()
+            customer_id = conn.execute(customers.insert().values(_filled(customers, store_id=store_id))
+                                       .returning(customers.c.id)).scalar_one()
+            conn.execute(addresses.insert().values(_filled(addresses, store_id=store_id, customer_id=customer_id)))
+
+        with engine.connect() as conn, foreign_keys_off(conn):
+            assert conn.connection.dbapi_connection.execute("PRAGMA foreign_keys").fetchone() == (0,)
+            with conn.begin():
+                with Operations(MigrationContext.configure(conn)).batch_alter_table(
+                        "customers", recreate="always") as batch:
+                    batch.alter_column("phone", existing_type=types.String(64), nullable=True)
+        with engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(addresses)).scalar_one() == 1
+            assert conn.connection.dbapi_connection.execute("PRAGMA foreign_keys").fetchone() == (1,)
+    finally:
+        engine.dispose()
+
+
+def test_foreign_keys_off_refuses_to_end_with_an_orphan(tmp_path):
+    from rebill.db.engine import make_engine
+    from rebill.db.migrate import foreign_keys_off
+
+    url = f"sqlite:///{tmp_path / 'orphan.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        tables = MetaData()
+        tables.reflect(engine)
+        addresses = tables.tables["addresses"]
+        with pytest.raises(RuntimeError, match="parent is gone"):
+            with engine.connect() as conn, foreign_keys_off(conn):
+                with conn.begin():
+                    conn.execute(addresses.insert().values(_filled(addresses, store_id=404, customer_id=404)))
+    finally:
+        engine.dispose()

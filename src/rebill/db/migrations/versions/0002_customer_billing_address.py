@@ -36,8 +36,8 @@ def upgrade() -> None:
     for row in rows:
         document = {name: row[i + 1] for i, name in enumerate(FIELDS)}
         conn.execute(table.update().where(table.c.id == row.id).values(billing_address=document))
-    # Plain DROP COLUMN on both databases (SQLite 3.35+): a batch rebuild of customers would
-    # drop the table, and with foreign keys on SQLite would cascade into its addresses.
+    # Plain DROP COLUMN on both databases (SQLite 3.35+): no batch rebuild of customers, which
+    # would copy the whole table (and needs foreign keys off, see db/migrate.py).
     for name in FIELDS:
         op.drop_column('customers', f'billing_{name}')
 
