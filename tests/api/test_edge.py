@@ -366,3 +366,12 @@ def test_read_scope_is_enough_for_customer_list_but_not_for_create(api):
 def test_other_version_endpoint_answers_501_even_without_scope(api):
     token = api.token_with()
     assert api.get("/store", token=token, version="2021-01").status_code == 501
+
+
+def test_a_websocket_is_refused_not_crashed_on(api):
+    from starlette.websockets import WebSocketDisconnect
+
+    with pytest.raises(WebSocketDisconnect):
+        with api.client.websocket_connect("/customers", headers={"X-Service-Access-Token": api.token}):
+            pass
+    assert api.get("/").status_code == 200  # the app carries on

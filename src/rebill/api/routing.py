@@ -168,8 +168,13 @@ class Api:
         return operation, params
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await _lifespan(receive, send)
+            elif scope["type"] == "websocket":
+                # No websocket endpoints: closing before accepting makes the server answer 403.
+                await receive()
+                await send({"type": "websocket.close", "code": 1008})
             return
         ctx: RequestContext = scope["rebill"]
         try:
