@@ -152,6 +152,10 @@ def main() -> None:
         summary[name] = {"rps": rps, "ratios": ratios, "non_2xx": errors}
         per_round = " / ".join(f"{x:.2f}" for x in ratios)
         print(f"{name:28} {median(rps):>14.0f} {median(ratios):>15.2f} {per_round:>24} {errors:>8}")
+    # Issue 2's target: a single-record read at least half the bare endpoint's rate.
+    read = median(summary["GET /customers/{id}"]["ratios"])
+    print(f"\nsingle-record read target (>= 0.50 of the bare endpoint): {'met' if read >= 0.5 else 'NOT met'} "
+          f"({read:.2f})")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / f"latest-{backend.lower()}.json").write_text(json.dumps({"rounds": rounds, "summary": summary}, indent=2))
