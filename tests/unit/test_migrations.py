@@ -102,32 +102,38 @@ def _filled(table: Any, **given: Any) -> dict[str, Any]:
     return row
 
 
+def _reflected(engine: Any) -> dict[str, Any]:
+    tables = MetaData()
+    tables.reflect(engine)
+    return tables.tables
+
+
+def _insert(conn: Any, table: Any, **given: Any) -> int:
+    """One row of ``table`` (required columns filled with plain values); returns its id."""
+    return conn.execute(table.insert().values(_filled(table, **given)).returning(table.c.id)).scalar_one()
+
+
 def test_0002_moves_billing_columns_into_one_document_and_back_without_touching_addresses(fresh_url):
     config = alembic_config(fresh_url)
     command.upgrade(config, "0001")
     engine = create_engine(normalize_url(fresh_url))
     try:
-        old = MetaData()
-        old.reflect(engine)
-        stores, customers, addresses = old.tables["stores"], old.tables["customers"], old.tables["addresses"]
+        old = _reflected(engine)
         with engine.begin() as conn:
-            store_id = conn.execute(stores.insert().values(_filled(stores)).returning(stores.c.id)).scalar_one()
-            billed = conn.execute(customers.insert().values(_filled(
-                customers, store_id=store_id, billing_city="Toronto", billing_country_code="CA",
-                billing_zip="M5J 2X6")).returning(customers.c.id)).scalar_one()
-            plain = conn.execute(customers.insert().values(_filled(customers, store_id=store_id))
-                                 .returning(customers.c.id)).scalar_one()
-            conn.execute(addresses.insert().values(_filled(addresses, store_id=store_id, customer_id=billed)))
+            store_id = _insert(conn, old["stores"])
+            billed = _insert(conn, old["customers"], store_id=store_id, billing_city="Toronto",
+                             billing_country_code="CA", billing_zip="M5J 2X6")
+            plain = _insert(conn, old["customers"], store_id=store_id)
+            _insert(conn, old["addresses"], store_id=store_id, customer_id=billed)
 
         command.upgrade(config, "head")
-        new = MetaData()
-        new.reflect(engine)
-        assert not [c for c in new.tables["customers"].columns if c.name.startswith("billing_") and
+        new = _reflected(engine)
+        assert not [c for c in new["customers"].columns if c.name.startswith("billing_") and
                     c.name != "billing_address"]
         with engine.connect() as conn:
-            documents = dict(conn.execute(select(new.tables["customers"].c.id,
-                                                 new.tables["customers"].c.billing_address)).all())
-            assert conn.execute(select(func.count()).select_from(new.tables["addresses"])).scalar_one() == 1
+            documents = dict(conn.execute(select(new["customers"].c.id,
+                                                 new["customers"].c.billing_address)).all())
+            assert conn.execute(select(func.count()).select_from(new["addresses"])).scalar_one() == 1
         document = documents[billed]
         if isinstance(document, str):  # SQLite hands reflected JSON back as text
             document = json.loads(document)
@@ -136,13 +142,12 @@ def test_0002_moves_billing_columns_into_one_document_and_back_without_touching_
         assert documents[plain] is None
 
         command.downgrade(config, "0001")
-        back = MetaData()
-        back.reflect(engine)
+        back = _reflected(engine)
         with engine.connect() as conn:
-            row = conn.execute(select(back.tables["customers"]).where(back.tables["customers"].c.id == billed)).one()
+            row = conn.execute(select(back["customers"]).where(back["customers"].c.id == billed)).one()
             assert (row.billing_city, row.billing_country_code, row.billing_zip, row.billing_address1) == \
                 ("Toronto", "CA", "M5J 2X6", None)
-            assert conn.execute(select(func.count()).select_from(back.tables["addresses"])).scalar_one() == 1
+            assert conn.execute(select(func.count()).select_from(back["addresses"])).scalar_one() == 1
     finally:
         engine.dispose()
 
@@ -159,14 +164,12 @@ def test_a_batch_rebuild_of_a_parent_table_on_sqlite_keeps_its_children(tmp_path
     upgrade(url)
     engine = make_engine(url)
     try:
-        tables = MetaData()
-        tables.reflect(engine)
-        stores, customers, addresses = tables.tables["stores"], tables.tables["customers"], tables.tables["addresses"]
+        tables = _reflected(engine)
+        addresses = tables["addresses"]
         with engine.begin() as conn:
-            store_id = conn.execute(stores.insert().values(_filled(stores)).returning(stores.c.id)).scalar_one()
-            customer_id = conn.execute(customers.insert().values(_filled(customers, store_id=store_id))
-                                       .returning(customers.c.id)).scalar_one()
-            conn.execute(addresses.insert().values(_filled(addresses, store_id=store_id, customer_id=customer_id)))
+            store_id = _insert(conn, tables["stores"])
+            customer_id = _insert(conn, tables["customers"], store_id=store_id)
+            _insert(conn, addresses, store_id=store_id, customer_id=customer_id)
 
         with engine.connect() as conn, foreign_keys_off(conn):
             assert conn.connection.dbapi_connection.execute("PRAGMA foreign_keys").fetchone() == (0,)
@@ -189,12 +192,10 @@ def test_foreign_keys_off_refuses_to_end_with_an_orphan(tmp_path):
     upgrade(url)
     engine = make_engine(url)
     try:
-        tables = MetaData()
-        tables.reflect(engine)
-        addresses = tables.tables["addresses"]
+        addresses = _reflected(engine)["addresses"]
         with pytest.raises(RuntimeError, match="parent is gone"):
             with engine.connect() as conn, foreign_keys_off(conn):
                 with conn.begin():
-                    conn.execute(addresses.insert().values(_filled(addresses, store_id=404, customer_id=404)))
+                    _insert(conn, addresses, store_id=404, customer_id=404)
     finally:
         engine.dispose()
