@@ -2,10 +2,14 @@
 
 from .address import addresses
 from .base import metadata
+from .catalog import plans, products
+from .charge import charge_items, charges, pending_regenerations
 from .customer import customers
 from .discount import discounts
 from .event import events
 from .payment_method import payment_methods
+from .purchase_item import purchase_items, skips
 from .store import stores, tokens
 
-__all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods"]
+__all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods",
+           "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations"]

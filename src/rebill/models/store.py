@@ -1,6 +1,6 @@
 """Stores (tenants) and their API tokens: decisions §1."""
 
-from sqlalchemy import Boolean, Column, String, Table
+from sqlalchemy import Boolean, Column, String, Table, false
 
 from .base import JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
 
@@ -16,6 +16,8 @@ stores = Table(
     Column("ships_to", JsonType, nullable=False),
     Column("shipping_rates", JsonType, nullable=False),
     Column("tax_rates", JsonType, nullable=False),
+    # NOTE: decisions §5.9, whether prices include tax (then tax is shown, not added).
+    Column("taxes_included", Boolean, nullable=False, server_default=false()),
     Column("checkout_platform", String(32), nullable=False),
     Column("plan_tier", String(16), nullable=False),
     Column("default_api_version", String(10), nullable=False),

@@ -43,6 +43,7 @@ class Store(msgspec.Struct, kw_only=True, frozen=True):
     ships_to: list[str]
     shipping_rates: list[dict[str, Any]]
     tax_rates: list[dict[str, Any]]
+    taxes_included: bool
     checkout_platform: str
     plan_tier: str
     default_api_version: str

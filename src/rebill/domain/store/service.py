@@ -56,6 +56,7 @@ def create_store(
         "ships_to": ships,
         "shipping_rates": [],
         "tax_rates": [],
+        "taxes_included": False,
         "checkout_platform": checkout_platform,
         "plan_tier": plan_tier,
         "default_api_version": default_api_version,
