@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rebill.api.call import Services
-from rebill.api.resources import addresses, customers, store
+from rebill.api.resources import addresses, charges, customers, onetimes, plans, products, store, subscriptions
 from rebill.api.routing import Api
 from rebill.api.versions import VERSIONS
 from rebill.clock import Clock, SystemClock
@@ -16,7 +16,7 @@ from rebill.http.edge import Edge
 from rebill.http.ratelimit import LeakyBuckets
 from rebill.settings import Settings
 
-RESOURCES = (store, customers, addresses)
+RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges)
 # When no store is known (401, 426 before auth), responses name the oldest version, the
 # default of new stores (decisions §1.3).
 FALLBACK_VERSION = "2021-01"

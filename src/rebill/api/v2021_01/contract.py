@@ -7,7 +7,10 @@ from rebill.api import query as q
 from rebill.api.contract import ListContract, derive
 from rebill.api.v2021_11.contract import VERSION as HEAD
 
+from . import catalog, charges, purchases
 from .changes import CHANGES
+
+FAMILIES = (catalog, purchases, charges)
 
 WINDOW = ("created_at_min", "created_at_max", "updated_at_min", "updated_at_max")
 
@@ -39,7 +42,11 @@ LISTS = {
     ),
 }
 
-VERSION = derive(HEAD, name="2021-01", changes=CHANGES, lists=LISTS, created_status=200, deleted_status=200,
-                 cursor_in_body=False)
+for _family in FAMILIES:
+    LISTS = {**LISTS, **_family.LISTS}
+
+VERSION = derive(HEAD, name="2021-01", changes=CHANGES + tuple(c for f in FAMILIES for c in f.CHANGES), lists=LISTS,
+                 created_status=200, deleted_status=200, cursor_in_body=False,
+                 schemas={name: schema for f in FAMILIES for name, schema in f.SCHEMAS.items()})
 # NOTE: spec 02, addresses are created under their customer (the id is in the path).
 VERSION.schemas["address.create"] = VERSION.schemas["address.create"].without("customer_id")

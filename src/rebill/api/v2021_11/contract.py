@@ -3,8 +3,12 @@
 from rebill.api import query as q
 from rebill.api.contract import ListContract, Version
 
+from . import catalog, charges, purchases
 from .parsers import SCHEMAS
 from .serializers import SERIALIZERS
+
+# Each family of resources keeps its serializers, schemas and lists in its own module.
+FAMILIES = (catalog, purchases, charges)
 
 # NOTE: spec 01 Sorting and Including related objects (2021-11 tables).
 LISTS = {
@@ -38,6 +42,11 @@ LISTS = {
         includes=("charge_activities", "customer", "discount", "payment_methods", "subscriptions"),
     ),
 }
+
+for _family in FAMILIES:
+    SERIALIZERS = {**SERIALIZERS, **_family.SERIALIZERS}
+    SCHEMAS = {**SCHEMAS, **_family.SCHEMAS}
+    LISTS = {**LISTS, **_family.LISTS}
 
 VERSION = Version(
     name="2021-11",

@@ -1,0 +1,5 @@
+"""Products (see the issue; endpoints land here)."""
+
+from ..routing import Endpoints
+
+endpoints = Endpoints()

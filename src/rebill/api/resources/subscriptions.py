@@ -1,0 +1,5 @@
+"""Subscriptions (see the issue; endpoints land here)."""
+
+from ..routing import Endpoints
+
+endpoints = Endpoints()

@@ -1,0 +1,11 @@
+"""The head (2021-11) contract of charges (spec 01 Charge, decisions §5.9-§5.13):
+serializers, request schemas and list contracts of the family, merged by contract.py."""
+
+from __future__ import annotations
+
+from rebill.api.contract import ListContract, Serializer
+from rebill.api.fields import Schema
+
+SERIALIZERS: dict[str, Serializer] = {}
+SCHEMAS: dict[str, Schema] = {}
+LISTS: dict[str, ListContract] = {}
