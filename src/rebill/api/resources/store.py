@@ -15,12 +15,16 @@ def root(call: Call) -> Reply:
 
 @endpoints.get("/token_information", scope=None)
 def token_information(call: Call) -> Reply:
+    """Decisions §1.5 and §5.16: `client.name` is the token's name, `client.contact_email` the
+    store's email; the top-level `contact_email` is the token's own when set, else the store's.
+    Emails are `""`, never null, when there is none (docs/api-choices.md, Stores)."""
     token = call.token
+    store_email = call.store.email or ""
     return Reply({"token_information": {
         "name": token.name,
-        "contact_email": token.contact_email,
+        "contact_email": token.contact_email or store_email,
         "scopes": sorted(token.scopes),
-        "client": {"name": token.client_name, "contact_email": token.contact_email},
+        "client": {"name": token.name, "contact_email": store_email},
     }})
 
 
@@ -31,6 +35,8 @@ def get_store(call: Call) -> Reply:
 
 @endpoints.get("/shop", scope="read_store", versions=("2021-01",))
 def get_shop(call: Call) -> Reply:
+    """One object under both keys: it carries the fields of spec 03's shop and store tables
+    (the store's adds `checkout_platform`)."""
     data = call.version.serialize("store", call.store)
     return Reply({"shop": data, "store": data})
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from rebill.api.contract import Change, Rename
 from rebill.api.fields import Field, Schema
+from rebill.api.v2021_11.serializers import store_domain
 from rebill.domain.geo import country_code_for_name, country_name
 
 
@@ -168,6 +169,67 @@ class CustomerStatusAndCounts(Change):
         return data
 
 
+class CustomerProcessorTokens(Change):
+    """Customers still show the deprecated processor tokens `stripe_customer_token`,
+    `braintree_customer_token` and `paypal_customer_token` (null: payment methods hold them,
+    decisions §6.1); they have no `apply_credit_to_next_*` flags."""
+
+    kinds = ("customer",)
+    TOKENS = ("stripe_customer_token", "braintree_customer_token", "paypal_customer_token")
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        for name in self.TOKENS:
+            data[name] = data.get(name)
+        data.pop("apply_credit_to_next_checkout_charge", None)
+        data.pop("apply_credit_to_next_recurring_charge", None)
+        return data
+
+
+# NOTE: spec 03 shop (2021-01), `enabled_presentment_currencies_symbols[].symbol`. Currencies not
+# listed show their code as the symbol.
+CURRENCY_SYMBOLS = {
+    "AED": "د.إ", "ARS": "$", "AUD": "$", "BRL": "R$", "CAD": "$", "CHF": "CHF", "CLP": "$", "CNY": "¥",
+    "COP": "$", "CZK": "Kč", "DKK": "kr", "EUR": "€", "GBP": "£", "HKD": "$", "HUF": "Ft", "IDR": "Rp",
+    "ILS": "₪", "INR": "₹", "ISK": "kr", "JPY": "¥", "KRW": "₩", "MXN": "$", "MYR": "RM", "NOK": "kr",
+    "NZD": "$", "PHP": "₱", "PLN": "zł", "RON": "lei", "RUB": "₽", "SAR": "ر.س", "SEK": "kr", "SGD": "$",
+    "THB": "฿", "TRY": "₺", "TWD": "NT$", "UAH": "₴", "USD": "$", "VND": "₫", "ZAR": "R",
+}
+
+
+class StoreAsShop(Change):
+    """The store (`GET /shop`, under both `shop` and `store`) shows `timezone` as the display
+    string with `iana_timezone` beside it, and the shop fields of spec 03: `domain`,
+    `my_platform_domain`, `platform_domain`, `customer_portal_domain` (instead of `identifier` and
+    the portal base URLs), `shop_email`, `shop_phone`, `test_mode`, `subscriptions_enabled`,
+    `allow_customers_to_skip_delivery`, `enabled_presentment_currencies_symbols`,
+    `disabled_currencies_historical`, `payment_processor`."""
+
+    kinds = ("store",)
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        zone = data.pop("timezone")
+        data["timezone"] = zone["name"]
+        data["iana_timezone"] = zone["iana_name"]
+        for name in ("identifier", "customer_portal_base_url", "merchant_portal_base_url"):
+            data.pop(name, None)
+        domain = store_domain(obj)
+        data["domain"] = data["my_platform_domain"] = data["platform_domain"] = domain
+        data["customer_portal_domain"] = domain
+        data["shop_email"] = data["email"]
+        data["shop_phone"] = data["phone"]
+        data["test_mode"] = obj.sandbox
+        # Integers, not booleans, as the real service sends them (spec 03).
+        data["subscriptions_enabled"] = 1
+        data["allow_customers_to_skip_delivery"] = 1
+        data["enabled_presentment_currencies_symbols"] = [
+            {"currency": code, "location": "before", "suffix": "", "symbol": CURRENCY_SYMBOLS.get(code, code)}
+            for code in data["enabled_presentment_currencies"]]
+        data["disabled_currencies_historical"] = []
+        # NOTE: decisions §6.2, the built-in gateway; a store-level processor setting comes with payments.
+        data["payment_processor"] = "sandbox"
+        return data
+
+
 CHANGES = (
     NaiveDatetimes(),
     AddressCountryName(),
@@ -178,4 +240,6 @@ CHANGES = (
     CustomerPlatformId(),
     CustomerBillingAddress(),
     CustomerStatusAndCounts(),
+    CustomerProcessorTokens(),
+    StoreAsShop(),
 )

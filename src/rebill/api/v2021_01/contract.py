@@ -23,22 +23,25 @@ _customers = HEAD.lists["customers"]
 _addresses = HEAD.lists["addresses"]
 
 LISTS = {
-    # NOTE: spec 02 Customers list: `platform_customer_id` and `status`; count takes the
-    # time window and status.
+    # NOTE: spec 02 Customers list: `platform_customer_id` and `status`.
     "customers": replace(
         _customers,
         filters={**_without(_customers, "external_customer_id"),
                  "platform_customer_id": ("external_customer_id", q.text),
                  "status": ("status", q.choice("ACTIVE", "INACTIVE"))},
         includes=("addresses", "metafields", "payment_methods", "subscriptions", "referral_info"),
-        count_filters=(*WINDOW, "status"),
+        # A count takes every filter of its list (spec 02 names the window and status; a client
+        # counting what it lists expects the same answer, docs/api-choices.md).
+        count_filters=(*_without(_customers, "external_customer_id"), "platform_customer_id", "status"),
     ),
-    # NOTE: spec 02 Addresses list: no `is_active`; count takes the window and discounts.
+    # NOTE: spec 02 Addresses list: no `is_active`.
     "addresses": replace(
         _addresses,
         filters=_without(_addresses, "is_active"),
         includes=("customer", "discount", "payment_methods", "subscriptions"),
-        count_filters=(*WINDOW, "discount_code", "discount_id"),
+        # A count takes every list filter (spec 02 names the window and discounts; `customer_id`
+        # and `ids` too, docs/api-choices.md).
+        count_filters=tuple(_without(_addresses, "is_active")),
     ),
 }
 

@@ -6,8 +6,11 @@ currency's minor digits (decisions §2.7).
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
@@ -31,10 +34,25 @@ def ts(value: datetime | None) -> str | None:
     return _encode(value)[1:20].decode() + "+00:00"
 
 
+def _analytics(data: dict[str, Any] | None) -> dict[str, Any]:
+    """Spec 03: `analytics_data.utm_params` is an array, also when the client sent none."""
+    if not data:
+        return {"utm_params": []}
+    if data.get("utm_params") is None:
+        return {**data, "utm_params": []}
+    return data
+
+
 def customer(c: Customer) -> dict[str, Any]:
+    """The public 2021-11 customer with every field of spec 03 (docs/api-choices.md, Customers)."""
     return {
         "id": c.id,
-        "analytics_data": c.analytics_data or {"utm_params": []},
+        "analytics_data": _analytics(c.analytics_data),
+        # NOTE: spec 03 customer (2021-11). Store credit does not exist yet: nothing to apply.
+        "apply_credit_to_next_checkout_charge": False,
+        "apply_credit_to_next_recurring_charge": False,
+        # NOTE: spec 03 schema only; processor tokens live on payment methods (decisions §6.1).
+        "braintree_customer_token": None,
         "created_at": ts(c.created_at),
         "email": c.email,
         "external_customer_id": {"ecommerce": c.external_customer_id},
@@ -45,6 +63,7 @@ def customer(c: Customer) -> dict[str, Any]:
         "hash": c.hash,
         "last_name": c.last_name,
         "orders_count": c.orders_count,
+        "paypal_customer_token": None,
         "phone": c.phone,
         "subscriptions_active_count": c.subscriptions_active_count,
         "subscriptions_total_count": c.subscriptions_total_count,
@@ -117,21 +136,59 @@ def discount(d: Discount) -> dict[str, Any]:
     }
 
 
+_NOT_IN_HOST = re.compile(r"[^a-z0-9]+")
+STORE_DOMAIN_SUFFIX = "rebill.test"
+# NOTE: spec 03 store, `external_platform` names the e-commerce platform behind the checkout
+# platform, with the neutral `platform_*` names of the spec README.
+EXTERNAL_PLATFORMS = {"platform_b_hosted": "platform_b", "platform_s_hosted": "platform_s",
+                      "platform_s_checkout": "platform_s", "custom": "custom"}
+
+
+def store_domain(s: Store) -> str:
+    """``<name>.rebill.test``: the store name as a host label (lower case, every run of other
+    characters one ``-``, at most 63 characters); ``store-<id>`` when nothing is left."""
+    label = _NOT_IN_HOST.sub("-", s.name.lower()).strip("-")[:63].strip("-") or f"store-{s.id}"
+    return f"{label}.{STORE_DOMAIN_SUFFIX}"
+
+
+@lru_cache(maxsize=512)
+def timezone_label(iana_name: str, year: int) -> str:
+    """``(GMT+01:00) Europe/Paris``: the zone's standard offset (the smaller of its offsets on
+    1 January and 1 July of ``year``, so daylight saving never shows), then its IANA name. A
+    name the zone database does not know is shown as it is."""
+    try:
+        zone = ZoneInfo(iana_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return iana_name
+    offsets = [datetime(year, month, 1, tzinfo=_UTC).astimezone(zone).utcoffset() for month in (1, 7)]
+    minutes = int(min(o for o in offsets if o is not None).total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    hours, minutes = divmod(abs(minutes), 60)
+    return f"(GMT{sign}{hours:02d}:{minutes:02d}) {iana_name}"
+
+
 def store(s: Store) -> dict[str, Any]:
-    """Decisions §1.6."""
+    """Decisions §1.6, with every field of spec 03 store (2021-11) (docs/api-choices.md, Stores)."""
+    domain = store_domain(s)
     return {
         "id": s.id,
         "name": s.name,
-        "email": s.email,
-        "phone": s.phone,
-        "currency": s.currency,
-        "enabled_presentment_currencies": sorted(s.currencies),
+        "checkout_logo_url": None,
         "checkout_platform": s.checkout_platform,
+        "currency": s.currency,
+        "customer_portal_base_url": f"https://{domain}/portal",
         "default_api_version": s.default_api_version,
+        "email": s.email,
+        "enabled_presentment_currencies": sorted(s.currencies),
+        "external_platform": EXTERNAL_PLATFORMS.get(s.checkout_platform, s.checkout_platform),
+        "identifier": domain,
+        "merchant_portal_base_url": f"https://{domain}/merchant",
+        "phone": s.phone,
         "plan_tier": s.plan_tier,
         "sandbox": s.sandbox,
         "ships_to_countries": list(s.ships_to),
-        "timezone": {"iana_name": s.timezone, "name": s.timezone},
+        "timezone": {"iana_name": s.timezone, "iana_timezone": s.timezone,
+                     "name": timezone_label(s.timezone, s.updated_at.year)},
         "weight_unit": s.weight_unit,
         "created_at": ts(s.created_at),
         "updated_at": ts(s.updated_at),
