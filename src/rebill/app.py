@@ -14,6 +14,7 @@ from rebill.domain.address.verifier import AddressVerifier, OfflineZipVerifier
 from rebill.http.auth import TokenResolver
 from rebill.http.edge import Edge
 from rebill.http.ratelimit import LeakyBuckets
+from rebill.jobs.regenerate import Ticker
 from rebill.settings import Settings
 
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges)
@@ -33,4 +34,6 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     buckets = LeakyBuckets(settings.rate_limit, **extra)
     edge = Edge(api, tokens=tokens, buckets=buckets, versions=VERSIONS, fallback_version=FALLBACK_VERSION)
     edge.services = services  # type: ignore[attr-defined]
+    if settings.regenerate_every > 0:
+        return Ticker(edge, db, services.clock, settings.regenerate_every)  # type: ignore[return-value]
     return edge

@@ -42,6 +42,8 @@ class Settings:
     token_cache_seconds: float = 5.0
     # Echo SQL for debugging.
     echo_sql: bool = False
+    # Seconds between two looks for deferred regenerations (decisions §5.3); 0 switches it off.
+    regenerate_every: float = 1.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -53,6 +55,8 @@ class Settings:
             values["rate_limit"] = RateLimit.parse(env["REBILL_RATE_LIMIT"])
         if env.get("REBILL_TOKEN_CACHE_SECONDS"):
             values["token_cache_seconds"] = float(env["REBILL_TOKEN_CACHE_SECONDS"])
+        if env.get("REBILL_REGENERATE_EVERY"):
+            values["regenerate_every"] = float(env["REBILL_REGENERATE_EVERY"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ from rebill.domain.address.verifier import AddressVerifier
 from rebill.domain.listing import ListQuery, PageResult
 from rebill.domain.store.model import Store, Token
 from rebill.domain.unit import Unit
+from rebill.errors import ValidationFailed
 from rebill.http.context import RequestContext
 
 from . import includes
@@ -30,6 +31,16 @@ from .contract import ListContract, Version
 from .listing import encode_cursor, link_header, parse_filters, parse_include, parse_list
 
 T = TypeVar("T")
+
+
+def convert(clean: dict[str, Any], cls: type[T]) -> T:
+    """A parsed body as a domain command. The schema has checked every field; a value the
+    command still cannot take (a null where the command has none) is the caller's error, named."""
+    try:
+        return msgspec.convert(clean, cls)
+    except msgspec.ValidationError as exc:
+        path = str(exc).rpartition("$.")[2].split(".")[0].split("[")[0] or "body"
+        raise ValidationFailed.field(path, "is invalid" if "null" not in str(exc) else "cannot be null") from None
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ class Call:
         """The body, validated by this version's schema, as a domain command."""
         clean = self.version.schemas[schema].parse(self.body, partial=partial)
         clean.update(extra)
-        return msgspec.convert(clean, cls)
+        return convert(clean, cls)
 
     def contract(self, plural: str) -> ListContract:
         return self.version.lists[plural]

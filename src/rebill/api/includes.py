@@ -12,6 +12,7 @@ from rebill.domain.customer import repository as customers
 from rebill.domain.discount import repository as discounts
 from rebill.domain.discount.model import Discount
 from rebill.domain.payment_method import repository as payment_methods
+from rebill.domain.subscription import repository as purchase_items
 from rebill.domain.unit import Unit
 from rebill.errors import ValidationFailed
 
@@ -52,15 +53,51 @@ def _address_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
     return {a.id: [found[a.payment_method_id]] if a.payment_method_id in found else [] for a in items}
 
 
+def _subscriptions_by(key: str) -> Loader:
+    def load(unit: Unit, items: list[Any]) -> dict[int, Any]:
+        ids = [item.id for item in items]
+        found = purchase_items.of(unit.conn, unit.store_id, "subscription",
+                                  **{"customer_ids" if key == "customer_id" else "address_ids": ids})
+        grouped = _grouped(found, key)
+        return {item.id: grouped.get(item.id, []) for item in items}
+    return load
+
+
+def _customer_of(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = customers.many(unit.conn, unit.store_id, [i.customer_id for i in items])
+    return {i.id: found.get(i.customer_id) for i in items}
+
+
+def _subscription_address(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = addresses.many(unit.conn, unit.store_id, [s.address_id for s in items])
+    return {s.id: found.get(s.address_id) for s in items}
+
+
+def _charge_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    found = _grouped(payment_methods.of_customers(unit.conn, unit.store_id, [c.customer_id for c in items]),
+                     "customer_id")
+    return {c.id: found.get(c.customer_id, []) for c in items}
+
+
 LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
     "customer": {
         "addresses": ("address", _customer_addresses),
         "payment_methods": ("payment_method", _customer_payment_methods),
+        "subscriptions": ("subscription", _subscriptions_by("customer_id")),
     },
     "address": {
         "customer": ("customer", _address_customer),
         "discount": ("discount", _address_discount),
         "payment_methods": ("payment_method", _address_payment_methods),
+        "subscriptions": ("subscription", _subscriptions_by("address_id")),
+    },
+    "subscription": {
+        "address": ("address", _subscription_address),
+        "customer": ("customer", _customer_of),
+    },
+    "charge": {
+        "customer": ("customer", _customer_of),
+        "payment_methods": ("payment_method", _charge_payment_methods),
     },
 }
 

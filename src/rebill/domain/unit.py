@@ -7,8 +7,10 @@ Services never commit; the request or job that opened the unit does (design guid
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date, datetime
+from functools import lru_cache
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection
 
@@ -16,6 +18,11 @@ from rebill.db.statements import insert_row
 from rebill.models import events
 
 from .store.model import Store
+
+
+@lru_cache(maxsize=64)
+def zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
 
 
 class Unit:
@@ -42,6 +49,11 @@ class Unit:
         if callable(self._now):
             self._now = self._now()
         return self._now
+
+    @property
+    def today(self) -> date:
+        """NOTE: decisions §6.12, a date "has come" at midnight in the store's timezone."""
+        return self.now.astimezone(zone(self.store.timezone)).date()
 
     @property
     def store_id(self) -> int:

@@ -1,5 +1,73 @@
-"""Charges (see the issue; endpoints land here)."""
+"""Charges, both versions (spec 01 Charges, spec 02 Charges, decisions §5.9-§5.13), and the
+skip of a charge by address and date (spec 01 Addresses, decisions §5.12)."""
 
+from __future__ import annotations
+
+from rebill.domain.charge import service
+
+from ..call import Call, Reply
 from ..routing import Endpoints
 
 endpoints = Endpoints()
+# NOTE: docs/scopes.md, charges belong to the orders scopes, skipping them to the subscriptions'.
+READ, WRITE = "read_orders", "write_subscriptions"
+
+
+@endpoints.get("/charges", scope=READ)
+def list_charges(call: Call) -> Reply:
+    query = call.list_query("charges")
+    with call.read() as unit:
+        return call.page("charges", service.list_page(unit, query), unit, query)
+
+
+@endpoints.get("/charges/count", scope=READ, versions=("2021-01",))
+def count_charges(call: Call) -> Reply:
+    filters = call.count_filters("charges")
+    with call.read() as unit:
+        return Reply({"count": service.count(unit, filters)})
+
+
+@endpoints.get("/charges/{charge_id:id}", scope=READ)
+def get_charge(call: Call) -> Reply:
+    include = call.include("charges")
+    with call.read() as unit:
+        return call.one("charge", service.get(unit, call.path["charge_id"]), unit, include=include)
+
+
+def _items(call: Call, schema: str) -> list[int] | None:
+    body = call.version.schemas[schema].parse(call.body)
+    return body.get("purchase_item_ids")
+
+
+@endpoints.post("/charges/{charge_id:id}/skip", scope=WRITE)
+def skip_charge(call: Call) -> Reply:
+    items = _items(call, "charge.skip")
+    with call.write() as unit:
+        return call.one("charge", service.skip(unit, call.path["charge_id"], items))
+
+
+@endpoints.post("/charges/{charge_id:id}/unskip", scope=WRITE)
+def unskip_charge(call: Call) -> Reply:
+    items = _items(call, "charge.unskip")
+    with call.write() as unit:
+        return call.one("charge", service.unskip(unit, call.path["charge_id"], items))
+
+
+def _change_date(call: Call) -> Reply:
+    body = call.version.schemas["charge.change_next_charge_date"].parse(call.body)
+    with call.write() as unit:
+        return call.one("charge", service.change_date(unit, call.path["charge_id"], body["next_charge_date"]))
+
+
+# NOTE: decisions §5.13, 2021-01 only; older clients send PUT, which is accepted too.
+endpoints.post("/charges/{charge_id:id}/change_next_charge_date", scope=WRITE, versions=("2021-01",))(_change_date)
+endpoints.put("/charges/{charge_id:id}/change_next_charge_date", scope=WRITE, versions=("2021-01",))(_change_date)
+
+
+@endpoints.post("/addresses/{address_id:id}/charges/skip", scope=WRITE, versions=("2021-11",))
+def skip_address_charge(call: Call) -> Reply:
+    body = call.version.schemas["address.skip_charge"].parse(call.body)
+    field = "subscription_ids" if "subscription_ids" in call.body else "purchase_item_ids"
+    with call.write() as unit:
+        charge = service.skip_on_address(unit, call.path["address_id"], body["date"], body["purchase_item_ids"], field)
+        return call.one("charge", charge)

@@ -1,5 +1,221 @@
-"""Subscriptions (see the issue; endpoints land here)."""
+"""Subscriptions, both versions (decisions §5.1-§5.5, §5.16)."""
 
+from __future__ import annotations
+
+from typing import Any
+
+from rebill.domain.schedule.reconcile import replan
+from rebill.domain.subscription import lifecycle, service
+from rebill.domain.subscription.model import SubscriptionCreate, SubscriptionUpdate
+from rebill.errors import NotFound, ValidationFailed
+
+from .. import query as q
+from ..call import Call, Reply, convert
 from ..routing import Endpoints
 
 endpoints = Endpoints()
+READ, WRITE = "read_subscriptions", "write_subscriptions"
+V2021_01 = ("2021-01",)
+# NOTE: decisions §5.2, 2021-01 bulk operations take 1 to 20 subscriptions.
+BULK_MAX = 20
+
+
+@endpoints.get("/subscriptions", scope=READ)
+def list_subscriptions(call: Call) -> Reply:
+    query = call.list_query("subscriptions")
+    with call.read() as unit:
+        return call.page("subscriptions", service.list_page(unit, query), unit, query)
+
+
+@endpoints.get("/subscriptions/count", scope=READ, versions=V2021_01)
+def count_subscriptions(call: Call) -> Reply:
+    filters = call.count_filters("subscriptions")
+    with call.read() as unit:
+        return Reply({"count": service.count(unit, filters)})
+
+
+@endpoints.post("/subscriptions", scope=WRITE)
+def create_subscription(call: Call) -> Reply:
+    command = call.command("subscription.create", SubscriptionCreate)
+    with call.write() as unit:
+        return call.created("subscription", service.create(unit, command))
+
+
+@endpoints.get("/subscriptions/{subscription_id:id}", scope=READ)
+def get_subscription(call: Call) -> Reply:
+    include = call.include("subscriptions")
+    with call.read() as unit:
+        return call.one("subscription", service.get(unit, call.path["subscription_id"]), unit, include=include)
+
+
+def _commit(call: Call) -> bool:
+    """NOTE: decisions §5.3, 2021-11 `commit` in the query; 2021-01 `commit_update` in the
+    body (its schema names it `commit`, which wins over the query)."""
+    raw = call.params.get("commit")
+    if raw is None:
+        return True
+    try:
+        return q.boolean(raw)
+    except ValueError as exc:
+        raise ValidationFailed.field("commit", str(exc)) from None
+
+
+@endpoints.put("/subscriptions/{subscription_id:id}", scope=WRITE)
+def update_subscription(call: Call) -> Reply:
+    clean = call.version.schemas["subscription.update"].parse(call.body, partial=True)
+    clean.setdefault("commit", _commit(call))
+    command = convert(clean, SubscriptionUpdate)
+    with call.write() as unit:
+        return call.one("subscription", service.update(unit, call.path["subscription_id"], command))
+
+
+@endpoints.delete("/subscriptions/{subscription_id:id}", scope=WRITE)
+def delete_subscription(call: Call) -> Reply:
+    with call.write() as unit:
+        service.delete(unit, call.path["subscription_id"])
+    return call.deleted()
+
+
+@endpoints.post("/subscriptions/{subscription_id:id}/cancel", scope=WRITE)
+def cancel_subscription(call: Call) -> Reply:
+    body = call.version.schemas["subscription.cancel"].parse(call.body)
+    with call.write() as unit:
+        found = lifecycle.cancel(unit, call.path["subscription_id"], body["cancellation_reason"],
+                                 body.get("cancellation_reason_comments"))
+        return call.one("subscription", found)
+
+
+@endpoints.post("/subscriptions/{subscription_id:id}/activate", scope=WRITE)
+def activate_subscription(call: Call) -> Reply:
+    with call.write() as unit:
+        return call.one("subscription", lifecycle.activate(unit, call.path["subscription_id"]))
+
+
+@endpoints.post("/subscriptions/{subscription_id:id}/set_next_charge_date", scope=WRITE)
+def set_next_charge_date(call: Call) -> Reply:
+    body = call.version.schemas["subscription.set_next_charge_date"].parse(call.body)
+    with call.write() as unit:
+        return call.one("subscription", lifecycle.set_next_charge_date(unit, call.path["subscription_id"],
+                                                                       body["date"]))
+
+
+@endpoints.post("/subscriptions/{subscription_id:id}/change_address", scope=WRITE)
+def change_address(call: Call) -> Reply:
+    body = call.version.schemas["subscription.change_address"].parse(call.body)
+    with call.write() as unit:
+        found = lifecycle.change_address(unit, call.path["subscription_id"], body["address_id"],
+                                         body.get("next_charge_scheduled_at"))
+        return call.one("subscription", found)
+
+
+# 2021-01 bulk ------------------------------------------------------------------------
+
+def _bulk_items(call: Call) -> list[Any]:
+    """NOTE: decisions §5.16, ``{"subscriptions": [...]}`` with 1 to 20 entries."""
+    entries = call.body.get("subscriptions")
+    if not isinstance(entries, list):
+        raise ValidationFailed.field("subscriptions", "is required" if entries is None else "must be an array")
+    if not 1 <= len(entries) <= BULK_MAX:
+        raise ValidationFailed.field("subscriptions", f"must hold 1 to {BULK_MAX} subscriptions")
+    bad = {str(i): ["must be an object"] for i, entry in enumerate(entries) if not isinstance(entry, dict)}
+    if bad:
+        raise ValidationFailed({"subscriptions": bad})
+    return entries
+
+
+def _each(call: Call, entries: list[Any], make: Any) -> list[Any]:
+    """Every entry parsed first, so that one bad entry changes nothing (all or nothing)."""
+    parsed, errors = [], {}
+    for index, entry in enumerate(entries):
+        try:
+            parsed.append(make(entry))
+        except ValidationFailed as exc:
+            errors[str(index)] = call.version.rename_errors(exc.errors, sent=entry)
+    if errors:
+        raise ValidationFailed({"subscriptions": errors})
+    return parsed
+
+
+def _in_bulk(index: int, exc: ValidationFailed, entry: dict[str, Any], call: Call) -> ValidationFailed:
+    return ValidationFailed({"subscriptions": {str(index): call.version.rename_errors(exc.errors, sent=entry)}})
+
+
+def _bulk_address(call: Call, unit: Any) -> int:
+    from rebill.domain.address import service as addresses
+    return addresses.get(unit, call.path["address_id"]).id  # 404 for an unknown or foreign address
+
+
+@endpoints.post("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
+def bulk_create(call: Call) -> Reply:
+    entries = _bulk_items(call)
+    schema = call.version.schemas["subscription.bulk_create"]
+    commands = _each(call, entries, lambda e: convert({**schema.parse(e), "address_id": call.path["address_id"]},
+                                                              SubscriptionCreate))
+    with call.write() as unit:
+        address_id = _bulk_address(call, unit)
+        made = []
+        for index, command in enumerate(commands):
+            try:
+                made.append(service.create(unit, command, replan_now=False))
+            except ValidationFailed as exc:
+                raise _in_bulk(index, exc, entries[index], call) from None
+        replan(unit, [address_id])
+        made = [service.get(unit, s.id) for s in made]
+        return Reply({"subscriptions": call.render("subscription", made)})
+
+
+@endpoints.put("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
+def bulk_update(call: Call) -> Reply:
+    entries = _bulk_items(call)
+    schema = call.version.schemas["subscription.update"]
+
+    def parse(entry: dict[str, Any]) -> tuple[int, SubscriptionUpdate]:
+        ident = q.integer(str(entry["id"])) if isinstance(entry.get("id"), (int, str)) else None
+        if ident is None:
+            raise ValidationFailed.field("id", "is required")
+        return ident, convert(schema.parse(entry, partial=True), SubscriptionUpdate)
+    pairs = _each(call, entries, parse)
+    with call.write() as unit:
+        address_id = _bulk_address(call, unit)
+        changed = []
+        for index, (ident, command) in enumerate(pairs):
+            try:
+                current = service.get(unit, ident)
+                if current.address_id != address_id:
+                    raise NotFound()
+                changed.append(service.update(unit, ident, command, replan_now=False))
+            except NotFound:
+                raise ValidationFailed({"subscriptions": {str(index): {"id": ["not found on this address"]}}}) \
+                    from None
+            except ValidationFailed as exc:
+                raise _in_bulk(index, exc, entries[index], call) from None
+        replan(unit, [address_id])
+        changed = [service.get(unit, s.id) for s in changed]
+        return Reply({"subscriptions": call.render("subscription", changed)})
+
+
+@endpoints.delete("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
+def bulk_delete(call: Call) -> Reply:
+    entries = _bulk_items(call)
+
+    def parse(entry: dict[str, Any]) -> int:
+        value = entry.get("id")
+        try:
+            return q.integer(str(value)) if isinstance(value, (int, str)) and not isinstance(value, bool) else \
+                q.integer("")
+        except ValueError:
+            raise ValidationFailed.field("id", "is required" if value is None else "must be an integer") from None
+    ids = _each(call, entries, parse)
+    with call.write() as unit:
+        address_id = _bulk_address(call, unit)
+        for index, ident in enumerate(ids):
+            try:
+                current = service.get(unit, ident)
+                if current.address_id != address_id:
+                    raise NotFound()
+            except NotFound:
+                raise ValidationFailed({"subscriptions": {str(index): {"id": ["not found on this address"]}}}) \
+                    from None
+            service.delete(unit, ident, replan_now=False)
+        replan(unit, [address_id])
+    return Reply({})

@@ -53,3 +53,6 @@ VERSION = derive(HEAD, name="2021-01", changes=CHANGES + tuple(c for f in FAMILI
                  schemas={name: schema for f in FAMILIES for name, schema in f.SCHEMAS.items()})
 # NOTE: spec 02, addresses are created under their customer (the id is in the path).
 VERSION.schemas["address.create"] = VERSION.schemas["address.create"].without("customer_id")
+# NOTE: decisions §5.16, bulk creates and one-time items name their address in the path.
+VERSION.schemas["subscription.bulk_create"] = VERSION.schemas["subscription.create"].without("address_id")
+VERSION.schemas["onetime.create"] = VERSION.schemas["onetime.create"].without("address_id")

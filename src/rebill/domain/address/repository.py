@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, false, select, true, update
+from sqlalchemy import Connection, bindparam, delete, exists, select, update
 
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
-from rebill.models import addresses, discounts
+from rebill.models import addresses, discounts, purchase_items
 
 from ..discount.model import value_text
 from ..filters import Filter, time_window, where
@@ -25,9 +25,10 @@ _select = select(
 
 
 def _active(wanted: bool) -> Any:
-    # NOTE: an address is active while it has an active subscription; subscriptions come
-    # with the next issue, so until then no address is active.
-    return false() if wanted else true()
+    """NOTE: spec 01 Addresses list, an address is active while it has an active subscription."""
+    condition = exists().where(purchase_items.c.address_id == addresses.c.id,
+                               purchase_items.c.kind == "subscription", purchase_items.c.status == "active")
+    return condition if wanted else ~condition
 
 
 FILTERS: dict[str, Filter] = {
@@ -102,3 +103,32 @@ def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
 
 def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
     return count(conn, where(select(addresses.c.id).where(addresses.c.store_id == store_id), FILTERS, filters))
+
+
+def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Address]:
+    if not ids:
+        return {}
+    stmt = _select.where(addresses.c.store_id == store_id, addresses.c.id.in_(set(ids)))
+    return {row[0]: to_address(*row) for row in conn.execute(stmt)}
+
+
+def ids_of_store(conn: Connection, store_id: int) -> list[int]:
+    return list(conn.execute(select(addresses.c.id).where(addresses.c.store_id == store_id)
+                             .order_by(addresses.c.id)).scalars())
+
+
+def lock(conn: Connection, store_id: int, ids: list[int]) -> list[int]:
+    """Row locks on these addresses until the unit ends, taken in id order (no deadlock
+    between two writers): every write that replans an address's charges holds its lock, so two
+    plans of one address never interleave (PostgreSQL; SQLite serializes writers anyway).
+    Returns the ids that exist in the store."""
+    if not ids:
+        return []
+    stmt = (select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.id.in_(set(ids)))
+            .order_by(addresses.c.id).with_for_update())
+    return list(conn.execute(stmt).scalars())
+
+
+def ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
+    return list(conn.execute(select(addresses.c.id).where(addresses.c.store_id == store_id,
+                                                          addresses.c.customer_id == customer_id)).scalars())

@@ -8,11 +8,14 @@ import msgspec
 
 from rebill.errors import Conflict, NotFound, ValidationFailed
 
+from ..charge import repository as charges
 from ..customer import repository as customers
 from ..discount import repository as discounts
 from ..listing import ListQuery, PageResult
 from ..money import format_amount
 from ..payment_method import repository as payment_methods
+from ..schedule.reconcile import replan
+from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
 from .model import Address, AddressCreate, AddressUpdate
@@ -110,16 +113,33 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
         if not repository.update_address(unit.conn, unit.store_id, address_id, current.lock_version, changes):
             raise Conflict()
         unit.record("address/updated", address_id)
+        # The charges show the address, its shipping and its discount: they follow it.
+        replan(unit, [address_id])
     return get(unit, address_id)
 
 
 def delete(unit: Unit, address_id: int) -> None:
     current = get(unit, address_id)
-    # NOTE: decisions §4.7, an address with active subscriptions cannot be deleted; no
-    # subscription exists before the subscriptions issue, so the check lands with it.
+    repository.lock(unit.conn, unit.store_id, [address_id])
+    # NOTE: decisions §4.7, an address with active subscriptions cannot be deleted.
+    if items.active_count(unit.conn, unit.store_id, address_id=address_id):
+        raise ValidationFailed({"subscriptions": ["Address has active subscriptions"]})
+    forget(unit, [address_id])
     if not repository.delete_address(unit.conn, unit.store_id, address_id, current.lock_version):
         raise Conflict()
     unit.record("address/deleted", address_id, {"id": address_id})
+
+
+def forget(unit: Unit, address_ids: list[int]) -> None:
+    """What goes with deleted addresses, each with its event: their purchase items and their
+    queued and skipped charges (processed charges stay: money history is kept)."""
+    for kind in ("subscription", "onetime"):
+        for item in items.of(unit.conn, unit.store_id, kind, address_ids=address_ids):
+            unit.record(f"{kind}/deleted", item.id, {"id": item.id})
+    gone = [c.id for c in charges.of_addresses(unit.conn, unit.store_id, address_ids, ("queued", "skipped"))]
+    charges.delete_many(unit.conn, unit.store_id, gone)
+    for charge_id in gone:
+        unit.record("charge/deleted", charge_id, {"id": charge_id})
 
 
 def list_page(unit: Unit, query: ListQuery) -> PageResult:

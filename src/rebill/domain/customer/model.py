@@ -35,9 +35,9 @@ class Customer(msgspec.Struct):
     updated_at: datetime
     # Derived on read.
     has_valid_payment_method: bool = False
-    has_payment_method_in_dunning: bool = False
     subscriptions_active_count: int = 0
     subscriptions_total_count: int = 0
+    has_payment_method_in_dunning: bool = False
     orders_count: int = 0
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, exists, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, func, select, update
 
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
-from rebill.models import customers, payment_methods
+from rebill.models import customers, payment_methods, purchase_items
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
@@ -20,12 +20,21 @@ _has_valid_payment_method = (
     .where(payment_methods.c.customer_id == customers.c.id, payment_methods.c.status == "valid")
     .label("has_valid_payment_method")
 )
-# NOTE: subscriptions and orders arrive with later issues; until they exist no customer has
-# any, so these derived fields keep the struct's defaults (False, 0) and are not selected.
-# They become subqueries in ``_derived`` when their tables exist.
-_not_yet = ("has_payment_method_in_dunning", "subscriptions_active_count", "subscriptions_total_count",
-            "orders_count")
-_derived = (_has_valid_payment_method,)
+
+def _subscriptions(*conditions: Any) -> Any:
+    return (select(func.count()).select_from(purchase_items)
+            .where(purchase_items.c.customer_id == customers.c.id, purchase_items.c.kind == "subscription",
+                   *conditions).scalar_subquery())
+
+
+# NOTE: orders and dunning arrive with the payments issue; until then no customer has any, so
+# those derived fields keep the struct's defaults (False, 0) and are not selected.
+_not_yet = ("has_payment_method_in_dunning", "orders_count")
+_derived = (
+    _has_valid_payment_method,
+    _subscriptions(purchase_items.c.status == "active").label("subscriptions_active_count"),
+    _subscriptions().label("subscriptions_total_count"),
+)
 _select = select(*columns_for(Customer, [*customers.c, *_derived], leave_out=_not_yet))
 
 FILTERS: dict[str, Filter] = {

@@ -13,6 +13,7 @@ from rebill.errors import NotFound, ValidationFailed
 
 from ..address import repository as addresses
 from ..listing import ListQuery, PageResult
+from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
 from .model import BILLING_FIELDS, Customer, CustomerCreate, CustomerUpdate
@@ -106,8 +107,13 @@ def delete(unit: Unit, customer_id: int) -> None:
     # Lock first, so no address can be added between deleting the addresses and the customer.
     if not repository.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update"):
         raise NotFound()
+    # NOTE: decisions §4.7 applies through the customer's addresses: no active subscriptions.
+    if items.active_count(unit.conn, unit.store_id, customer_id=customer_id):
+        raise ValidationFailed({"subscriptions": ["Customer has active subscriptions"]})
     # The addresses go with the customer, each with its event: deleted explicitly rather
     # than by the foreign-key cascade, so the events name exactly the rows removed.
+    from ..address.service import forget
+    forget(unit, addresses.ids_of_customer(unit.conn, unit.store_id, customer_id))
     for address_id in addresses.delete_of_customer(unit.conn, unit.store_id, customer_id):
         unit.record("address/deleted", address_id, {"id": address_id})
     repository.delete_customer(unit.conn, unit.store_id, customer_id)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
+from rebill.db.prepared import Prepared
 from rebill.db.statements import insert_row
 from rebill.models import stores, tokens
 
@@ -21,9 +22,14 @@ def _store(row: Any) -> Store:
     return Store(**row._mapping)
 
 
+_by_id = Prepared(select(stores).where(stores.c.id == bindparam("id")))
+_names = [c.name for c in stores.c]
+
+
 def get(conn: Connection, store_id: int) -> Store | None:
-    row = conn.execute(select(stores).where(stores.c.id == store_id)).first()
-    return _store(row) if row else None
+    """Prepared: every replan reads its store fresh (a token's cached copy may be seconds old)."""
+    row = _by_id.one(conn, id=store_id)
+    return Store(**dict(zip(_names, row))) if row else None
 
 
 def by_name(conn: Connection, name: str) -> Store | None:

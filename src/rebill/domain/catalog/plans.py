@@ -1,0 +1,180 @@
+"""Plan use cases (spec 01 Plans, decisions §5.8): create, update, delete, list, and the bulk
+create and update, all or nothing. Field names are the head (2021-11) names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from rebill.errors import ValidationFailed
+
+from ..listing import ListQuery, PageResult
+from ..unit import Unit
+from . import repository
+from .model import Plan, PlanCreate, PlanUpdate, Product
+from .rules import checked_plan, merge_channels
+from .service import get_plan
+
+# NOTE: decisions §5.8 (choice), at most 20 plans per bulk request.
+BULK_LIMIT = 20
+STORED = ("title", "type", "discount_amount", "discount_type", "channel_settings", "sort_order",
+          "subscription_preferences", "external_variant_ids")
+
+
+class _Products:
+    """The products plans of one request point at, read once each and share-locked, so none is
+    deleted before the plans written for it commit."""
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        self.found: dict[str, Product | None] = {}
+
+    def get(self, external_product_id: str) -> Product:
+        if external_product_id not in self.found:
+            self.found[external_product_id] = repository.product_by_external_id(
+                self.unit.conn, self.unit.store_id, external_product_id, share_lock=True)
+        product = self.found[external_product_id]
+        if product is None:
+            raise ValidationFailed.field("external_product_id", "product not found")
+        return product
+
+
+def _checked(unit: Unit, products_: _Products, values: dict[str, Any]) -> dict[str, Any]:
+    """The stored row of a complete plan; errors of the product and of the plan together."""
+    try:
+        product: Product | None = products_.get(values["external_product_id"])
+    except ValidationFailed as exc:
+        missing: dict[str, Any] = exc.errors  # type: ignore[assignment]
+        product = None
+    else:
+        missing = {}
+    try:
+        clean = checked_plan(values, product, unit.store.currency)
+    except ValidationFailed as exc:
+        raise ValidationFailed({**exc.errors, **missing}) from None  # type: ignore[dict-item]
+    if product is None:
+        raise ValidationFailed(missing)
+    clean["product_id"] = product.id
+    clean["external_product_id"] = product.external_product_id
+    return clean
+
+
+def insert_plan(unit: Unit, values: dict[str, Any]) -> int:
+    plan_id = repository.insert_plan(unit.conn, {**values, "store_id": unit.store_id,
+                                                 "created_at": unit.now, "updated_at": unit.now})
+    unit.record("plan/created", plan_id)
+    return plan_id
+
+
+def write_changes(unit: Unit, current: Plan, values: dict[str, Any]) -> bool:
+    """Store what differs from ``current``; records ``plan/updated`` when something did."""
+    changes = {k: v for k, v in values.items() if getattr(current, k) != v}
+    if not changes:
+        return False
+    changes["updated_at"] = unit.now
+    repository.update_plan(unit.conn, unit.store_id, current.id, changes)
+    unit.record("plan/updated", current.id)
+    return True
+
+
+def _create_values(command: PlanCreate) -> dict[str, Any]:
+    return msgspec.structs.asdict(command)
+
+
+def _merged(current: Plan, changes: dict[str, Any]) -> dict[str, Any]:
+    """The plan after ``changes``: preferences and channels merge key by key; a plan that
+    becomes onetime drops the preferences it had, unless new ones are sent (and refused)."""
+    merged = {name: getattr(current, name) for name in (*STORED, "external_product_id")}
+    merged.update({k: v for k, v in changes.items() if k not in ("id", "subscription_preferences",
+                                                                 "channel_settings")})
+    if "subscription_preferences" in changes:
+        given = changes["subscription_preferences"]
+        merged["subscription_preferences"] = None if given is None else {**(current.subscription_preferences or {}),
+                                                                           **given}
+    elif (merged["type"] or "").lower() == "onetime":
+        merged["subscription_preferences"] = None
+    if "channel_settings" in changes:
+        merged["channel_settings"] = merge_channels(current.channel_settings, changes["channel_settings"])
+    if merged.get("external_variant_ids") is None:
+        merged["external_variant_ids"] = []
+    return merged
+
+
+def create(unit: Unit, command: PlanCreate) -> Plan:
+    plan_id = insert_plan(unit, _checked(unit, _Products(unit), _create_values(command)))
+    return get_plan(unit, plan_id)
+
+
+def update(unit: Unit, plan_id: int, command: PlanUpdate) -> Plan:
+    current = get_plan(unit, plan_id)
+    clean = _checked(unit, _Products(unit), _merged(current, command.changes()))
+    write_changes(unit, current, clean)
+    return get_plan(unit, plan_id)
+
+
+def delete(unit: Unit, plan_id: int) -> None:
+    # NOTE: decisions §5.16, deleting a plan removes it (404 afterwards).
+    if not repository.delete_plans(unit.conn, unit.store_id, [get_plan(unit, plan_id).id]):
+        raise AssertionError("a plan read in this unit vanished")  # pragma: no cover
+    unit.record("plan/deleted", plan_id, {"id": plan_id})
+
+
+def _bulk_size(count: int) -> None:
+    if count == 0:
+        raise ValidationFailed.field("plans", "cannot be empty")
+    if count > BULK_LIMIT:
+        raise ValidationFailed.field("plans", f"has too many items (at most {BULK_LIMIT})")
+
+
+def bulk_create(unit: Unit, commands: list[PlanCreate]) -> list[Plan]:
+    """All or nothing: every item is checked first, errors keyed by the item's index."""
+    _bulk_size(len(commands))
+    found = _Products(unit)
+    rows: list[dict[str, Any]] = []
+    errors: dict[str, Any] = {}
+    for index, command in enumerate(commands):
+        try:
+            rows.append(_checked(unit, found, _create_values(command)))
+        except ValidationFailed as exc:
+            errors[str(index)] = exc.errors
+    if errors:
+        raise ValidationFailed({"plans": errors})
+    ids = [insert_plan(unit, row) for row in rows]
+    made = repository.plans_by_id(unit.conn, unit.store_id, ids)
+    return [made[plan_id] for plan_id in ids]
+
+
+def bulk_update(unit: Unit, commands: list[PlanUpdate]) -> list[Plan]:
+    """All or nothing; each item names its plan by ``id`` (once per request)."""
+    _bulk_size(len(commands))
+    wanted = [c.id for c in commands if isinstance(c.id, int)]
+    current = repository.plans_by_id(unit.conn, unit.store_id, wanted)
+    found = _Products(unit)
+    checked: list[tuple[Plan, dict[str, Any]]] = []
+    errors: dict[str, Any] = {}
+    seen: set[int] = set()
+    for index, command in enumerate(commands):
+        plan = current.get(command.id) if isinstance(command.id, int) else None
+        if not isinstance(command.id, int):
+            errors[str(index)] = {"id": ["is required"]}
+        elif plan is None:
+            errors[str(index)] = {"id": ["plan not found"]}
+        elif command.id in seen:
+            errors[str(index)] = {"id": ["is duplicated in this request"]}
+        else:
+            seen.add(command.id)
+            try:
+                checked.append((plan, _checked(unit, found, _merged(plan, command.changes()))))
+            except ValidationFailed as exc:
+                errors[str(index)] = exc.errors
+    if errors:
+        raise ValidationFailed({"plans": errors})
+    for plan, values in checked:
+        write_changes(unit, plan, values)
+    after = repository.plans_by_id(unit.conn, unit.store_id, [plan.id for plan, _ in checked])
+    return [after[plan.id] for plan, _ in checked]
+
+
+def list_page(unit: Unit, query: ListQuery) -> PageResult:
+    return repository.plan_page(unit.conn, unit.store_id, query)

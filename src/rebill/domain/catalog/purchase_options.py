@@ -1,0 +1,256 @@
+"""How a product may be bought, as the deprecated 2021-01 product endpoints put it
+(`subscription_defaults` and a discount), written as plans and read back from them
+(spec 01 Plans: "the old product endpoints map to" the plan endpoints; decisions §5.16).
+
+The catalog stores no purchase options of its own: the plans are the truth, so a product
+changed through the 2021-11 plan endpoints reads the same in 2021-01.
+
+- Writing: ``storefront_purchase_options`` `subscription_only` gives subscription plans,
+  `subscription_and_onetime` subscription plans and one onetime plan, `onetime` one onetime plan.
+  There is one subscription plan per order interval frequency option (one, as is usual, gives
+  exactly one); a single option with a larger ``charge_interval_frequency`` gives a prepaid plan.
+  The product discount goes to the subscription plans (2021-01 discounts subscriptions only).
+- Reading: the first recurring plan (by sort order, then id) gives the defaults; the frequency
+  options are those of every recurring plan with its interval unit.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from rebill.errors import ValidationFailed
+
+from ..unit import Unit
+from . import plans, repository, rules
+from .model import LegacyProductWrite, Plan, Product, PurchaseOptions
+from .service import change_product, get_product_by_id, insert_product
+
+STOREFRONT = ("subscription_only", "subscription_and_onetime", "onetime")
+# Preference names as `subscription_defaults` calls them.
+OPTION_NAMES = {"interval_unit": "order_interval_unit", "order_interval_frequency": "order_interval_frequency_options"}
+DAY_AND_LIMIT_FIELDS = ("order_day_of_month", "order_day_of_week", "cutoff_day_of_month", "cutoff_day_of_week",
+                        "expire_after_specific_number_of_charges")
+
+
+class Derived(msgspec.Struct, kw_only=True):
+    """A product's purchase options as its plans give them."""
+
+    options: PurchaseOptions
+    discount_amount: Decimal | None
+    discount_type: str | None
+
+
+def derive(product_plans: list[Plan]) -> Derived:
+    recurring = [p for p in product_plans if p.is_subscription]
+    has_onetime = any(not p.is_subscription for p in product_plans)
+    first = recurring[0] if recurring else None
+    prefs: dict[str, Any] = (first.subscription_preferences or {}) if first else {}
+    unit = prefs.get("interval_unit")
+    frequencies = list(dict.fromkeys(
+        p.subscription_preferences["order_interval_frequency"] for p in recurring
+        if p.subscription_preferences and p.subscription_preferences.get("interval_unit") == unit))
+    storefront = ("subscription_and_onetime" if recurring and has_onetime
+                  else "subscription_only" if recurring else "onetime")
+    options = PurchaseOptions(
+        storefront_purchase_options=storefront, order_interval_unit=unit,
+        order_interval_frequency_options=frequencies,
+        charge_interval_frequency=prefs.get("charge_interval_frequency"),
+        apply_cutoff_date_to_checkout=bool(prefs.get("apply_cutoff_date_to_checkout")),
+        **{name: prefs.get(name) for name in DAY_AND_LIMIT_FIELDS})
+    return Derived(options=options, discount_amount=first.discount_amount if first else None,
+                   discount_type=first.discount_type if first else None)
+
+
+def _frequency_label(count: int, unit: str) -> str:
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def _option_errors(exc: ValidationFailed) -> dict[str, Any]:
+    """Plan preference errors in the names of `subscription_defaults`."""
+    assert isinstance(exc.errors, dict)
+    found = exc.errors.get("subscription_preferences")
+    if isinstance(found, dict):
+        return {OPTION_NAMES.get(name, name): messages for name, messages in found.items()}
+    return {"storefront_purchase_options": found or ["is invalid"]}
+
+
+def _plan_specs(options: dict[str, Any], amount: Decimal | None, kind: str | None,
+                currency: str) -> list[dict[str, Any]]:
+    """The plans the options ask for, in order, every rule checked (all errors at once)."""
+    errors: dict[str, Any] = {}
+    option_errors: dict[str, Any] = {}
+    storefront = options.get("storefront_purchase_options") or "subscription_only"
+    if storefront not in STOREFRONT:
+        option_errors["storefront_purchase_options"] = [f"must be one of: {', '.join(STOREFRONT)}"]
+    # NOTE: a 2021-01 product shows 0 for "no discount", and clients send it back.
+    if amount is not None and amount == 0:
+        amount = None
+    specs: list[dict[str, Any]] = []
+    if storefront in ("subscription_only", "subscription_and_onetime"):
+        unit = options.get("order_interval_unit")
+        frequencies = list(dict.fromkeys(options.get("order_interval_frequency_options") or []))
+        charge = options.get("charge_interval_frequency")
+        if not frequencies:
+            option_errors["order_interval_frequency_options"] = ["cannot be empty for a subscription product"]
+        prepaid = len(frequencies) == 1 and charge is not None and charge != frequencies[0]
+        if len(frequencies) > 1 and charge is not None and charge not in frequencies:
+            option_errors["charge_interval_frequency"] = [
+                "must be one of order_interval_frequency_options when there are several (prepaid needs one)"]
+        try:
+            amount, kind = rules.discount(amount, kind, currency)
+        except ValidationFailed as exc:
+            errors.update(exc.errors)  # type: ignore[arg-type]
+        for index, frequency in enumerate(frequencies or [1]):
+            plan_type = "prepaid" if prepaid else "subscription"
+            given = {"interval_unit": unit, "order_interval_frequency": frequency,
+                     "charge_interval_frequency": charge if prepaid else frequency,
+                     "apply_cutoff_date_to_checkout": options.get("apply_cutoff_date_to_checkout"),
+                     **{name: options.get(name) for name in DAY_AND_LIMIT_FIELDS}}
+            try:
+                prefs = rules.preferences(plan_type, given)
+            except ValidationFailed as exc:
+                for name, messages in _option_errors(exc).items():
+                    option_errors.setdefault(name, messages)
+                continue
+            assert prefs is not None
+            title = f"Every {_frequency_label(frequency, prefs['interval_unit'])}"
+            if prepaid:
+                title += f", prepaid for {_frequency_label(charge, prefs['interval_unit'])}"
+            specs.append({"title": title, "type": plan_type, "subscription_preferences": prefs,
+                          "discount_amount": amount, "discount_type": kind, "sort_order": index})
+    elif amount is not None:
+        errors["discount_amount"] = ["applies to subscriptions, and the product has no subscription option"]
+    if storefront in ("subscription_and_onetime", "onetime"):
+        specs.append({"title": "One-time purchase", "type": "onetime", "subscription_preferences": None,
+                      "discount_amount": None, "discount_type": None, "sort_order": len(specs)})
+    if option_errors:
+        errors["subscription_defaults"] = option_errors
+    if errors:
+        raise ValidationFailed(errors)
+    return specs
+
+
+def _same_slot(plan: Plan, spec: dict[str, Any]) -> bool:
+    if spec["type"] == "onetime":
+        return not plan.is_subscription
+    prefs = plan.subscription_preferences or {}
+    return plan.is_subscription and prefs.get("order_interval_frequency") == \
+        spec["subscription_preferences"]["order_interval_frequency"]
+
+
+def _reconcile(unit: Unit, product: Product, specs: list[dict[str, Any]]) -> bool:
+    """Make the product's plans exactly ``specs``: a stored plan of the same kind and order
+    frequency is kept (its id, title, channels and variants too) and updated; the others are
+    deleted, the missing ones created. Returns whether anything changed."""
+    changed = False
+    kept: set[int] = set()
+    for spec in specs:
+        match = next((p for p in product.plans if p.id not in kept and _same_slot(p, spec)), None)
+        if match is None:
+            plans.insert_plan(unit, {
+                **spec, "product_id": product.id, "external_product_id": product.external_product_id,
+                "channel_settings": rules.default_channels(), "external_variant_ids": []})
+            changed = True
+            continue
+        kept.add(match.id)
+        if spec["type"] != "onetime":
+            update = {k: spec[k] for k in ("type", "subscription_preferences", "discount_amount", "discount_type")}
+            changed = plans.write_changes(unit, match, update) or changed
+    gone = [p.id for p in product.plans if p.id not in kept]
+    for plan_id in repository.delete_plans(unit.conn, unit.store_id, gone):
+        unit.record("plan/deleted", plan_id, {"id": plan_id})
+        changed = True
+    return changed
+
+
+def _product_fields(command: LegacyProductWrite) -> dict[str, Any]:
+    return {name: getattr(command, name) for name in ("title", "handle", "images")
+            if getattr(command, name) is not UNSET}
+
+
+def _options(given: PurchaseOptions | None | Any) -> dict[str, Any]:
+    if given is UNSET or given is None:
+        return {}
+    return {f: getattr(given, f) for f in given.__struct_fields__ if getattr(given, f) is not UNSET}
+
+
+def create(unit: Unit, command: LegacyProductWrite) -> Product:
+    """Puts the product in the catalog when it is missing and derives its plans; a product
+    that already has plans answers 422 (decisions §5.16: update it with PUT)."""
+    assert isinstance(command.external_product_id, str)
+    product = repository.product_by_external_id(unit.conn, unit.store_id, command.external_product_id,
+                                                share_lock=True)
+    errors: dict[str, Any] = {}
+    if product is not None and repository.plans_of_products(unit.conn, unit.store_id, [product.id])[product.id]:
+        errors["external_product_id"] = [f"the product already has plans; update it with PUT /products/{product.id}"]
+    if product is None and command.title is UNSET:
+        errors["title"] = ["is required"]
+    specs: list[dict[str, Any]] = []
+    sent = command.subscription_defaults is not UNSET and command.subscription_defaults is not None
+    amount = command.discount_amount if command.discount_amount is not UNSET else None
+    kind = command.discount_type if command.discount_type is not UNSET else None
+    try:
+        if sent:
+            specs = _plan_specs(_options(command.subscription_defaults), amount, kind, unit.store.currency)
+        elif amount:
+            raise ValidationFailed.field("discount_amount", "applies to subscriptions; send subscription_defaults")
+    except ValidationFailed as exc:
+        errors.update(exc.errors)  # type: ignore[arg-type]
+    if errors:
+        raise ValidationFailed(errors)
+    if product is None:
+        product = get_product_by_id(unit, insert_product(unit, {"external_product_id": command.external_product_id,
+                                                                **_product_fields(command)}))
+        _reconcile(unit, product, specs)
+    else:
+        touched = _reconcile(unit, product, specs)
+        change_product(unit, product, _product_fields(command), touch=touched)
+    return get_product_by_id(unit, product.id)
+
+
+def update(unit: Unit, product_id: int, command: LegacyProductWrite) -> Product:
+    """Updates the product and the plans its purchase options give: the sent options and
+    discount merge into those its plans show."""
+    product = get_product_by_id(unit, product_id)
+    touched = False
+    if command.subscription_defaults is not UNSET:
+        sent = _options(command.subscription_defaults)
+        if product.plans:
+            current = derive(product.plans)
+            options = {**_options(current.options), **sent}
+            amount, kind = current.discount_amount, current.discount_type
+        else:
+            options, amount, kind = sent, None, None
+        if command.discount_amount is not UNSET:
+            amount = command.discount_amount
+        if command.discount_type is not UNSET:
+            kind = command.discount_type
+        touched = _reconcile(unit, product, _plan_specs(options, amount, kind, unit.store.currency))
+    elif command.discount_amount is not UNSET or command.discount_type is not UNSET:
+        touched = _discount_recurring(unit, product, command)
+    change_product(unit, product, _product_fields(command), touch=touched)
+    return get_product_by_id(unit, product.id)
+
+
+def _discount_recurring(unit: Unit, product: Product, command: LegacyProductWrite) -> bool:
+    """A discount sent alone goes to every recurring plan of the product, leaving the plans
+    otherwise as they are (they may have been set up through the 2021-11 plan endpoints)."""
+    recurring = [p for p in product.plans if p.is_subscription]
+    first = recurring[0] if recurring else None
+    amount = command.discount_amount if command.discount_amount is not UNSET else (first and first.discount_amount)
+    kind = command.discount_type if command.discount_type is not UNSET else (first and first.discount_type)
+    if amount is not None and amount == 0:
+        amount = None
+    if not recurring:
+        if amount is not None:
+            raise ValidationFailed.field("discount_amount", "applies to subscriptions; send subscription_defaults")
+        return False
+    amount, kind = rules.discount(amount, kind, unit.store.currency)
+    changed = False
+    for plan in recurring:
+        changed = plans.write_changes(unit, plan, {"discount_amount": amount, "discount_type": kind}) or changed
+    return changed

@@ -1,0 +1,157 @@
+"""What makes a plan valid (decisions §5.4, §5.8): its type and subscription preferences, its
+discount, its channels and variants. Pure functions over the complete plan, so a create, an
+update merged with the stored plan, a bulk item and a 2021-01 product write obey the same rules.
+Errors name the head (2021-11) fields."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from rebill.errors import ValidationFailed, add_error
+
+from ..money import minor_digits
+from .model import CHANNELS, DISCOUNT_TYPES, INTERVAL_UNITS, PLAN_TYPES, PREFERENCES, Product
+
+PERCENT = Decimal("0.01")
+HUNDRED = Decimal(100)
+# (low, high, the interval unit the field belongs to); order_day_of_week 0 = Monday (decisions §5.1).
+DAY_FIELDS = {
+    "order_day_of_month": (1, 31, "month"),
+    "cutoff_day_of_month": (1, 31, "month"),
+    "order_day_of_week": (0, 6, "week"),
+    "cutoff_day_of_week": (0, 6, "week"),
+}
+
+
+def default_channels() -> dict[str, dict[str, bool]]:
+    return {channel: {"display": True} for channel in CHANNELS}
+
+
+def merge_channels(current: dict[str, Any] | None, given: dict[str, Any] | None) -> dict[str, Any]:
+    """Every channel shows the plan unless told otherwise; a channel sent replaces its keys."""
+    merged = {**default_channels(), **(current or {})}
+    for channel, settings in (given or {}).items():
+        merged[channel] = {**merged.get(channel, {}), **(settings or {})}
+    return merged
+
+
+def _places(amount: Decimal) -> int:
+    exponent = amount.normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def discount(amount: Decimal | None, kind: str | None, currency: str) -> tuple[Decimal | None, str | None]:
+    """NOTE: decisions §5.8, a percentage is 0 < v <= 100 (two places), a fixed amount > 0 in the
+    store currency with at most its minor digits. An amount without a type is a percentage."""
+    if kind is not None and kind not in DISCOUNT_TYPES:
+        raise ValidationFailed.field("discount_type", f"must be one of: {', '.join(DISCOUNT_TYPES)}")
+    if amount is None:
+        return None, kind
+    kind = kind or "percentage"
+    if kind == "percentage":
+        if not 0 < amount <= HUNDRED:
+            raise ValidationFailed.field("discount_amount", "must be greater than 0 and at most 100 for a percentage")
+        if _places(amount) > 2:
+            raise ValidationFailed.field("discount_amount", "has too many decimal places (at most 2)")
+        return amount.quantize(PERCENT), kind
+    digits = minor_digits(currency)
+    if amount <= 0:
+        raise ValidationFailed.field("discount_amount", "must be greater than 0")
+    if _places(amount) > digits:
+        raise ValidationFailed.field("discount_amount", f"has too many decimal places (at most {digits})")
+    return amount.quantize(Decimal(1).scaleb(-digits)), kind
+
+
+def preferences(plan_type: str, given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored preferences: every key of PREFERENCES for a recurring plan, None for a
+    onetime one. Interval units are lower case (decisions §5.16)."""
+    if plan_type == "onetime":
+        if given is not None and any(v is not None for v in given.values()):
+            raise ValidationFailed.field("subscription_preferences", "must be empty for a onetime plan")
+        return None
+    if given is None:
+        raise ValidationFailed.field("subscription_preferences", f"is required for a {plan_type} plan")
+    values: dict[str, Any] = {name: given.get(name) for name in PREFERENCES}
+    values["apply_cutoff_date_to_checkout"] = bool(values["apply_cutoff_date_to_checkout"])
+    errors: dict[str, list[str]] = {}
+    unit = values["interval_unit"]
+    if unit is None:
+        add_error(errors, "interval_unit", "is required")
+    elif unit.lower() not in INTERVAL_UNITS:
+        add_error(errors, "interval_unit", f"must be one of: {', '.join(INTERVAL_UNITS)}")
+    else:
+        unit = values["interval_unit"] = unit.lower()
+    for name in ("order_interval_frequency", "charge_interval_frequency"):
+        if values[name] is None:
+            add_error(errors, name, "is required")
+        elif values[name] < 1:
+            add_error(errors, name, "must be at least 1")
+    order, charge = values["order_interval_frequency"], values["charge_interval_frequency"]
+    if "order_interval_frequency" not in errors and "charge_interval_frequency" not in errors:
+        if plan_type == "subscription" and charge != order:
+            add_error(errors, "charge_interval_frequency", "must equal order_interval_frequency for a subscription plan")
+        # NOTE: decisions §5.4, prepaid charges a multiple of the order interval, and more than one.
+        if plan_type == "prepaid" and (charge <= order or charge % order):
+            add_error(errors, "charge_interval_frequency",
+                      "must be a multiple of order_interval_frequency and larger for a prepaid plan")
+    for name, (low, high, belongs) in DAY_FIELDS.items():
+        value = values[name]
+        if value is None:
+            continue
+        if not low <= value <= high:
+            add_error(errors, name, f"must be from {low} to {high}")
+        elif unit in INTERVAL_UNITS and unit != belongs:
+            add_error(errors, name, f"can only be set when interval_unit is {belongs}")
+    expire = values["expire_after_specific_number_of_charges"]
+    if expire is not None and expire < 1:
+        add_error(errors, "expire_after_specific_number_of_charges", "must be at least 1")
+    if errors:
+        raise ValidationFailed({"subscription_preferences": errors})
+    return values
+
+
+def variant_ids(known: set[str] | None, given: list[str]) -> list[str]:
+    """A plan restricted to variants names variants of its own product (``known``; None when
+    the product is unknown and another error says so), each once."""
+    errors: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for index, variant_id in enumerate(given):
+        if known is not None and variant_id not in known:
+            errors[str(index)] = ["is not a variant of the product"]
+        elif variant_id in seen:
+            errors[str(index)] = ["is duplicated"]
+        seen.add(variant_id)
+    if errors:
+        raise ValidationFailed({"external_variant_ids": errors})
+    return list(given)
+
+
+def checked_plan(values: dict[str, Any], product: Product | None, currency: str) -> dict[str, Any]:
+    """The complete plan ``values`` (head names) as stored, every rule checked; all the bad
+    fields at once. Without a product (not in the catalog) its variants are not checked."""
+    known = None if product is None else {v.external_variant_id for v in product.variants}
+    errors: dict[str, Any] = {}
+    clean = dict(values)
+    plan_type = (values["type"] or "").lower()
+    if plan_type not in PLAN_TYPES:
+        errors["type"] = [f"must be one of: {', '.join(PLAN_TYPES)}"]
+    clean["type"] = plan_type
+    checks = (
+        (("discount_amount", "discount_type"),
+         lambda: discount(values.get("discount_amount"), values.get("discount_type"), currency)),
+        (("subscription_preferences",),
+         lambda: (preferences(plan_type, values.get("subscription_preferences")),) if plan_type in PLAN_TYPES
+         else (values.get("subscription_preferences"),)),
+        (("external_variant_ids",), lambda: (variant_ids(known, values.get("external_variant_ids") or []),)),
+    )
+    for names, check in checks:
+        try:
+            clean.update(zip(names, check()))
+        except ValidationFailed as exc:
+            assert isinstance(exc.errors, dict)
+            errors.update(exc.errors)
+    clean["channel_settings"] = merge_channels(None, values.get("channel_settings"))
+    if errors:
+        raise ValidationFailed(errors)
+    return clean

@@ -1,0 +1,73 @@
+"""A charge as the domain sees it (spec 01 Charge, spec 02 Charge, decisions §5.9-§5.13)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+QUEUED, SKIPPED, SUCCESS, ERROR = "queued", "skipped", "success", "error"
+REFUNDED, PARTIALLY_REFUNDED, PENDING = "refunded", "partially_refunded", "pending"
+STATUSES = (SUCCESS, ERROR, QUEUED, SKIPPED, REFUNDED, PARTIALLY_REFUNDED, "pending_manual_payment", PENDING)
+# NOTE: decisions §6.9, processed charges (and only they) fall out of sight after 90 days.
+PROCESSED = (SUCCESS, REFUNDED, PARTIALLY_REFUNDED)
+
+
+class Charge(msgspec.Struct):
+    """Positional: the columns of ``models.charges`` in order, then the customer's (joined)."""
+
+    id: int
+    store_id: int
+    customer_id: int
+    address_id: int
+    scheduled_at: date
+    status: str
+    type: str
+    currency: str
+    line_items: list[dict[str, Any]]
+    shipping_lines: list[dict[str, Any]]
+    tax_lines: list[dict[str, Any]]
+    discounts: list[dict[str, Any]]
+    discount_id: int | None
+    billing_address: dict[str, Any] | None
+    shipping_address: dict[str, Any]
+    order_attributes: list[dict[str, Any]]
+    note: str | None
+    tags: str | None
+    taxable: bool
+    taxes_included: bool
+    subtotal_price: Decimal
+    total_discounts: Decimal
+    total_line_items_price: Decimal
+    total_tax: Decimal
+    total_shipping: Decimal
+    total_price: Decimal
+    total_refunds: Decimal
+    total_weight_grams: int
+    orders_count: int
+    processed_at: datetime | None
+    error: str | None
+    error_type: str | None
+    charge_attempts: int
+    retry_date: date | None
+    last_charge_attempt: datetime | None
+    external_order_id: str | None
+    external_transaction_id: str | None
+    payment_processor: str | None
+    has_uncommitted_changes: bool
+    merged_at: datetime | None
+    original_scheduled_at: date | None
+    lock_version: int
+    created_at: datetime
+    updated_at: datetime
+    customer_email: str | None
+    customer_hash: str | None
+    customer_external_id: str | None
+    customer_first_name: str | None
+    customer_last_name: str | None
+
+    @property
+    def purchase_item_ids(self) -> list[int]:
+        return [line["purchase_item_id"] for line in self.line_items]

@@ -1,0 +1,51 @@
+"""The store's shipping and tax rates for an address (decisions §5.9).
+
+Store settings (``stores.shipping_rates``, ``stores.tax_rates``; docs/api-choices.md):
+
+- a shipping rate is ``{"code", "title", "price", "country_codes": [...], "currency"}``; it
+  applies to an address in one of ``country_codes`` (absent or empty: every country) and, when
+  ``currency`` is given, to charges in that currency only. A rate for the country wins over a
+  rate for every country; the first listed wins among equals.
+- a tax rate is ``{"country_code", "province", "rate", "title"}``; a rate for the address's
+  province (by name or code) wins over the country's rate (``province`` absent or null).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from ..geo import find_province
+
+
+def shipping_line(rates: list[dict[str, Any]], country_code: str, currency: str) -> dict[str, Any] | None:
+    best: dict[str, Any] | None = None
+    for rate in rates:
+        if rate.get("currency") and rate["currency"] != currency:
+            continue
+        countries = rate.get("country_codes") or []
+        if country_code in countries:
+            return rate
+        if not countries and best is None:
+            best = rate
+    return best
+
+
+def tax_rate(rates: list[dict[str, Any]], country_code: str, province: str | None) -> dict[str, Any] | None:
+    own = find_province(country_code, province) if province else None
+    country_rate = None
+    for rate in rates:
+        if rate.get("country_code") != country_code:
+            continue
+        wanted = rate.get("province")
+        if wanted is None:
+            country_rate = country_rate or rate
+        elif own is not None and find_province(country_code, wanted) == own:
+            return rate
+        elif own is None and province and wanted.strip().casefold() == province.strip().casefold():
+            return rate
+    return country_rate
+
+
+def rate_value(rate: dict[str, Any] | None) -> Decimal | None:
+    return Decimal(str(rate["rate"])) if rate else None

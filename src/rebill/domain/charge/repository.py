@@ -1,0 +1,152 @@
+"""Charges in the database. Every statement is scoped to one store (decisions §1.1)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+
+from rebill.db.prepared import Prepared
+from rebill.db.rows import columns_for
+from rebill.models import charge_items, charges, customers, discounts
+
+from ..filters import Filter, time_window, where
+from ..listing import ListQuery, PageResult, count, fetch_page
+from .model import PROCESSED, Charge
+
+_customer_columns = (
+    customers.c.email.label("customer_email"),
+    customers.c.hash.label("customer_hash"),
+    customers.c.external_customer_id.label("customer_external_id"),
+    customers.c.first_name.label("customer_first_name"),
+    customers.c.last_name.label("customer_last_name"),
+)
+_select = (select(*columns_for(Charge, [*charges.c, *_customer_columns]))
+           .select_from(charges.outerjoin(customers, customers.c.id == charges.c.customer_id)))
+VISIBLE_DAYS = 90
+
+
+def visible(now: datetime) -> Any:
+    """NOTE: decisions §6.9, a processed charge more than 90 x 24 h old is out of sight in
+    every get, list and count. Built into every read here, so the rule needs no caller."""
+    return or_(charges.c.processed_at.is_(None), charges.c.status.not_in(PROCESSED),
+               charges.c.processed_at >= now - timedelta(days=VISIBLE_DAYS))
+
+
+def _items(column: Any) -> Any:
+    return select(charge_items.c.charge_id).where(column)
+
+
+FILTERS: dict[str, Filter] = {
+    **time_window(charges),
+    "address_id": lambda v: charges.c.address_id == v,
+    "customer_id": lambda v: charges.c.customer_id == v,
+    "status": lambda v: charges.c.status.in_(v),
+    "scheduled_at": lambda v: charges.c.scheduled_at == v,
+    "scheduled_at_min": lambda v: charges.c.scheduled_at >= v,
+    "scheduled_at_max": lambda v: charges.c.scheduled_at <= v,
+    "processed_at_min": lambda v: charges.c.processed_at >= v,
+    "processed_at_max": lambda v: charges.c.processed_at <= v,
+    "discount_id": lambda v: charges.c.discount_id == v,
+    "discount_code": lambda v: charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code == v)),
+    "purchase_item_id": lambda v: charges.c.id.in_(_items(charge_items.c.purchase_item_id == v)),
+    "purchase_item_ids": lambda v: charges.c.id.in_(_items(charge_items.c.purchase_item_id.in_(v))),
+    "external_order_id": lambda v: charges.c.external_order_id == v,
+}
+
+_by_id = Prepared(_select.where(charges.c.id == bindparam("id"), charges.c.store_id == bindparam("store_id")))
+
+
+def get(conn: Connection, store_id: int, charge_id: int, now: datetime) -> Charge | None:
+    row = _by_id.one(conn, id=charge_id, store_id=store_id)
+    if row is None:
+        return None
+    charge = Charge(*row)
+    processed = charge.processed_at is not None and charge.status in PROCESSED
+    if processed and charge.processed_at < now - timedelta(days=VISIBLE_DAYS):  # type: ignore[operator]
+        return None
+    return charge
+
+
+def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Charge]:
+    if not ids:
+        return {}
+    stmt = _select.where(charges.c.store_id == store_id, charges.c.id.in_(set(ids)))
+    return {row.id: Charge(*row) for row in conn.execute(stmt)}
+
+
+def _filtered(store_id: int, filters: dict[str, Any], now: datetime) -> Any:
+    return where(_select.where(charges.c.store_id == store_id, visible(now)), FILTERS, filters)
+
+
+def page(conn: Connection, store_id: int, query: ListQuery, now: datetime) -> PageResult:
+    return fetch_page(conn, _filtered(store_id, query.filters, now), charges, query, Charge)
+
+
+def count_where(conn: Connection, store_id: int, filters: dict[str, Any], now: datetime) -> int:
+    stmt = select(charges.c.id).where(charges.c.store_id == store_id, visible(now))
+    return count(conn, where(stmt, FILTERS, filters))
+
+
+def of_addresses(conn: Connection, store_id: int, address_ids: list[int], statuses: tuple[str, ...]) -> list[Charge]:
+    if not address_ids:
+        return []
+    stmt = _select.where(charges.c.store_id == store_id, charges.c.address_id.in_(set(address_ids)),
+                         charges.c.status.in_(statuses))
+    return [Charge(*row) for row in conn.execute(stmt.order_by(charges.c.id))]
+
+
+def queued_on(conn: Connection, store_id: int, address_id: int, when: date) -> Charge | None:
+    stmt = _select.where(charges.c.store_id == store_id, charges.c.address_id == address_id,
+                         charges.c.scheduled_at == when, charges.c.status == "queued")
+    row = conn.execute(stmt).first()
+    return Charge(*row) if row else None
+
+
+# Writes: only the reconciler (domain/schedule/reconcile.py) writes queued and skipped charges.
+
+def insert_many(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
+    """Inserts ``rows`` (all with the same keys) and returns their ids in order."""
+    if not rows:
+        return []
+    if len(rows) == 1:
+        from rebill.db.statements import insert_row
+        return [insert_row(conn, charges, rows[0])]
+    result = conn.execute(insert(charges).returning(charges.c.id, sort_by_parameter_order=True), rows)
+    return [row[0] for row in result]
+
+
+def update_one(conn: Connection, store_id: int, charge_id: int, values: dict[str, Any]) -> None:
+    conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.store_id == store_id)
+                 .values(**values, lock_version=charges.c.lock_version + 1))
+
+
+def delete_many(conn: Connection, store_id: int, ids: list[int]) -> None:
+    if ids:
+        conn.execute(delete(charges).where(charges.c.store_id == store_id, charges.c.id.in_(ids)))
+
+
+def set_items(conn: Connection, store_id: int, pairs: list[tuple[int, int]], *, replace: list[int]) -> None:
+    """The purchase items of charges ``replace`` become ``pairs`` (charge id, item id)."""
+    if replace:
+        conn.execute(delete(charge_items).where(charge_items.c.charge_id.in_(replace)))
+    if pairs:
+        conn.execute(insert(charge_items), [{"charge_id": c, "purchase_item_id": i, "store_id": store_id}
+                                            for c, i in pairs])
+
+
+def mark_uncommitted(conn: Connection, store_id: int, address_id: int) -> None:
+    conn.execute(update(charges).where(charges.c.store_id == store_id, charges.c.address_id == address_id,
+                                       charges.c.status == "queued")
+                 .values(has_uncommitted_changes=True))
+
+
+def items_queued(conn: Connection, item_ids: list[int]) -> set[int]:
+    """The purchase items that a queued charge holds."""
+    if not item_ids:
+        return set()
+    stmt = (select(charge_items.c.purchase_item_id)
+            .join(charges, and_(charges.c.id == charge_items.c.charge_id, charges.c.status == "queued"))
+            .where(charge_items.c.purchase_item_id.in_(set(item_ids))))
+    return set(conn.execute(stmt).scalars())

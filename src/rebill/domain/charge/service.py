@@ -1,0 +1,160 @@
+"""Charge use cases: reads, skip and unskip, moving a charge's date (spec 02 Charges,
+decisions §5.11-§5.13, §5.16). Skips and dates are inputs of the plan: these change them
+on the purchase items and replan; the reconciler writes the charges."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from rebill.errors import NotFound, ValidationFailed
+
+from ..address import repository as addresses
+from ..listing import ListQuery, PageResult
+from ..schedule.dates import add_interval, occurrences
+from ..schedule.reconcile import replan
+from ..subscription import repository as items
+from ..subscription.model import ACTIVE, SUBSCRIPTION, PurchaseItem
+from ..unit import Unit
+from . import repository
+from .model import QUEUED, SKIPPED, Charge
+
+
+def get(unit: Unit, charge_id: int) -> Charge:
+    found = repository.get(unit.conn, unit.store_id, charge_id, unit.now)
+    if found is None:
+        raise NotFound()
+    return found
+
+
+def list_page(unit: Unit, query: ListQuery) -> PageResult:
+    return repository.page(unit.conn, unit.store_id, query, unit.now)
+
+
+def count(unit: Unit, filters: dict[str, Any]) -> int:
+    return repository.count_where(unit.conn, unit.store_id, filters, unit.now)
+
+
+def _locked(unit: Unit, charge_id: int) -> Charge:
+    charge = get(unit, charge_id)
+    addresses.lock(unit.conn, unit.store_id, [charge.address_id])
+    return get(unit, charge_id)
+
+
+def _chosen(charge: Charge, item_ids: list[int] | None, field: str) -> list[int]:
+    on_charge = charge.purchase_item_ids
+    if not item_ids:
+        return on_charge
+    foreign = [i for i in item_ids if i not in on_charge]
+    if foreign:
+        raise ValidationFailed.field(field, f"not on this charge: {', '.join(map(str, foreign))}")
+    return list(dict.fromkeys(item_ids))
+
+
+def _skippable(item: PurchaseItem, field: str) -> None:
+    if item.is_prepaid:
+        # NOTE: decisions §5.11, prepaid items cannot be skipped.
+        raise ValidationFailed.field(field, f"purchase item {item.id} is prepaid and cannot be skipped")
+    if not item.is_skippable:
+        raise ValidationFailed.field(field, f"purchase item {item.id} is not skippable")
+
+
+def _next_after(item: PurchaseItem, when: date, skipped: set[date]) -> date:
+    """The item's first cadence date after ``when`` that is not skipped."""
+    assert item.order_interval_unit and item.charge_interval_frequency
+    current = when
+    while True:
+        current = add_interval(current, item.order_interval_unit, item.charge_interval_frequency, item.anchor_day)
+        if current not in skipped:
+            return current
+
+
+def _skip_items(unit: Unit, chosen: list[PurchaseItem], when: date) -> None:
+    for item in chosen:
+        items.add_skip(unit.conn, unit.store_id, item.address_id, item.id, when)
+        if item.kind == SUBSCRIPTION and item.next_charge_scheduled_at == when:
+            skipped = set(items.skipped_dates(unit.conn, item.id))
+            items.update_item(unit.conn, unit.store_id, item.id, item.lock_version,
+                              {"next_charge_scheduled_at": _next_after(item, when, skipped), "updated_at": unit.now})
+        unit.record(f"{item.kind}/skipped", item.id)
+
+
+def skip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "purchase_item_ids") -> Charge:
+    """NOTE: decisions §5.11, the chosen items (all when none is named) move to a skipped
+    charge of the date; each skipped subscription gets its next date and a new queued charge."""
+    charge = _locked(unit, charge_id)
+    if charge.status != QUEUED:
+        raise ValidationFailed.field("status", f"only a queued charge can be skipped; this one is {charge.status}")
+    chosen = items.many(unit.conn, unit.store_id, _chosen(charge, item_ids, field))
+    for item in chosen.values():
+        _skippable(item, field)
+    _skip_items(unit, list(chosen.values()), charge.scheduled_at)
+    result = replan(unit, [charge.address_id])
+    return get(unit, result[(charge.address_id, charge.scheduled_at, SKIPPED)])
+
+
+def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "purchase_item_ids") -> Charge:
+    charge = _locked(unit, charge_id)
+    if charge.status != SKIPPED:
+        raise ValidationFailed.field("status", f"only a skipped charge can be unskipped; this one is {charge.status}")
+    if charge.scheduled_at < unit.today:
+        raise ValidationFailed.field("scheduled_at", "a skipped charge in the past cannot be unskipped")
+    chosen = items.many(unit.conn, unit.store_id, _chosen(charge, item_ids, field))
+    for item in chosen.values():
+        if item.status != ACTIVE:
+            raise ValidationFailed.field(field, f"purchase item {item.id} is {item.status}")
+    for item in chosen.values():
+        items.remove_skip(unit.conn, item.id, charge.scheduled_at)
+        if item.kind == SUBSCRIPTION and (item.next_charge_scheduled_at is None
+                                          or item.next_charge_scheduled_at > charge.scheduled_at):
+            items.update_item(unit.conn, unit.store_id, item.id, item.lock_version,
+                              {"next_charge_scheduled_at": charge.scheduled_at, "updated_at": unit.now})
+        unit.record(f"{item.kind}/unskipped", item.id)
+    result = replan(unit, [charge.address_id])
+    return get(unit, result[(charge.address_id, charge.scheduled_at, QUEUED)])
+
+
+def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
+    """NOTE: decisions §5.13, the whole charge moves; onto a date where the address already
+    has a queued charge, the two merge into one (that one's id stays)."""
+    charge = _locked(unit, charge_id)
+    if charge.status != QUEUED:
+        raise ValidationFailed.field("status", f"only a queued charge can be moved; this one is {charge.status}")
+    if when < unit.today:
+        raise ValidationFailed.field("next_charge_date", "must not be in the past")
+    if when != charge.scheduled_at:
+        for item in items.many(unit.conn, unit.store_id, charge.purchase_item_ids).values():
+            changes: dict[str, Any] = {"next_charge_scheduled_at": when, "updated_at": unit.now}
+            if item.order_interval_unit == "month":
+                changes["anchor_day"] = when.day
+            items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes)
+            unit.record(f"{item.kind}/updated", item.id)
+    result = replan(unit, [charge.address_id], moved={(charge.address_id, charge.scheduled_at): when})
+    return get(unit, result[(charge.address_id, when, QUEUED)])
+
+
+def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int], field: str) -> Charge:
+    """NOTE: decisions §5.12, skip a future date on which those subscriptions would be
+    charged: the charge of that date is skipped, or created skipped if none exists yet."""
+    if not addresses.lock(unit.conn, unit.store_id, [address_id]):
+        raise NotFound()
+    if when <= unit.today:
+        raise ValidationFailed.field("date", "must be in the future")
+    chosen = items.many(unit.conn, unit.store_id, item_ids)
+    missing = [i for i in item_ids if i not in chosen or chosen[i].address_id != address_id]
+    if missing:
+        raise ValidationFailed.field(field, f"not on this address: {', '.join(map(str, missing))}")
+    for item in chosen.values():
+        _skippable(item, field)
+        if item.status != ACTIVE or item.next_charge_scheduled_at is None:
+            raise ValidationFailed.field(field, f"purchase item {item.id} is {item.status}")
+        due = ([item.next_charge_scheduled_at] if item.kind != SUBSCRIPTION else
+               occurrences(item.next_charge_scheduled_at, item.order_interval_unit or "day",
+                           item.charge_interval_frequency or 1, item.anchor_day, until=when, limit=10_000))
+        if when not in due:
+            raise ValidationFailed.field("date", f"purchase item {item.id} is not charged on {when.isoformat()}")
+        if when in items.skipped_dates(unit.conn, item.id):
+            raise ValidationFailed.field("date", f"purchase item {item.id} is already skipped on {when.isoformat()}")
+    _skip_items(unit, list(chosen.values()), when)
+    result = replan(unit, [address_id])
+    return get(unit, result[(address_id, when, SKIPPED)])

@@ -1,0 +1,104 @@
+"""Every amount of a charge, computed in one place (decisions §5.9, design guide "Money is
+computed once"): line totals, the discount, shipping, tax and the total, each rounded half
+up to the currency's minor units. Pure: no I/O, Decimal only.
+
+- A line costs unit price x quantity; the subtotal is the sum of the lines (decisions §5.9).
+- A percentage discount takes ``value`` % of the lines, rounded once; a fixed amount takes
+  ``value`` once per charge; neither touches shipping, and neither takes more than the lines
+  cost, so the total never goes below zero (decisions §7.5).
+- The discount is shared among the lines in proportion to their totals (largest remainder,
+  in minor units), so each line's taxable amount is what it really costs.
+- Tax is ``rate`` x each taxable line's discounted amount, rounded per line; with taxes
+  included the tax is the part of that amount the rate accounts for (amount x rate / (1 +
+  rate)) and is not added to the total. Shipping is not taxed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
+
+from ..money import minor_digits, quantize
+
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True)
+class LineInput:
+    unit_price: Decimal
+    quantity: int
+    taxable: bool
+
+
+@dataclass(frozen=True)
+class LineAmounts:
+    total_price: Decimal
+    discount: Decimal
+    taxable_amount: Decimal
+    tax_due: Decimal
+
+
+@dataclass(frozen=True)
+class Totals:
+    lines: list[LineAmounts]
+    total_line_items_price: Decimal
+    subtotal_price: Decimal
+    total_discounts: Decimal
+    total_shipping: Decimal
+    total_tax: Decimal
+    total_price: Decimal
+
+
+def discount_amount(kind: str, value: Decimal, eligible: Decimal, currency: str) -> Decimal:
+    if eligible <= 0:
+        return ZERO
+    if kind == "percentage":
+        taken = quantize(eligible * value / 100, currency)
+    else:
+        taken = quantize(value, currency)
+    return min(taken, eligible)
+
+
+def share(amount: Decimal, weights: list[Decimal], currency: str) -> list[Decimal]:
+    """``amount`` split in proportion to ``weights`` in whole minor units; the rounding
+    remainder goes to the largest fractional parts, so the shares add up exactly."""
+    total = sum(weights, ZERO)
+    if amount == 0 or total == 0:
+        return [ZERO for _ in weights]
+    unit = Decimal(1).scaleb(-minor_digits(currency))
+    exact = [amount * w / total for w in weights]
+    floors = [e.quantize(unit, rounding=ROUND_FLOOR) for e in exact]
+    left = int((amount - sum(floors, ZERO)) / unit)
+    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - floors[i]), i))
+    for i in order[:left]:
+        floors[i] += unit
+    return floors
+
+
+def compute(lines: list[LineInput], *, currency: str, discount: tuple[str, Decimal] | None,
+            shipping: list[Decimal], tax_rate: Decimal | None, taxes_included: bool) -> Totals:
+    totals = [quantize(line.unit_price * line.quantity, currency) for line in lines]
+    line_sum = sum(totals, ZERO)
+    taken = discount_amount(discount[0], discount[1], line_sum, currency) if discount else ZERO
+    shares = share(taken, totals, currency)
+    rate = tax_rate or ZERO
+    amounts = []
+    for line, total, off in zip(lines, totals, shares):
+        base = total - off
+        if not line.taxable or rate == 0:
+            amounts.append(LineAmounts(total, off, base if line.taxable else ZERO, ZERO))
+            continue
+        tax = quantize(base * rate / (1 + rate) if taxes_included else base * rate, currency)
+        amounts.append(LineAmounts(total, off, base, tax))
+    total_shipping = quantize(sum(shipping, ZERO), currency)
+    total_tax = sum((a.tax_due for a in amounts), ZERO)
+    total = line_sum - taken + total_shipping + (ZERO if taxes_included else total_tax)
+    return Totals(
+        lines=amounts,
+        total_line_items_price=line_sum,
+        subtotal_price=line_sum,
+        total_discounts=taken,
+        total_shipping=total_shipping,
+        total_tax=quantize(total_tax, currency),
+        total_price=max(quantize(total, currency), ZERO),
+    )

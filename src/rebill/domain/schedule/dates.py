@@ -1,0 +1,74 @@
+"""Date arithmetic of charge intervals (decisions §5.1, §5.3, §5.16): pure functions, no I/O.
+
+A cadence is a unit (``day``, ``week``, ``month``) and a frequency. Monthly cadences keep an
+anchor day, so that Jan 31 -> Feb 28 (or 29) -> Mar 31: the day is clamped to the month's
+end, never carried over. Weekdays count from 0 = Monday (decisions §5.1)."""
+
+from __future__ import annotations
+
+import calendar
+from datetime import date, timedelta
+
+UNITS = ("day", "week", "month")
+# Far enough for any schedule a client can ask to see; keeps loops bounded on hostile input.
+MAX_STEPS = 10_000
+
+
+def add_months(start: date, months: int, anchor_day: int | None = None) -> date:
+    index = start.year * 12 + start.month - 1 + months
+    year, month = divmod(index, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return date(year, month + 1, min(anchor_day or start.day, last))
+
+
+def add_interval(start: date, unit: str, frequency: int, anchor_day: int | None = None) -> date:
+    """``start`` plus ``frequency`` units; a month keeps ``anchor_day`` (clamped)."""
+    if unit == "day":
+        return start + timedelta(days=frequency)
+    if unit == "week":
+        return start + timedelta(weeks=frequency)
+    if unit == "month":
+        return add_months(start, frequency, anchor_day)
+    raise ValueError(f"unknown interval unit {unit!r}")
+
+
+def align(start: date, unit: str, day_of_month: int | None, day_of_week: int | None) -> date:
+    """The first date on or after ``start`` that falls on the order day: a day of the month
+    (clamped to short months) for monthly cadences, a weekday for weekly ones."""
+    if unit == "month" and day_of_month:
+        candidate = add_months(start, 0, day_of_month)
+        return candidate if candidate >= start else add_months(start, 1, day_of_month)
+    if unit == "week" and day_of_week is not None:
+        return start + timedelta(days=(day_of_week - start.weekday()) % 7)
+    return start
+
+
+def first_after(start: date, unit: str, frequency: int, anchor_day: int | None, after: date) -> date:
+    """The first date of the cadence through ``start`` that is strictly after ``after``
+    (``start`` itself when it already is)."""
+    current, steps = start, 0
+    if unit == "day" and current <= after:
+        # Whole steps at once: a daily cadence can be years behind.
+        behind = (after - current).days // frequency + 1
+        return current + timedelta(days=behind * frequency)
+    while current <= after:
+        current = add_interval(start, unit, frequency * (steps + 1), anchor_day)
+        steps += 1
+        if steps > MAX_STEPS:
+            raise ValueError("cadence does not reach the date")
+    return current
+
+
+def occurrences(start: date, unit: str, frequency: int, anchor_day: int | None, *, until: date,
+                limit: int) -> list[date]:
+    """The dates of the cadence from ``start`` (included) up to ``until``, at most ``limit``.
+    Every date is computed from ``start``, so month ends do not drift."""
+    dates: list[date] = []
+    step = 0
+    while len(dates) < limit:
+        current = add_interval(start, unit, frequency * step, anchor_day) if step else start
+        if current > until:
+            break
+        dates.append(current)
+        step += 1
+    return dates

@@ -1,0 +1,41 @@
+"""Deferred regenerations (decisions §5.3): an update with ``commit=false`` leaves the
+address's queued charges as they are for 5 seconds, flagged ``has_uncommitted_changes``;
+then :func:`run_due` replans them. Any replan of the address in the meantime clears it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from rebill.models import pending_regenerations
+
+# NOTE: spec 01 Limits, the charge regeneration window after a commit=false update.
+WINDOW = timedelta(seconds=5)
+
+
+def defer(conn: Connection, store_id: int, address_id: int, now: datetime) -> None:
+    due = now + WINDOW
+    table = pending_regenerations
+    changed = conn.execute(update(table).where(table.c.address_id == address_id).values(due_at=due)).rowcount
+    if not changed:
+        conn.execute(insert(table).values(address_id=address_id, store_id=store_id, due_at=due))
+
+
+def clear(conn: Connection, address_ids: list[int]) -> None:
+    conn.execute(delete(pending_regenerations).where(pending_regenerations.c.address_id.in_(address_ids)))
+
+
+def due(conn: Connection, now: datetime, *, store_id: int | None = None) -> list[tuple[int, int]]:
+    """(store id, address id) of every deferred regeneration whose time has come."""
+    table = pending_regenerations
+    stmt = select(table.c.store_id, table.c.address_id).where(table.c.due_at <= now)
+    if store_id is not None:
+        stmt = stmt.where(table.c.store_id == store_id)
+    return [(r[0], r[1]) for r in conn.execute(stmt.order_by(table.c.store_id, table.c.address_id))]
+
+
+def waiting(conn: Connection, address_id: int) -> Any:
+    table = pending_regenerations
+    return conn.execute(select(table.c.due_at).where(table.c.address_id == address_id)).scalar()

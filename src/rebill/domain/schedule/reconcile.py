@@ -1,0 +1,167 @@
+"""Make the stored queued and skipped charges of some addresses equal to their plan
+(design guide, "The billing engine"): insert the charges that are new, update in place the
+ones that changed, delete the ones that vanished, each with its event.
+
+Every change that can affect a charge ends by calling :func:`replan` for the addresses it
+touched, so no code path edits a queued charge by hand. Ids are stable: a planned charge
+takes the id of the stored charge with the same address, date and status, else of the
+stored charge with the same address and date (a whole skip or unskip turns one charge into
+the other), else, when the caller moved a date, of the charge it moved."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from ..address import repository as addresses
+from ..charge import repository as charges
+from ..charge.model import Charge
+from ..customer import repository as customers
+from ..store import repository as stores
+from ..subscription import repository as items
+from ..unit import Unit
+from . import pending
+from .plan import PlannedCharge, plan_address
+
+# The columns a plan decides; everything else on a charge belongs to processing.
+PLANNED = ("customer_id", "address_id", "scheduled_at", "status", "type", "currency", "line_items", "shipping_lines",
+           "tax_lines", "discounts", "discount_id", "billing_address", "shipping_address", "order_attributes", "note",
+           "taxable", "taxes_included", "subtotal_price", "total_discounts", "total_line_items_price", "total_tax",
+           "total_shipping", "total_price", "total_weight_grams", "orders_count")
+BATCH = 500  # addresses per round trip; keeps IN lists far below SQLite's variable limit
+Key = tuple[int, date, str]
+
+
+def _new_row(unit: Unit, planned: PlannedCharge, original: date | None) -> dict[str, Any]:
+    return {
+        **planned.values,
+        "store_id": unit.store_id,
+        "tags": None,
+        "total_refunds": Decimal(0),
+        "processed_at": None,
+        "error": None,
+        "error_type": None,
+        "charge_attempts": 0,
+        "retry_date": None,
+        "last_charge_attempt": None,
+        "external_order_id": None,
+        "external_transaction_id": None,
+        "payment_processor": None,
+        "has_uncommitted_changes": False,
+        "merged_at": None,
+        "original_scheduled_at": original or planned.scheduled_at,
+        "lock_version": 1,
+        "created_at": unit.now,
+        "updated_at": unit.now,
+    }
+
+
+def _billing(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A customer's 2021-01 billing address, when it has one, is the charge's billing address."""
+    if not document or not document.get("address1"):
+        return None
+    return {name: document.get(name) for name in ("address1", "address2", "city", "company", "country_code",
+                                                  "first_name", "last_name", "phone", "province", "zip")}
+
+
+def plan_of(unit: Unit, address_ids: list[int]) -> list[PlannedCharge]:
+    """The plan of these addresses from what is stored now (also what tests compare with)."""
+    store = stores.get(unit.conn, unit.store_id) or unit.store
+    found = addresses.many(unit.conn, unit.store_id, address_ids)
+    owners = customers.many(unit.conn, unit.store_id, list({a.customer_id for a in found.values()}))
+    by_address: dict[int, list[Any]] = defaultdict(list)
+    for item in items.for_plan(unit.conn, unit.store_id, list(found)):
+        by_address[item.address_id].append(item)
+    skips: dict[int, list[tuple[int, date]]] = defaultdict(list)
+    for address_id, item_id, when in items.skips_of(unit.conn, list(found)):
+        skips[address_id].append((item_id, when))
+    planned: list[PlannedCharge] = []
+    for address_id in sorted(found):
+        address = found[address_id]
+        owner = owners.get(address.customer_id)
+        planned += plan_address(store, address, _billing(owner.billing_address if owner else None),
+                                by_address[address_id], skips[address_id])
+    return planned
+
+
+def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] | None = None) -> dict[Key, int]:
+    """Reconcile the charges of ``address_ids``; returns the charge id of every planned key.
+    ``moved`` maps (address, old date) to the new date of a charge whose date the caller moved."""
+    ids = sorted(set(address_ids))
+    result: dict[Key, int] = {}
+    for start in range(0, len(ids), BATCH):
+        result.update(_replan_batch(unit, ids[start:start + BATCH], moved or {}))
+    return result
+
+
+def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date]) -> dict[Key, int]:
+    addresses.lock(unit.conn, unit.store_id, ids)
+    planned = plan_of(unit, ids)
+    stored = charges.of_addresses(unit.conn, unit.store_id, ids, ("queued", "skipped"))
+    by_date: dict[tuple[int, date], list[Charge]] = defaultdict(list)
+    for charge in stored:
+        by_date[(charge.address_id, charge.scheduled_at)].append(charge)
+
+    taken: dict[Key, Charge] = {}
+    used: set[int] = set()
+    # Same address, date and status first; then same address and date.
+    for exact in (True, False):
+        for plan in planned:
+            if plan.key in taken:
+                continue
+            for charge in by_date.get((plan.address_id, plan.scheduled_at), ()):
+                if charge.id not in used and (charge.status == plan.status or not exact):
+                    taken[plan.key] = charge
+                    used.add(charge.id)
+                    break
+    # A moved charge keeps its id at its new date when nothing was there already.
+    merged_into: set[Key] = set()
+    for (address_id, old), new in moved.items():
+        for charge in by_date.get((address_id, old), ()):
+            if charge.id in used or charge.status != "queued":
+                continue
+            key = (address_id, new, "queued")
+            if key in taken:
+                merged_into.add(key)
+            elif any(p.key == key for p in planned):
+                taken[key] = charge
+                used.add(charge.id)
+
+    inserts: list[PlannedCharge] = []
+    item_pairs: list[tuple[int, int]] = []
+    replaced: list[int] = []
+    result: dict[Key, int] = {}
+    for plan in planned:
+        charge = taken.get(plan.key)
+        if charge is None:
+            inserts.append(plan)
+            continue
+        result[plan.key] = charge.id
+        changes = {k: v for k, v in plan.values.items() if getattr(charge, k) != v}
+        if plan.key in merged_into:
+            changes["merged_at"] = unit.now
+        if charge.scheduled_at != plan.scheduled_at and charge.original_scheduled_at is None:
+            changes["original_scheduled_at"] = charge.scheduled_at
+        if changes or charge.has_uncommitted_changes:
+            changes.update(has_uncommitted_changes=False, updated_at=unit.now)
+            charges.update_one(unit.conn, unit.store_id, charge.id, changes)
+            unit.record("charge/updated", charge.id)
+        if charge.purchase_item_ids != plan.item_ids:
+            replaced.append(charge.id)
+            item_pairs += [(charge.id, item_id) for item_id in plan.item_ids]
+
+    gone = [c.id for c in stored if c.id not in used]
+    charges.delete_many(unit.conn, unit.store_id, gone)
+    for charge_id in gone:
+        unit.record("charge/deleted", charge_id, {"id": charge_id})
+
+    new_ids = charges.insert_many(unit.conn, [_new_row(unit, plan, None) for plan in inserts])
+    for plan, charge_id in zip(inserts, new_ids):
+        result[plan.key] = charge_id
+        item_pairs += [(charge_id, item_id) for item_id in plan.item_ids]
+        unit.record("charge/created", charge_id)
+    charges.set_items(unit.conn, unit.store_id, item_pairs, replace=replaced)
+    pending.clear(unit.conn, ids)
+    return result

@@ -1,0 +1,86 @@
+"""The rules of a subscription's cadence (decisions §5.1, §5.3, §5.4, §5.16): which interval
+fields go together, what they may hold, and where the next charge date falls."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from rebill.errors import ValidationFailed, add_error
+
+from ..schedule.dates import UNITS, add_interval, align, first_after
+
+INTERVAL_FIELDS = ("charge_interval_frequency", "order_interval_frequency", "order_interval_unit")
+MAX_FREQUENCY = 1000
+
+
+def check(values: dict[str, Any]) -> dict[str, Any]:
+    """The cadence fields of ``values`` checked together; the unit lower-cased (decisions §5.16)."""
+    errors: dict[str, list[str]] = {}
+    unit = values.get("order_interval_unit")
+    if isinstance(unit, str):
+        unit = values["order_interval_unit"] = unit.strip().lower()
+    if unit not in UNITS:
+        add_error(errors, "order_interval_unit", f"must be one of: {', '.join(UNITS)}")
+    for name in ("charge_interval_frequency", "order_interval_frequency"):
+        value = values.get(name)
+        if value is None:
+            add_error(errors, name, "is required")
+        elif not 1 <= value <= MAX_FREQUENCY:
+            add_error(errors, name, f"must be from 1 to {MAX_FREQUENCY}")
+    charge, order = values.get("charge_interval_frequency"), values.get("order_interval_frequency")
+    if not errors and charge != order and (charge < order or charge % order):
+        # NOTE: decisions §5.4, prepaid: a multiple of the order interval, and larger.
+        add_error(errors, "charge_interval_frequency",
+                  "must equal order_interval_frequency or be a larger multiple of it (prepaid)")
+    day_of_month, day_of_week = values.get("order_day_of_month"), values.get("order_day_of_week")
+    if day_of_month is not None:
+        if unit != "month":
+            add_error(errors, "order_day_of_month", "applies to monthly intervals only")
+        elif not 1 <= day_of_month <= 31:
+            add_error(errors, "order_day_of_month", "must be from 1 to 31")
+    if day_of_week is not None:
+        if unit != "week":
+            add_error(errors, "order_day_of_week", "applies to weekly intervals only")
+        elif not 0 <= day_of_week <= 6:
+            add_error(errors, "order_day_of_week", "must be from 0 (Monday) to 6 (Sunday)")
+    for name, high in (("cutoff_day_of_month", 31), ("cutoff_day_of_week", 6)):
+        value = values.get(name)
+        if value is not None and not 0 <= value <= high:
+            add_error(errors, name, f"must be from 0 to {high}")
+    limit = values.get("expire_after_specific_number_of_charges")
+    if limit is not None and limit < 1:
+        add_error(errors, "expire_after_specific_number_of_charges", "must be at least 1")
+    if errors:
+        raise ValidationFailed(errors)
+    return values
+
+
+def check_future(name: str, when: date, today: date) -> None:
+    """NOTE: decisions §5.3, a next charge date in the past answers 422; today is allowed."""
+    if when < today:
+        raise ValidationFailed.field(name, "must not be in the past")
+
+
+def anchor_for(unit: str, when: date, day_of_month: int | None) -> int | None:
+    return (day_of_month or when.day) if unit == "month" else None
+
+
+def first_date(values: dict[str, Any], today: date) -> date:
+    """Without an explicit date, the first charge falls one charge interval from today, on the
+    order day when one is set (docs/api-choices.md)."""
+    unit = values["order_interval_unit"]
+    start = add_interval(today, unit, values["charge_interval_frequency"], today.day)
+    return align(start, unit, values.get("order_day_of_month"), values.get("order_day_of_week"))
+
+
+def after_interval_change(values: dict[str, Any], since: date, today: date) -> date:
+    """NOTE: decisions §5.16, the last successful charge date (or the creation date) plus one
+    new interval; if that is not after today, the first date after today on that cadence."""
+    unit, frequency = values["order_interval_unit"], values["charge_interval_frequency"]
+    start = align(since, unit, values.get("order_day_of_month"), values.get("order_day_of_week"))
+    anchor = anchor_for(unit, start, values.get("order_day_of_month"))
+    candidate = add_interval(start, unit, frequency, anchor)
+    if candidate > today:
+        return candidate
+    return first_after(start, unit, frequency, anchor, today)

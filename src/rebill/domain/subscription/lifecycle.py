@@ -1,0 +1,97 @@
+"""Moving a subscription along (decisions §5.2, §5.16): cancel, activate, a new next charge
+date, another address. Each ends by replanning the charges of the addresses it touched."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from rebill.errors import Conflict, ValidationFailed
+
+from ..customer import activity
+from ..schedule.reconcile import replan
+from ..unit import Unit
+from . import intervals, repository
+from .model import ACTIVE, CANCELLED, EXPIRED, PurchaseItem
+from .service import address_for, get
+
+
+def _save(unit: Unit, current: PurchaseItem, changes: dict[str, object], topic: str) -> None:
+    changes["updated_at"] = unit.now
+    if not repository.update_item(unit.conn, unit.store_id, current.id, current.lock_version, changes):
+        raise Conflict()
+    unit.record(topic, current.id)
+
+
+def cancel(unit: Unit, subscription_id: int, reason: str, comments: str | None) -> PurchaseItem:
+    current = get(unit, subscription_id)
+    address_for(unit, current.address_id)
+    if current.status != ACTIVE:
+        raise ValidationFailed.field("status", f"the subscription is {current.status}, not active")
+    # NOTE: decisions §5.16, cancel clears the next date and takes the item out of its charge;
+    # skips still ahead go with it, skipped charges already past stay as history.
+    repository.remove_skips(unit.conn, subscription_id, from_date=unit.today)
+    _save(unit, current, {"status": CANCELLED, "cancelled_at": unit.now, "cancellation_reason": reason,
+                          "cancellation_reason_comments": comments, "next_charge_scheduled_at": None,
+                          "cancelled_next_date": current.next_charge_scheduled_at}, "subscription/cancelled")
+    activity.refresh(unit, current.customer_id)
+    replan(unit, [current.address_id])
+    return get(unit, subscription_id)
+
+
+def activate(unit: Unit, subscription_id: int) -> PurchaseItem:
+    current = get(unit, subscription_id)
+    address_for(unit, current.address_id)
+    if current.status == ACTIVE:
+        raise ValidationFailed.field("status", "the subscription is already active")
+    if current.status == EXPIRED:
+        raise ValidationFailed.field("status", "an expired subscription cannot be activated")
+    today = unit.today
+    # NOTE: decisions §5.16, the date it had when cancelled if still ahead, else tomorrow.
+    when = current.cancelled_next_date
+    if when is None or when <= today:
+        when = today + timedelta(days=1)
+    _save(unit, current, {"status": ACTIVE, "cancelled_at": None, "cancellation_reason": None,
+                          "cancellation_reason_comments": None, "cancelled_next_date": None,
+                          "next_charge_scheduled_at": when, "max_retries_reached": False}, "subscription/activated")
+    activity.refresh(unit, current.customer_id)
+    replan(unit, [current.address_id])
+    return get(unit, subscription_id)
+
+
+def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> PurchaseItem:
+    current = get(unit, subscription_id)
+    address_for(unit, current.address_id)
+    if current.status != ACTIVE:
+        raise ValidationFailed.field("date", f"the subscription is {current.status}: it has no next charge")
+    intervals.check_future("date", when, unit.today)
+    if when != current.next_charge_scheduled_at:
+        # Later charges follow the new date: it becomes the anchor of a monthly cadence.
+        anchor = intervals.anchor_for(current.order_interval_unit or "", when, None)
+        _save(unit, current, {"next_charge_scheduled_at": when, "anchor_day": anchor}, "subscription/updated")
+        replan(unit, [current.address_id])
+    return get(unit, subscription_id)
+
+
+def change_address(unit: Unit, subscription_id: int, address_id: int, when: date | None) -> PurchaseItem:
+    current = get(unit, subscription_id)
+    target = address_for(unit, address_id)
+    address_for(unit, current.address_id)
+    if target.customer_id != current.customer_id:
+        raise ValidationFailed.field("address_id", "address belongs to another customer")
+    if target.presentment_currency != current.presentment_currency:
+        raise ValidationFailed.field("address_id", "address has another presentment currency")
+    changes: dict[str, object] = {}
+    if address_id != current.address_id:
+        changes["address_id"] = address_id
+    if when is not None:
+        if current.status != ACTIVE:
+            raise ValidationFailed.field("next_charge_scheduled_at", "the subscription is not active")
+        intervals.check_future("next_charge_scheduled_at", when, unit.today)
+        if when != current.next_charge_scheduled_at:
+            changes["next_charge_scheduled_at"] = when
+            changes["anchor_day"] = intervals.anchor_for(current.order_interval_unit or "", when, None)
+    if changes:
+        _save(unit, current, changes, "subscription/updated")
+        repository.move_skips(unit.conn, subscription_id, address_id)
+        replan(unit, {current.address_id, address_id})
+    return get(unit, subscription_id)

@@ -1,0 +1,62 @@
+"""One-time items (decisions §5.6): one line on the charge of their date, then done."""
+
+from __future__ import annotations
+
+import msgspec
+
+from rebill.errors import Conflict
+
+from ..money import quantize
+from ..schedule.reconcile import replan
+from ..unit import Unit
+from . import intervals, repository
+from .model import ACTIVE, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
+from .service import _check_quantity, address_for, catalog_values, get
+
+
+def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
+    address = address_for(unit, command.address_id)
+    _check_quantity(command.quantity)
+    intervals.check_future("next_charge_scheduled_at", command.next_charge_scheduled_at, unit.today)
+    values = catalog_values(unit, msgspec.structs.asdict(command), currency=address.presentment_currency)
+    values.update(
+        store_id=unit.store_id, kind=ONETIME, customer_id=address.customer_id, plan_id=None, status=ACTIVE,
+        presentment_currency=address.presentment_currency, sku_override=bool(values.get("sku_override")),
+        charges_count=0, last_charge_date=None, cancelled_next_date=None, is_skippable=True, is_swappable=False,
+        max_retries_reached=False, cancellation_reason=None, cancellation_reason_comments=None, cancelled_at=None,
+        analytics_data=None, lock_version=1, created_at=unit.now, updated_at=unit.now,
+    )
+    item_id = repository.insert_item(unit.conn, values)
+    unit.record("onetime/created", item_id)
+    replan(unit, [address.id])
+    return get(unit, item_id, ONETIME)
+
+
+def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
+    current = get(unit, onetime_id, ONETIME)
+    address_for(unit, current.address_id)
+    current = get(unit, onetime_id, ONETIME)
+    changes = command.changes()
+    if "quantity" in changes:
+        _check_quantity(changes["quantity"])
+    if "next_charge_scheduled_at" in changes:
+        intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], unit.today)
+    if "external_variant_id" in changes or "external_product_id" in changes:
+        swapped = {"external_product_id": changes.get("external_product_id", current.external_product_id),
+                   "external_variant_id": changes.get("external_variant_id"),
+                   "product_title": changes.get("product_title"), "variant_title": changes.get("variant_title"),
+                   "sku": changes.get("sku"), "price": changes.get("price", current.price)}
+        filled = catalog_values(unit, swapped, currency=current.presentment_currency)
+        for name in ("external_variant_id", "product_title", "variant_title", "sku", "grams", "taxable",
+                     "requires_shipping", "images"):
+            changes[name] = filled[name]
+    if "price" in changes:
+        changes["price"] = quantize(changes["price"], current.presentment_currency)
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    if changes:
+        changes["updated_at"] = unit.now
+        if not repository.update_item(unit.conn, unit.store_id, onetime_id, current.lock_version, changes):
+            raise Conflict()
+        unit.record("onetime/updated", onetime_id)
+        replan(unit, [current.address_id])
+    return get(unit, onetime_id, ONETIME)

@@ -1,0 +1,160 @@
+"""Purchase items (subscriptions and one-time items) and their skips in the database."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, delete, exists, insert, or_, select, update
+
+from rebill.db.prepared import Prepared
+from rebill.db.rows import columns_for
+from rebill.db.statements import insert_row
+from rebill.models import charge_items, charges, customers, purchase_items, skips
+
+from ..filters import Filter, time_window, where
+from ..listing import ListQuery, PageResult, count, fetch_page
+from .model import ACTIVE, PurchaseItem
+
+_has_queued = (
+    exists().where(charge_items.c.purchase_item_id == purchase_items.c.id,
+                   charges.c.id == charge_items.c.charge_id, charges.c.status == "queued")
+    .label("has_queued_charges")
+)
+_select = (select(*columns_for(PurchaseItem, [*purchase_items.c, _has_queued,
+                                             customers.c.email.label("customer_email")]))
+           .select_from(purchase_items.join(customers, customers.c.id == purchase_items.c.customer_id)))
+_plain = select(*columns_for(PurchaseItem, purchase_items.c, leave_out=("has_queued_charges", "customer_email")))
+
+FILTERS: dict[str, Filter] = {
+    **time_window(purchase_items),
+    "address_id": lambda v: purchase_items.c.address_id == v,
+    "address_ids": lambda v: purchase_items.c.address_id.in_(v),
+    "customer_id": lambda v: purchase_items.c.customer_id == v,
+    "external_product_id": lambda v: purchase_items.c.external_product_id == v,
+    "external_variant_id": lambda v: purchase_items.c.external_variant_id == v,
+    "status": lambda v: purchase_items.c.status == v,
+    "is_cancelled": lambda v: (purchase_items.c.status == "cancelled") if v else (purchase_items.c.status != "cancelled"),
+}
+
+_by_id = Prepared(_select.where(purchase_items.c.id == bindparam("id"), purchase_items.c.store_id == bindparam("store_id"),
+                                purchase_items.c.kind == bindparam("kind")))
+
+
+def get(conn: Connection, store_id: int, kind: str, item_id: int) -> PurchaseItem | None:
+    row = _by_id.one(conn, id=item_id, store_id=store_id, kind=kind)
+    return PurchaseItem(*row) if row else None
+
+
+def many(conn: Connection, store_id: int, ids: list[int], kind: str | None = None) -> dict[int, PurchaseItem]:
+    if not ids:
+        return {}
+    stmt = _select.where(purchase_items.c.store_id == store_id, purchase_items.c.id.in_(set(ids)))
+    if kind is not None:
+        stmt = stmt.where(purchase_items.c.kind == kind)
+    return {row.id: PurchaseItem(*row) for row in conn.execute(stmt)}
+
+
+def of(conn: Connection, store_id: int, kind: str, *, address_ids: list[int] | None = None,
+       customer_ids: list[int] | None = None) -> list[PurchaseItem]:
+    stmt = _select.where(purchase_items.c.store_id == store_id, purchase_items.c.kind == kind)
+    if address_ids is not None:
+        stmt = stmt.where(purchase_items.c.address_id.in_(set(address_ids)))
+    if customer_ids is not None:
+        stmt = stmt.where(purchase_items.c.customer_id.in_(set(customer_ids)))
+    return [PurchaseItem(*row) for row in conn.execute(stmt.order_by(purchase_items.c.id))]
+
+
+def for_plan(conn: Connection, store_id: int, address_ids: list[int]) -> list[PurchaseItem]:
+    """What the plan of these addresses needs: their active items and every item with a skip."""
+    skipped = select(skips.c.purchase_item_id).where(skips.c.address_id.in_(address_ids))
+    stmt = _plain.where(purchase_items.c.store_id == store_id, purchase_items.c.address_id.in_(address_ids),
+                        or_(purchase_items.c.status == ACTIVE, purchase_items.c.id.in_(skipped)))
+    return [PurchaseItem(*row) for row in conn.execute(stmt.order_by(purchase_items.c.id))]
+
+
+def skips_of(conn: Connection, address_ids: list[int]) -> list[tuple[int, int, date]]:
+    """(address id, item id, date) of every skip on these addresses."""
+    stmt = select(skips.c.address_id, skips.c.purchase_item_id, skips.c.date).where(skips.c.address_id.in_(address_ids))
+    return [(r[0], r[1], r[2]) for r in conn.execute(stmt.order_by(skips.c.date, skips.c.purchase_item_id))]
+
+
+def skipped_dates(conn: Connection, item_id: int) -> list[date]:
+    return list(conn.execute(select(skips.c.date).where(skips.c.purchase_item_id == item_id)
+                             .order_by(skips.c.date)).scalars())
+
+
+def add_skip(conn: Connection, store_id: int, address_id: int, item_id: int, when: date) -> None:
+    conn.execute(insert(skips).values(store_id=store_id, address_id=address_id, purchase_item_id=item_id, date=when))
+
+
+def remove_skip(conn: Connection, item_id: int, when: date) -> bool:
+    return conn.execute(delete(skips).where(skips.c.purchase_item_id == item_id, skips.c.date == when)).rowcount == 1
+
+
+def remove_skips(conn: Connection, item_id: int, *, from_date: date | None = None) -> None:
+    stmt = delete(skips).where(skips.c.purchase_item_id == item_id)
+    if from_date is not None:
+        stmt = stmt.where(skips.c.date >= from_date)
+    conn.execute(stmt)
+
+
+def move_skips(conn: Connection, item_id: int, address_id: int) -> None:
+    conn.execute(update(skips).where(skips.c.purchase_item_id == item_id).values(address_id=address_id))
+
+
+def insert_item(conn: Connection, values: dict[str, Any]) -> int:
+    return insert_row(conn, purchase_items, values)
+
+
+def update_item(conn: Connection, store_id: int, item_id: int, lock_version: int, values: dict[str, Any]) -> bool:
+    """False when another write changed the item since it was read (decisions §4.6)."""
+    result = conn.execute(
+        update(purchase_items)
+        .where(purchase_items.c.id == item_id, purchase_items.c.store_id == store_id,
+               purchase_items.c.lock_version == lock_version)
+        .values(**values, lock_version=lock_version + 1))
+    return result.rowcount == 1
+
+
+def delete_item(conn: Connection, store_id: int, item_id: int) -> None:
+    conn.execute(delete(purchase_items).where(purchase_items.c.id == item_id, purchase_items.c.store_id == store_id))
+
+
+def address_ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
+    stmt = select(purchase_items.c.address_id).where(purchase_items.c.store_id == store_id,
+                                                     purchase_items.c.customer_id == customer_id).distinct()
+    return list(conn.execute(stmt).scalars())
+
+
+def active_count(conn: Connection, store_id: int, *, customer_id: int | None = None,
+                 address_id: int | None = None) -> int:
+    stmt = select(purchase_items.c.id).where(purchase_items.c.store_id == store_id,
+                                             purchase_items.c.kind == "subscription",
+                                             purchase_items.c.status == ACTIVE)
+    if customer_id is not None:
+        stmt = stmt.where(purchase_items.c.customer_id == customer_id)
+    if address_id is not None:
+        stmt = stmt.where(purchase_items.c.address_id == address_id)
+    return count(conn, stmt)
+
+
+def _filtered(store_id: int, kind: str, filters: dict[str, Any]) -> Any:
+    return where(_select.where(purchase_items.c.store_id == store_id, purchase_items.c.kind == kind), FILTERS, filters)
+
+
+def page(conn: Connection, store_id: int, kind: str, query: ListQuery) -> PageResult:
+    return fetch_page(conn, _filtered(store_id, kind, query.filters), purchase_items, query, PurchaseItem)
+
+
+def count_where(conn: Connection, store_id: int, kind: str, filters: dict[str, Any]) -> int:
+    stmt = select(purchase_items.c.id).where(purchase_items.c.store_id == store_id, purchase_items.c.kind == kind)
+    return count(conn, where(stmt, FILTERS, filters))
+
+
+def active_condition(address_column: Any) -> Any:
+    """An address (or customer) column with an active subscription (the `is_active` filter)."""
+    return exists().where(purchase_items.c.address_id == address_column, purchase_items.c.kind == "subscription",
+                          purchase_items.c.status == ACTIVE)
+
+

@@ -1,0 +1,245 @@
+"""Subscription use cases: create, read, update, delete (decisions §5.1-§5.5, §5.16).
+Lifecycle moves (cancel, activate, next date, address) are in ``lifecycle.py``. Every change
+ends by replanning the charges of the addresses it touched (domain/schedule)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from rebill.errors import Conflict, NotFound, ValidationFailed
+
+from ..address import repository as addresses
+from ..address.model import Address
+from ..catalog import service as catalog
+from ..charge import repository as charges
+from ..customer import activity
+from ..listing import ListQuery, PageResult
+from ..money import quantize
+from ..schedule import pending
+from ..schedule.reconcile import replan
+from ..unit import Unit
+from . import intervals, repository
+from .model import ACTIVE, SUBSCRIPTION, PurchaseItem, SubscriptionCreate, SubscriptionUpdate
+
+MAX_QUANTITY = 1_000_000
+
+
+def get(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION) -> PurchaseItem:
+    found = repository.get(unit.conn, unit.store_id, kind, subscription_id)
+    if found is None:
+        raise NotFound()
+    return found
+
+
+def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Address:
+    """The address a purchase item goes on, locked for the unit (reconcile.replan)."""
+    if not addresses.lock(unit.conn, unit.store_id, [address_id]):
+        raise ValidationFailed.field(field, "address not found")
+    found = addresses.get(unit.conn, unit.store_id, address_id)
+    assert found is not None
+    return found
+
+
+def catalog_values(unit: Unit, values: dict[str, Any], *, currency: str) -> dict[str, Any]:
+    """Fill what the caller left out from the catalog variant (decisions §5.1, "defaults
+    from the catalog variant"): titles, price, sku, weight, tax and shipping flags, images."""
+    product_id = values.get("external_product_id")
+    variant = catalog.variant_defaults(unit, product_id, values.get("external_variant_id")) if product_id else None
+    if product_id and variant is None and (values.get("price") is None or not values.get("product_title")):
+        raise ValidationFailed.field("external_variant_id" if values.get("external_variant_id") else
+                                     "external_product_id", "not found in the catalog")
+    if variant is not None:
+        values["external_variant_id"] = values.get("external_variant_id") or variant.external_variant_id
+        for name in ("product_title", "variant_title", "sku", "price"):
+            if values.get(name) is None:
+                values[name] = getattr(variant, name)
+        values.setdefault("grams", variant.grams)
+        values.setdefault("taxable", variant.taxable)
+        values.setdefault("requires_shipping", variant.requires_shipping)
+        values.setdefault("images", variant.images)
+    errors: dict[str, list[str]] = {}
+    if not values.get("product_title"):
+        errors["product_title"] = ["is required (or a product of the catalog)"]
+    if values.get("price") is None:
+        errors["price"] = ["is required (or a product of the catalog with a price)"]
+    elif values["price"] < 0:
+        errors["price"] = ["must not be negative"]
+    if errors:
+        raise ValidationFailed(errors)
+    values["price"] = quantize(values["price"], currency)
+    values.setdefault("grams", None)
+    values.setdefault("taxable", True)
+    values.setdefault("requires_shipping", True)
+    values.setdefault("images", None)
+    return values
+
+
+def _check_quantity(quantity: int) -> None:
+    if not 1 <= quantity <= MAX_QUANTITY:
+        raise ValidationFailed.field("quantity", f"must be from 1 to {MAX_QUANTITY}")
+
+
+def _apply_plan(unit: Unit, values: dict[str, Any]) -> None:
+    """A plan gives the product, the cadence and the price discount (decisions §5.8)."""
+    try:
+        plan = catalog.get_plan(unit, values["plan_id"])
+    except NotFound:
+        raise ValidationFailed.field("plan_id", "plan not found") from None
+    if plan.type == "onetime":
+        raise ValidationFailed.field("plan_id", "is a onetime plan")
+    if values.get("external_product_id") is None:
+        values["external_product_id"] = plan.external_product_id
+    preferences = plan.subscription_preferences or {}
+    if all(values.get(name) is None for name in intervals.INTERVAL_FIELDS):
+        values["charge_interval_frequency"] = preferences.get("charge_interval_frequency")
+        values["order_interval_frequency"] = preferences.get("order_interval_frequency")
+        values["order_interval_unit"] = preferences.get("interval_unit")
+        for name in ("order_day_of_month", "order_day_of_week", "cutoff_day_of_month", "cutoff_day_of_week",
+                     "expire_after_specific_number_of_charges"):
+            if values.get(name) is None:
+                values[name] = preferences.get(name)
+
+
+def _plan_price(unit: Unit, values: dict[str, Any], plan_id: int | None, currency: str) -> None:
+    if plan_id is None or values.get("price_given"):
+        return
+    plan = catalog.get_plan(unit, plan_id)
+    if plan.discount_amount and plan.discount_type == "percentage":
+        values["price"] = quantize(values["price"] * (100 - plan.discount_amount) / 100, currency)
+    elif plan.discount_amount and plan.discount_type == "fixed_amount":
+        values["price"] = max(quantize(values["price"] - plan.discount_amount, currency), 0)
+
+
+def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) -> PurchaseItem:
+    address = address_for(unit, command.address_id)
+    values = msgspec.structs.asdict(command)
+    values["price_given"] = command.price is not None
+    if command.plan_id is not None:
+        _apply_plan(unit, values)
+    if command.status != ACTIVE:
+        raise ValidationFailed.field("status", "a new subscription is active")
+    _check_quantity(command.quantity)
+    values = intervals.check(values)
+    values = catalog_values(unit, values, currency=address.presentment_currency)
+    _plan_price(unit, values, command.plan_id, address.presentment_currency)
+    today = unit.today
+    when = command.next_charge_scheduled_at
+    if when is not None:
+        intervals.check_future("next_charge_scheduled_at", when, today)
+    else:
+        when = intervals.first_date(values, today)
+    values.pop("price_given")
+    values.update(
+        store_id=unit.store_id,
+        kind=SUBSCRIPTION,
+        customer_id=address.customer_id,
+        status=ACTIVE,
+        presentment_currency=address.presentment_currency,
+        next_charge_scheduled_at=when,
+        anchor_day=intervals.anchor_for(values["order_interval_unit"], when, values.get("order_day_of_month")),
+        sku_override=bool(values.get("sku_override")),
+        charges_count=0,
+        last_charge_date=None,
+        cancelled_next_date=None,
+        max_retries_reached=False,
+        cancellation_reason=None,
+        cancellation_reason_comments=None,
+        cancelled_at=None,
+        lock_version=1,
+        created_at=unit.now,
+        updated_at=unit.now,
+    )
+    item_id = repository.insert_item(unit.conn, values)
+    unit.record("subscription/created", item_id)
+    activity.refresh(unit, address.customer_id)
+    if replan_now:
+        replan(unit, [address.id])
+    return get(unit, item_id)
+
+
+def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
+    current = get(unit, subscription_id)
+    address_for(unit, current.address_id)
+    current = get(unit, subscription_id)  # read again under the address's lock
+    changes = command.changes()
+    sent = [name for name in intervals.INTERVAL_FIELDS if name in changes]
+    if sent and len(sent) != len(intervals.INTERVAL_FIELDS):
+        # NOTE: decisions §5.3, the three interval fields change together or not at all.
+        missing = [n for n in intervals.INTERVAL_FIELDS if n not in changes]
+        raise ValidationFailed({name: ["must be sent with " + ", ".join(sent)] for name in missing})
+    if "quantity" in changes:
+        _check_quantity(changes["quantity"])
+    if current.status != ACTIVE and ({"next_charge_scheduled_at"} & set(changes)):
+        raise ValidationFailed.field("next_charge_scheduled_at", "a cancelled or expired subscription has none")
+    cadence = {name: changes.get(name, getattr(current, name)) for name in
+               (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week", "cutoff_day_of_month",
+                "cutoff_day_of_week", "expire_after_specific_number_of_charges")}
+    if any(name in changes for name in cadence):
+        cadence = intervals.check(cadence)
+        changes.update({k: v for k, v in cadence.items() if k in changes})
+    if "external_variant_id" in changes or "external_product_id" in changes:
+        if not current.is_swappable and changes.get("external_variant_id", current.external_variant_id) != \
+                current.external_variant_id:
+            raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
+        swapped = {"external_product_id": changes.get("external_product_id", current.external_product_id),
+                   "external_variant_id": changes.get("external_variant_id"),
+                   "product_title": changes.get("product_title"), "variant_title": changes.get("variant_title"),
+                   "sku": changes.get("sku"), "price": changes.get("price", current.price)}
+        filled = catalog_values(unit, swapped, currency=current.presentment_currency)
+        for name in ("external_variant_id", "product_title", "variant_title", "sku", "grams", "taxable",
+                     "requires_shipping", "images"):
+            changes[name] = filled[name]
+    if "price" in changes:
+        if changes["price"] < 0:
+            raise ValidationFailed.field("price", "must not be negative")
+        changes["price"] = quantize(changes["price"], current.presentment_currency)
+    today = unit.today
+    interval_changed = any(changes.get(n, getattr(current, n)) != getattr(current, n)
+                           for n in (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week"))
+    if "next_charge_scheduled_at" in changes:
+        intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], today)
+    elif interval_changed and current.status == ACTIVE:
+        since = current.last_charge_date or current.created_at.date()
+        changes["next_charge_scheduled_at"] = intervals.after_interval_change(cadence, since, today)
+    if interval_changed or "next_charge_scheduled_at" in changes:
+        when = changes.get("next_charge_scheduled_at") or current.next_charge_scheduled_at
+        if when is not None:
+            changes["anchor_day"] = intervals.anchor_for(cadence["order_interval_unit"], when,
+                                                         cadence.get("order_day_of_month"))
+    if interval_changed:
+        # NOTE: decisions §5.3, a new interval drops skipped and moved charges.
+        repository.remove_skips(unit.conn, subscription_id, from_date=today)
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    if changes:
+        changes["updated_at"] = unit.now
+        if not repository.update_item(unit.conn, unit.store_id, subscription_id, current.lock_version, changes):
+            raise Conflict()
+        unit.record("subscription/updated", subscription_id)
+        if not command.commit:
+            # NOTE: decisions §5.3, commit=false: the charges follow after the 5-second window.
+            pending.defer(unit.conn, unit.store_id, current.address_id, unit.now)
+            charges.mark_uncommitted(unit.conn, unit.store_id, current.address_id)
+        elif replan_now:
+            replan(unit, [current.address_id])
+    return get(unit, subscription_id)
+
+
+def delete(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION, *, replan_now: bool = True) -> None:
+    current = get(unit, subscription_id, kind)
+    address_for(unit, current.address_id)
+    repository.delete_item(unit.conn, unit.store_id, subscription_id)
+    unit.record(f"{kind}/deleted", subscription_id, {"id": subscription_id})
+    if kind == SUBSCRIPTION:
+        activity.refresh(unit, current.customer_id)
+    if replan_now:
+        replan(unit, [current.address_id])
+
+
+def list_page(unit: Unit, query: ListQuery, kind: str = SUBSCRIPTION) -> PageResult:
+    return repository.page(unit.conn, unit.store_id, kind, query)
+
+
+def count(unit: Unit, filters: dict[str, Any], kind: str = SUBSCRIPTION) -> int:
+    return repository.count_where(unit.conn, unit.store_id, kind, filters)
