@@ -73,3 +73,44 @@ def events_of(api: Any, resource_id: int | None = None) -> list[tuple[str, int]]
         stmt = stmt.where(events.c.resource_id == resource_id)
     with api.db.read() as conn:
         return [(r.topic, r.resource_id) for r in conn.execute(stmt.order_by(events.c.id))]
+
+
+def make_subscription(api: Any, address: Any = None, **overrides: Any) -> Any:
+    """A monthly subscription through the service (its charge is planned like any other)."""
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from rebill.domain.subscription import service as subscription_service
+    from rebill.domain.subscription.model import SubscriptionCreate
+    address = address or make_address(api)
+    values = {"address_id": address.id, "product_title": "Coffee", "variant_title": "1 lb", "price": Decimal("12.50"),
+              "quantity": 1, "charge_interval_frequency": 1, "order_interval_frequency": 1,
+              "order_interval_unit": "month", "next_charge_scheduled_at": api.clock.now().date() + timedelta(days=10),
+              **overrides}
+    if isinstance(values["price"], str):
+        values["price"] = Decimal(values["price"])
+    with api.db.write() as conn:
+        return subscription_service.create(_unit(api, conn), SubscriptionCreate(**values))
+
+
+def make_onetime(api: Any, address: Any = None, **overrides: Any) -> Any:
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from rebill.domain.subscription import onetimes
+    from rebill.domain.subscription.model import OnetimeCreate
+    address = address or make_address(api)
+    values = {"address_id": address.id, "product_title": "Mug", "price": Decimal("8.00"), "quantity": 1,
+              "next_charge_scheduled_at": api.clock.now().date() + timedelta(days=10), **overrides}
+    if isinstance(values["price"], str):
+        values["price"] = Decimal(values["price"])
+    with api.db.write() as conn:
+        return onetimes.create(_unit(api, conn), OnetimeCreate(**values))
+
+
+def charges_of(api: Any, address_id: int) -> list[Any]:
+    """The stored charges of an address, oldest first."""
+    from rebill.models import charges
+    stmt = select(charges).where(charges.c.store_id == api.store.id, charges.c.address_id == address_id)
+    with api.db.read() as conn:
+        return list(conn.execute(stmt.order_by(charges.c.scheduled_at, charges.c.id)))
