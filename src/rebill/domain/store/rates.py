@@ -1,0 +1,82 @@
+"""Changing a store's shipping rates, tax rates and ``taxes_included`` (decisions §5.9), an
+operator action (``rebill stores rates``). Every queued charge of the store depends on them,
+so the change replans every address of the store in the same transaction."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sqlalchemy import Connection, update
+
+from rebill.errors import ValidationFailed, add_error
+from rebill.models import stores
+
+from ..address import repository as addresses
+from ..geo import country
+from ..schedule.reconcile import replan
+from ..unit import Unit
+from . import repository
+from .model import Store
+
+
+def _amount(value: Any, *, rate: bool) -> Decimal | None:
+    try:
+        number = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+    if not number.is_finite() or number < 0 or (rate and number >= 1) or abs(number) >= 10**12:
+        return None
+    return number
+
+
+def check_shipping(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    errors: dict[str, Any] = {}
+    clean = []
+    for index, rate in enumerate(rates):
+        price = _amount(rate.get("price"), rate=False)
+        countries = [c.upper() for c in rate.get("country_codes") or []]
+        if price is None:
+            add_error(errors, f"{index}.price", "must be a non-negative amount")
+        if any(country(c) is None for c in countries):
+            add_error(errors, f"{index}.country_codes", "must be 2-letter country codes")
+        clean.append({"code": rate.get("code") or "standard", "title": rate.get("title") or "Shipping",
+                      "price": str(price), "country_codes": countries, "currency": rate.get("currency")})
+    if errors:
+        raise ValidationFailed({"shipping_rates": errors})
+    return clean
+
+
+def check_tax(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    errors: dict[str, Any] = {}
+    clean = []
+    for index, rate in enumerate(rates):
+        value = _amount(rate.get("rate"), rate=True)
+        code = str(rate.get("country_code") or "").upper()
+        if value is None:
+            add_error(errors, f"{index}.rate", "must be a fraction from 0 to 1 (0.0725 for 7.25 %)")
+        if country(code) is None:
+            add_error(errors, f"{index}.country_code", "must be a 2-letter country code")
+        clean.append({"country_code": code, "province": rate.get("province"), "rate": str(value),
+                      "title": rate.get("title") or "Tax"})
+    if errors:
+        raise ValidationFailed({"tax_rates": errors})
+    return clean
+
+
+def update_rates(conn: Connection, unit_now: Any, store: Store, *, shipping_rates: list[dict[str, Any]] | None = None,
+                 tax_rates: list[dict[str, Any]] | None = None, taxes_included: bool | None = None) -> Store:
+    values: dict[str, Any] = {}
+    if shipping_rates is not None:
+        values["shipping_rates"] = check_shipping(shipping_rates)
+    if tax_rates is not None:
+        values["tax_rates"] = check_tax(tax_rates)
+    if taxes_included is not None:
+        values["taxes_included"] = taxes_included
+    if values:
+        conn.execute(update(stores).where(stores.c.id == store.id).values(**values, updated_at=unit_now))
+    fresh = repository.get(conn, store.id)
+    assert fresh is not None
+    if values:
+        replan(Unit(conn, fresh, unit_now), addresses.ids_of_store(conn, store.id))
+    return fresh

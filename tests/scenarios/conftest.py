@@ -1,0 +1,30 @@
+"""Scenarios: stories told through HTTP while a frozen clock moves (design guide)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, time, timezone
+from typing import Any
+
+import pytest
+
+from rebill.domain.schedule.audit import differences
+from rebill.domain.unit import Unit
+
+
+@pytest.fixture
+def at(api: Any) -> Iterator[Callable[[date], None]]:
+    """``at(date(2026, 1, 15))`` sets the clock to noon UTC of that day; the clock the other
+    tests share is put back afterwards."""
+    before = api.clock.now()
+
+    def move(day: date) -> None:
+        api.clock.set(datetime.combine(day, time(12), tzinfo=timezone.utc))
+    yield move
+    api.clock.set(before)
+
+
+def assert_schedule_consistent(api: Any, *address_ids: int) -> None:
+    """The stored queued and skipped charges equal a plan made from scratch."""
+    with api.db.read() as conn:
+        assert differences(Unit(conn, api.store, api.clock.now()), list(address_ids)) == []
