@@ -23,6 +23,8 @@ stores_app = typer.Typer(help="Manage stores (tenants).", no_args_is_help=True)
 tokens_app = typer.Typer(help="Manage API tokens.", no_args_is_help=True)
 app.add_typer(stores_app, name="stores")
 app.add_typer(tokens_app, name="tokens")
+schedule_app = typer.Typer(help="The schedule of queued charges.", no_args_is_help=True)
+app.add_typer(schedule_app, name="schedule")
 
 err = Console(stderr=True)
 out = Console()
@@ -156,6 +158,107 @@ def tokens_create(
     except ValidationFailed as exc:
         _fail(exc)
     sys.stdout.write(raw + "\n")
+
+
+def _stores(conn: object, name: str | None) -> list[object]:
+    if name is None:
+        return stores_repo.all_stores(conn)  # type: ignore[arg-type]
+    found = stores_repo.by_name(conn, name)  # type: ignore[arg-type]
+    if found is None:
+        err.print(f"[red]no store named {name!r}[/red]")
+        raise typer.Exit(2)
+    return [found]
+
+
+def _rate(text: str, names: tuple[str, ...]) -> dict[str, str]:
+    parts = text.split(":")
+    if len(parts) < 2 or len(parts) > len(names):
+        raise typer.BadParameter(f"{text!r}: expected {':'.join(names)}")
+    return dict(zip(names, parts))
+
+
+@stores_app.command("rates")
+def stores_rates(
+    name: str,
+    shipping_rate: Optional[list[str]] = typer.Option(
+        None, "--shipping-rate", help="PRICE[:COUNTRIES[:CODE[:TITLE]]], e.g. 5.00:US,CA:std:Standard (repeatable)"),
+    tax_rate: Optional[list[str]] = typer.Option(
+        None, "--tax-rate", help="COUNTRY:RATE[:PROVINCE[:TITLE]], e.g. US:0.0725:CA:CA tax (repeatable)"),
+    clear_shipping: bool = typer.Option(False, "--clear-shipping", help="Remove every shipping rate"),
+    clear_tax: bool = typer.Option(False, "--clear-tax", help="Remove every tax rate"),
+    taxes_included: Optional[bool] = typer.Option(None, "--taxes-included/--taxes-added"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Set a store's shipping and tax rates (decisions §5.9); its queued charges follow at once."""
+    from rebill.domain.store.rates import update_rates
+    shipping = [] if clear_shipping else None
+    if shipping_rate:
+        shipping = []
+        for text in shipping_rate:
+            rate = _rate(text, ("price", "country_codes", "code", "title"))
+            shipping.append({**rate, "country_codes": _csv(rate.get("country_codes")) or []})
+    tax = [] if clear_tax else None
+    if tax_rate:
+        tax = [_rate(text, ("country_code", "rate", "province", "title")) for text in tax_rate]
+    db = Database.from_url(_settings(database).database_url)
+    try:
+        with db.write() as conn:
+            store = _stores(conn, name)[0]
+            update_rates(conn, SystemClock().now(), store, shipping_rates=shipping, tax_rates=tax,  # type: ignore
+                         taxes_included=taxes_included)
+    except ValidationFailed as exc:
+        _fail(exc)
+    err.print(f"[green]updated rates of[/green] {name}; its queued charges were regenerated")
+
+
+@schedule_app.command("regenerate")
+def schedule_regenerate(
+    store: Optional[str] = typer.Option(None, "--store", help="Store name (default: every store)"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Replan the queued and skipped charges of every address (of one store, or all), with a
+    progress bar. Safe at any time: charges that already agree are left as they are."""
+    from rich.progress import Progress
+
+    from rebill.domain.address import repository as address_repo
+    from rebill.domain.schedule.reconcile import BATCH, replan
+    from rebill.domain.unit import Unit
+    db = Database.from_url(_settings(database).database_url)
+    now = SystemClock().now()
+    with db.read() as conn:
+        plan = [(s, address_repo.ids_of_store(conn, s.id)) for s in _stores(conn, store)]  # type: ignore
+    total = sum(len(ids) for _, ids in plan)
+    with Progress(console=err) as progress:
+        task = progress.add_task("regenerating", total=total)
+        for found, ids in plan:
+            for start in range(0, len(ids), BATCH * 4):
+                with db.write() as conn:
+                    replan(Unit(conn, found, now), ids[start:start + BATCH * 4])  # type: ignore[arg-type]
+                progress.advance(task, len(ids[start:start + BATCH * 4]))
+    err.print(f"[green]regenerated[/green] the charges of {total} addresses")
+
+
+@schedule_app.command("check")
+def schedule_check(
+    store: Optional[str] = typer.Option(None, "--store", help="Store name (default: every store)"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Compare the stored queued charges with a plan made from scratch; exit 1 on a difference."""
+    from rebill.domain.address import repository as address_repo
+    from rebill.domain.schedule.audit import differences
+    from rebill.domain.unit import Unit
+    db = Database.from_url(_settings(database).database_url)
+    found_any = False
+    with db.read() as conn:
+        for found in _stores(conn, store):
+            ids = address_repo.ids_of_store(conn, found.id)  # type: ignore[attr-defined]
+            for start in range(0, len(ids), 500):
+                for line in differences(Unit(conn, found, SystemClock().now()), ids[start:start + 500]):  # type: ignore
+                    found_any = True
+                    out.print(f"{found.name}: {line}")  # type: ignore[attr-defined]
+    if found_any:
+        raise typer.Exit(1)
+    err.print("[green]the schedule agrees with its plan[/green]")
 
 
 def main() -> None:

@@ -149,3 +149,70 @@ def test_all_scopes_token_can_write(store_db):
             assert created.status_code == 201, created.text
     finally:
         edge.services.db.dispose()
+
+
+def _seeded_subscription(url: str):
+    """A customer, address and subscription in store 'acme', made through the services."""
+    from datetime import date, timedelta
+    from decimal import Decimal
+
+    from rebill.clock import SystemClock
+    from rebill.domain.address import service as address_service
+    from rebill.domain.address.model import AddressCreate
+    from rebill.domain.address.verifier import OfflineZipVerifier
+    from rebill.domain.customer import service as customer_service
+    from rebill.domain.customer.model import CustomerCreate
+    from rebill.domain.subscription import service as subscription_service
+    from rebill.domain.subscription.model import SubscriptionCreate
+    from rebill.domain.unit import Unit
+    db = Database.from_url(url)
+    with db.write() as conn:
+        store = repository.by_name(conn, "acme")
+        unit = Unit(conn, store, SystemClock().now())
+        customer = customer_service.create(unit, CustomerCreate(email=f"cli{id(unit)}@example.com", first_name="C",
+                                                                last_name="L"))
+        address = address_service.create(unit, OfflineZipVerifier(), AddressCreate(
+            customer_id=customer.id, address1="1 Main St", city="San Francisco", country_code="US", province="CA",
+            zip="94105", first_name="C", last_name="L", phone=""))
+        subscription_service.create(unit, SubscriptionCreate(
+            address_id=address.id, product_title="Tea", price=Decimal("10.00"), charge_interval_frequency=1,
+            order_interval_frequency=1, order_interval_unit="month",
+            next_charge_scheduled_at=date.today() + timedelta(days=5)))
+    return db, address.id
+
+
+def test_stores_rates_regenerates_the_queued_charges_and_schedule_check_agrees(store_db):
+    from rebill.domain.charge import repository as charges
+    db, address_id = _seeded_subscription(store_db)
+    result = run("stores", "rates", "acme", "--shipping-rate", "4.50:US:std:Standard", "--tax-rate", "US:0.1",
+                 "--database", store_db)
+    assert result.exit_code == 0, result.output
+    with db.read() as conn:
+        store = repository.by_name(conn, "acme")
+        [charge] = charges.of_addresses(conn, store.id, [address_id], ("queued",))
+    assert (str(charge.total_tax), str(charge.total_price)) == ("1.00", "15.50")
+    assert run("schedule", "check", "--store", "acme", "--database", store_db).exit_code == 0
+    regenerated = run("schedule", "regenerate", "--store", "acme", "--database", store_db)
+    assert regenerated.exit_code == 0 and "regenerated" in regenerated.output
+    db.dispose()
+
+
+def test_schedule_check_exits_1_when_a_charge_disagrees_with_its_plan(store_db):
+    from decimal import Decimal
+
+    from sqlalchemy import update
+
+    from rebill.models import charges
+    db, address_id = _seeded_subscription(store_db)
+    with db.write() as conn:
+        conn.execute(update(charges).where(charges.c.address_id == address_id).values(total_price=Decimal("0")))
+    result = run("schedule", "check", "--store", "acme", "--database", store_db)
+    assert result.exit_code == 1 and "total_price" in result.output
+    assert run("schedule", "regenerate", "--store", "acme", "--database", store_db).exit_code == 0
+    assert run("schedule", "check", "--store", "acme", "--database", store_db).exit_code == 0
+    db.dispose()
+
+
+def test_stores_rates_refuses_a_bad_rate(store_db):
+    result = run("stores", "rates", "acme", "--tax-rate", "US:1.5", "--database", store_db)
+    assert result.exit_code == 2 and "tax_rates" in result.output
