@@ -26,10 +26,14 @@ import time
 import uuid
 from pathlib import Path
 from statistics import median
+from typing import Any
 from urllib.request import Request, urlopen
 
 import psycopg
+from sqlalchemy import func, select
 
+from bench import schedule
+from rebill.api.listing import encode_cursor
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 from rebill.db.migrate import upgrade
@@ -38,10 +42,14 @@ from rebill.domain.address.model import AddressCreate
 from rebill.domain.address.verifier import OfflineZipVerifier
 from rebill.domain.customer import service as customer_service
 from rebill.domain.customer.model import CustomerCreate
+from rebill.domain.listing import Position
 from rebill.domain.store import service as store_service
 from rebill.domain.unit import Unit
+from rebill.models import addresses, charges
 
 HERE = Path(__file__).parent
+FIRST_PAGE = "GET /charges?limit=250"
+DEEP_PAGE = "GET /charges 100,000 deep"
 PORT = 8765
 BARE = "bare endpoint (same stack)"
 
@@ -64,6 +72,20 @@ def seed(url: str) -> tuple[str, int]:
     return token, customer.id
 
 
+def schedule_positions(url: str, store: Any) -> tuple[str, tuple[int, int]]:
+    """A cursor that resumes after the 100,000th charge of the schedule store (as a client
+    walking the list would hold), and the range of its address ids."""
+    db = Database.from_url(url)
+    with db.read() as conn:
+        ids = select(charges.c.id).where(charges.c.store_id == store.id).order_by(charges.c.id)
+        boundary = conn.execute(ids.offset(99_999).limit(1)).scalar() or conn.execute(
+            ids.order_by(None).order_by(charges.c.id.desc()).limit(1)).scalar()
+        low, high = conn.execute(select(func.min(addresses.c.id), func.max(addresses.c.id))
+                                 .where(addresses.c.store_id == store.id)).one()
+    db.dispose()
+    return encode_cursor("charges", {}, Position(boundary, boundary, False)), (low, high)
+
+
 def fresh_database(url: str | None) -> tuple[str, callable]:
     if url is None or url.startswith("sqlite"):
         folder = tempfile.mkdtemp(prefix="rebill-bench-")
@@ -78,7 +100,8 @@ def fresh_database(url: str | None) -> tuple[str, callable]:
     return url.rsplit("/", 1)[0] + "/" + name, drop
 
 
-def wrk(path: str, token: str, seconds: int, connections: int, script: Path | None = None) -> dict[str, float]:
+def wrk(path: str, token: str, seconds: int, connections: int, script: Path | None = None,
+        script_args: list[str] | None = None) -> dict[str, float]:
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
                "-H", f"X-Service-Access-Token: {token}", "-H", "X-Service-Version: 2021-11",
                "-H", "Content-Type: application/json"]
@@ -86,7 +109,8 @@ def wrk(path: str, token: str, seconds: int, connections: int, script: Path | No
         command += ["-s", str(script)]
     command.append(f"http://127.0.0.1:{PORT}{path}")
     if script:
-        command += ["--", uuid.uuid4().hex]  # the script's own argument: a tag unique to this run
+        # The script's own arguments: by default a tag unique to this run.
+        command += ["--", *(script_args or [uuid.uuid4().hex])]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
@@ -112,12 +136,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=3, help="per endpoint and round")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--addresses", type=int, default=50_000, help="addresses of the schedule benchmark")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed: run `make bench` (it installs wrk from Debian's packages)")
 
     url, cleanup = fresh_database(args.database)
+    print("seeding the request benchmark: one store, one customer, 300 addresses", flush=True)
     token, customer_id = seed(url)
+    sched = schedule.run(url, args.addresses)
+    deep_cursor, address_range = schedule_positions(url, sched["store"])
     env = {**os.environ, "REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off"}
     server = subprocess.Popen([sys.executable, "-m", "uvicorn", "bench.app:app", "--port", str(PORT),
                               "--log-level", "warning", "--no-access-log"], env=env, cwd=HERE.parent)
@@ -125,16 +153,22 @@ def main() -> None:
         wait_until_up(token)
         wrk("/__bare", token, 2, args.connections)  # warm-up
         wrk(f"/customers/{customer_id}", token, 2, args.connections)
+        sched_token = sched["token"]
         cases = [
-            (BARE, "/__bare", None),
-            ("GET /customers/{id}", f"/customers/{customer_id}", None),
-            ("GET /addresses?limit=250", "/addresses?limit=250", None),
-            ("POST /customers", "/customers", HERE / "post_customer.lua"),
+            (BARE, "/__bare", None, token, None),
+            ("GET /customers/{id}", f"/customers/{customer_id}", None, token, None),
+            ("GET /addresses?limit=250", "/addresses?limit=250", None, token, None),
+            ("POST /customers", "/customers", HERE / "post_customer.lua", token, None),
+            (FIRST_PAGE, "/charges?limit=250", None, sched_token, None),
+            (DEEP_PAGE, f"/charges?limit=250&cursor={deep_cursor}", None, sched_token, None),
+            ("POST /subscriptions", "/subscriptions", HERE / "post_subscription.lua", sched_token,
+             [str(address_range[0]), str(address_range[1]), "2031-01-15"]),
         ]
         rounds = []
-        for _ in range(args.rounds):
-            rounds.append({name: wrk(path, token, args.seconds, args.connections, script)
-                           for name, path, script in cases})
+        for number in range(args.rounds):
+            print(f"round {number + 1} of {args.rounds}: {', '.join(c[0] for c in cases)}", flush=True)
+            rounds.append({name: wrk(path, case_token, args.seconds, args.connections, script, script_args)
+                           for name, path, script, case_token, script_args in cases})
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=10)
@@ -145,7 +179,7 @@ def main() -> None:
           f"{args.rounds} rounds of {args.seconds}s per endpoint")
     print(f"{'endpoint':28} {'req/s (median)':>14} {'ratio (median)':>15} {'ratio per round':>24} {'non-2xx':>8}")
     summary = {}
-    for name, _, _ in cases:
+    for name, *_ in cases:
         rps = [r[name]["rps"] for r in rounds]
         ratios = [r[name]["rps"] / r[BARE]["rps"] for r in rounds]
         errors = sum(r[name]["non_2xx"] for r in rounds)
@@ -156,6 +190,16 @@ def main() -> None:
     read = median(summary["GET /customers/{id}"]["ratios"])
     print(f"\nsingle-record read target (>= 0.50 of the bare endpoint): {'met' if read >= 0.5 else 'NOT met'} "
           f"({read:.2f})")
+    deep = median(summary[FIRST_PAGE]["rps"]) / median(summary[DEEP_PAGE]["rps"])
+    print(f"deep page target (a page 100,000 rows deep at most 1.2x the first page's time): "
+          f"{'met' if deep <= 1.2 else 'NOT met'} ({deep:.2f}x)")
+    writes = {n: median(summary[n]["ratios"]) for n in ("POST /customers", "POST /subscriptions")}
+    print("write target (at least 0.3x the bare endpoint): "
+          + ", ".join(f"{n} {'met' if r >= 0.3 else 'NOT met'} ({r:.2f})" for n, r in writes.items()))
+    print(f"regeneration target (at most 10x a raw bulk insert): {'met' if sched['ratio'] <= 10 else 'NOT met'} "
+          f"({sched['ratio']:.1f}x: {sched['regenerate_s']:.1f} s against {sched['raw_insert_s']:.1f} s for "
+          f"{sched['rows']['charges']:,} charges)")
+    summary["regeneration"] = {k: v for k, v in sched.items() if k not in ("store", "token")}
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / f"latest-{backend.lower()}.json").write_text(json.dumps({"rounds": rounds, "summary": summary}, indent=2))
