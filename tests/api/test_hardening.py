@@ -1,11 +1,23 @@
 """Bad input of every odd kind answers 422 in the error shape, never 500, and both
 databases answer the same (decisions §2.3, §2.5, §3.3). Found by review."""
 
+import asyncio
 import base64
+from datetime import timedelta, timezone
+from decimal import Decimal
 
 import msgspec
 import pytest
 
+from rebill.api.call import Services
+from rebill.api.fields import Field, Schema
+from rebill.api.routing import Api
+from rebill.api.versions import VERSIONS
+from rebill.app import RESOURCES
+from rebill.domain.address.verifier import OfflineZipVerifier
+from rebill.errors import ValidationFailed
+from rebill.http.auth import TokenResolver
+from rebill.http.context import RequestContext
 from tests.api.test_addresses_support import V01, V11, create, us_fields
 from tests.builders import events_of, make_address, make_customer
 
@@ -39,12 +51,195 @@ def test_datetime_filter_past_the_calendar_answers_422(api, value):
         "created_at_min": [f"Invalid date: {value}. Must be a valid ISO-8601 datetime string"]}
 
 
-def test_a_money_value_beyond_twelve_digits_answers_422(api):
+@pytest.mark.parametrize("price,message", [
+    ("1000000000000", "is out of range"),
+    (1e30, "is out of range"),  # a JSON number: read through its repr, 1e+30
+    (10**400, "is out of range"),  # a JSON integer literal of 401 digits
+    ("999999999999.5", "is out of range"),  # would round up to 13 digits at 0 minor digits
+    ("999999999999.995", "is out of range"),  # ... or at 2
+    ("1e30", "must be a decimal number as a string"),
+    ("1E+999999999", "must be a decimal number as a string"),
+    ("١٢", "must be a decimal number as a string"),  # Arabic-Indic digits
+    ("1_000", "must be a decimal number as a string"),
+    (" 12", "must be a decimal number as a string"),
+    ("12.", "must be a decimal number as a string"),
+    ("NaN", "must be a decimal number as a string"),
+    ("Infinity", "must be a decimal number as a string"),
+    (True, "must be a decimal number as a string"),
+])
+def test_a_shipping_price_is_a_plain_decimal_of_at_most_twelve_digits(api, price, message):
     customer = make_customer(api)
     body = {**us_fields(), "customer_id": customer.id,
-            "shipping_lines_override": [{"code": "x", "price": "1e30", "title": "Too much"}]}
+            "shipping_lines_override": [{"code": "x", "price": price, "title": "Too much"}]}
     assert _errors(api.post("/addresses", json=body)) == {
-        "shipping_lines_override": {"0": {"price": ["is out of range"]}}}
+        "shipping_lines_override": {"0": {"price": [message]}}}
+
+
+@pytest.mark.parametrize("price,shown", [(12.5, "12.50"), ("999999999999.49", "999999999999.49"),
+                                         ("0007.10", "7.10"), (1e-7, "0.00")])
+def test_a_shipping_price_within_the_limits_is_kept_exactly(api, price, shown):
+    customer = make_customer(api)
+    body = {**us_fields(), "customer_id": customer.id,
+            "shipping_lines_override": [{"code": "x", "price": price, "title": "T"}]}
+    response = api.post("/addresses", json=body)
+    assert response.status_code == 201, response.text
+    assert response.json()["address"]["shipping_lines_override"][0]["price"] == shown
+
+
+# Money fields (kind "money") ------------------------------------------------------------------
+
+AMOUNT = Schema(Field("amount", "money"), Field("jpy", "money", decimals=0), Field("kwd", "money", decimals=3),
+                Field("any", "money", decimals=None), Field("delta", "money", signed=True))
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("amount", "1E+999999999", "must be a decimal number as a string"),
+    ("amount", "1e3", "must be a decimal number as a string"),
+    ("amount", "١٢", "must be a decimal number as a string"),
+    ("amount", "1_000", "must be a decimal number as a string"),
+    ("amount", "+5", "must be a decimal number as a string"),
+    ("amount", ".5", "must be a decimal number as a string"),
+    ("amount", "1.2.3", "must be a decimal number as a string"),
+    ("amount", [], "must be a decimal number as a string"),
+    ("amount", False, "must be a decimal number as a string"),
+    ("amount", "-5", "must not be negative"),
+    ("amount", -5, "must not be negative"),
+    ("amount", "1000000000000", "is out of range"),
+    ("amount", 10**400, "is out of range"),
+    ("amount", 1e16, "is out of range"),
+    ("amount", "999999999999.995", "has too many decimal places (at most 2)"),
+    ("amount", 0.1 + 0.2, "has too many decimal places (at most 2)"),
+    ("jpy", "12.5", "has too many decimal places (at most 0)"),
+    ("kwd", "1.2345", "has too many decimal places (at most 3)"),
+    ("any", "-1", "must not be negative"),
+    ("any", "1000000000000.5", "is out of range"),
+    ("delta", "--1", "must be a decimal number as a string"),
+    ("delta", "-1000000000000", "is out of range"),
+])
+def test_a_money_field_says_what_is_wrong(name, value, message):
+    with pytest.raises(ValidationFailed) as refused:
+        AMOUNT.parse({name: value})
+    assert refused.value.errors == {name: [message]}
+
+
+@pytest.mark.parametrize("name,value,expected", [
+    ("amount", "12.50", Decimal("12.5")),
+    ("amount", 12.5, Decimal("12.5")),
+    ("amount", 12, Decimal("12")),
+    ("amount", 12.0, Decimal("12")),
+    ("amount", "999999999999.99", Decimal("999999999999.99")),
+    ("amount", "0", Decimal("0")),
+    ("jpy", "1200.00", Decimal("1200")),
+    ("kwd", "1.234", Decimal("1.234")),
+    ("any", "1.23456", Decimal("1.23456")),
+    ("delta", "-1.25", Decimal("-1.25")),
+])
+def test_a_money_field_takes_plain_decimals_exactly(name, value, expected):
+    clean = AMOUNT.parse({name: value})[name]
+    assert clean == expected and str(clean) == str(expected)
+
+
+# Integers of thousands of digits ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "-" + "9" * 20, "9223372036854775808"])
+def test_an_integer_string_of_thousands_of_digits_answers_out_of_range(api, value):
+    body = {**us_fields(), "customer_id": value}
+    assert _errors(api.post("/addresses", json=body)) == {"customer_id": ["is out of range"]}
+
+
+def test_an_integer_string_with_thousands_of_leading_zeros_is_its_value(api):
+    customer = make_customer(api)
+    response = api.post("/addresses", json={**us_fields(), "customer_id": "0" * 5000 + str(customer.id)})
+    assert response.status_code == 201, response.text
+    assert response.json()["address"]["customer_id"] == customer.id
+
+
+def test_a_json_integer_literal_of_hundreds_of_digits_in_a_field_answers_out_of_range(api):
+    raw = b'{"customer_id": ' + b"9" * 400 + b', "address1": "x"}'
+    response = api.post("/addresses", content=raw, headers={"Content-Type": "application/json"})
+    assert _errors(response)["customer_id"] == ["is out of range"]
+
+
+@pytest.mark.parametrize("literal", [b"9" * 5000, b"-" + b"9" * 5000, b"1e400", b"-1e400"])
+def test_a_json_number_past_any_float_or_of_thousands_of_digits_answers_422_naming_the_body(api, literal):
+    raw = b'{"email": "n@example.com", "analytics_data": {"n": ' + literal + b"}}"
+    response = api.post("/customers", content=raw, headers={"Content-Type": "application/json"})
+    assert _errors(response) == {"body": ["has a number out of range"]}
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "-" + "9" * 5000, "9223372036854775808"])
+def test_an_integer_filter_of_thousands_of_digits_answers_422(api, value):
+    assert _errors(api.get("/addresses", params={"customer_id": value})) == {
+        "customer_id": [f"Invalid integer: {value}"]}
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "1," + "9" * 5000, "9223372036854775808"])
+def test_an_ids_filter_of_thousands_of_digits_answers_422(api, value):
+    assert _errors(api.get("/customers", params={"ids": value})) == {
+        "ids": [f"Invalid ids: {value}. Must be comma-separated integers"]}
+
+
+def test_an_ids_filter_with_thousands_of_leading_zeros_is_its_value(api):
+    customer = make_customer(api)
+    listed = api.get("/customers", params={"ids": "0" * 5000 + str(customer.id)})
+    assert listed.status_code == 200, listed.text
+    assert [c["id"] for c in listed.json()["customers"]] == [customer.id]
+
+
+# Nesting, UTF-8 -------------------------------------------------------------------------------
+
+TOO_DEEP = {"body": ["is nested too deeply (at most 32 levels)"]}
+
+
+def _nested(levels: int) -> bytes:
+    """A JSON value nesting ``levels`` arrays and objects, alternately."""
+    opening = b"".join(b'{"a": ' if n % 2 else b"[" for n in range(levels))
+    closing = b"".join(b"}" if n % 2 else b"]" for n in reversed(range(levels)))
+    return opening + b"1" + closing
+
+
+def _post_raw(api, path, raw):
+    return api.post(path, content=raw, headers={"Content-Type": "application/json"})
+
+
+@pytest.mark.parametrize("levels", [33, 1000, 100_000])
+def test_json_nested_too_deeply_in_a_field_answers_422_naming_the_limit(api, levels):
+    raw = b'{"email": "deep@example.com", "first_name": "A", "last_name": "B", "analytics_data": {"x": '
+    raw += _nested(levels - 2) + b"}}"
+    assert _errors(_post_raw(api, "/customers", raw)) == TOO_DEEP
+
+
+@pytest.mark.parametrize("body", [b'{"a": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+                                  b'{"a": ' + b"[" * 1000 + b"}",  # unbalanced
+                                  b'{"a": ' + b"[" * 100_000])  # truncated: the decoder's own guard
+def test_json_nested_too_deeply_in_the_body_answers_422_on_every_write(api, body):
+    customer = make_customer(api)
+    for method, path in [("POST", "/customers"), ("PUT", f"/customers/{customer.id}"), ("POST", "/addresses")]:
+        response = api.request(method, path, content=body, headers={"Content-Type": "application/json"})
+        assert _errors(response) == TOO_DEEP, (method, path)
+
+
+def test_json_nested_exactly_32_levels_is_accepted_and_brackets_in_strings_do_not_count(api):
+    raw = (b'{"email": "d32@example.com", "first_name": "A", "last_name": "B", "analytics_data": '
+           b'{"s": "' + b"[{" * 500 + b'\\"[", "x": ' + _nested(30) + b"}}")
+    response = _post_raw(api, "/customers", raw)
+    assert response.status_code == 201, response.text
+    stored = response.json()["customer"]["analytics_data"]
+    assert stored["s"] == "[{" * 500 + '"['
+
+
+@pytest.mark.parametrize("raw", [b'{"email": "u@example.com", "first_name": "A\xff"}',
+                                 b'{"email": "u@example.com", "first_name": "A\xed\xa0\x80"}',
+                                 b'{"\xc3": 1}'])
+def test_invalid_utf8_inside_a_json_string_answers_422_naming_the_body(vapi, raw):
+    assert _errors(_post_raw(vapi, "/customers", raw)) == {"body": ["is not valid UTF-8"]}
+
+
+def test_analytics_data_nested_to_the_limit_is_checked_for_nul_without_recursion(api):
+    raw = (b'{"email": "nul32@example.com", "first_name": "A", "last_name": "B", "analytics_data": {"x": '
+           + _nested(30).replace(b"1", b'"\\u0000"') + b"}}")
+    assert _errors(_post_raw(api, "/customers", raw)) == {"analytics_data": ["must not contain NUL characters"]}
 
 
 def test_a_list_of_more_than_1000_ids_answers_422(api):
@@ -67,11 +262,30 @@ def _cursor(plural, raw, boundary):
     ({}, [1]),
     ({}, {"a": 1}),
     ({"sort_by": 5}, [1, 1, False]),
+    ({"sort_by": "updated_at-desc"}, ["0001-01-01T00:00:00+05:00", 1, False]),  # no UTC value
+    ({"sort_by": "updated_at-asc"}, ["9999-12-31T23:00:00-05:00", 1, True]),
+    ({"sort_by": "updated_at-desc"}, [[[[["deep"]]]], 1, False]),
 ])
 def test_a_tampered_cursor_answers_422_invalid_value(api, raw, boundary):
     make_customer(api)
     response = api.get("/customers", params={"cursor": _cursor("customers", raw, boundary)})
     assert _errors(response) == {"cursor": ["Invalid value"]}
+
+
+@pytest.mark.parametrize("payload", [b'{"r": "customers", "q": {}, "p": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+                                     b"[" * 20_000, b'{"r": "customers", "q": {}, "p": [1, ' + b"9" * 5000 + b"]}"])
+def test_a_cursor_nested_too_deeply_or_with_a_huge_number_answers_422_invalid_value(api, payload):
+    cursor = base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
+    assert _errors(api.get("/customers", params={"cursor": cursor})) == {"cursor": ["Invalid value"]}
+
+
+def test_a_cursor_with_a_non_utc_boundary_is_read_in_utc(api):
+    first, second = make_customer(api), make_customer(api)
+    boundary = second.updated_at.astimezone(timezone(timedelta(hours=5))).isoformat()
+    cursor = _cursor("customers", {"sort_by": "updated_at-desc"}, [boundary, second.id, False])
+    listed = api.get("/customers", params={"cursor": cursor})
+    assert listed.status_code == 200, listed.text
+    assert [c["id"] for c in listed.json()["customers"]] == [first.id]
 
 
 def test_nul_characters_are_refused_in_strings_objects_and_filters_on_both_databases(vapi):
@@ -171,3 +385,71 @@ def test_deleting_a_customer_records_an_event_for_each_address_it_removes(api):
     assert api.delete(f"/customers/{customer.id}").status_code == 204
     deleted = [rid for topic, rid in events_of(api) if topic == "address/deleted"]
     assert sorted(deleted) == sorted([first.id, second.id])
+
+
+# Request targets that are no path -------------------------------------------------------------
+
+
+def _asgi(app, method, path, headers=()):
+    """One request straight through the ASGI app: httpx would normalize the path."""
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+             "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers], "client": ("127.0.0.1", 5000),
+             "server": ("rebill.test", 80)}
+    asyncio.run(app(scope, receive, send))
+    start, body = sent
+    assert start["type"] == "http.response.start" and body["type"] == "http.response.body"
+    return start["status"], dict(start["headers"]), msgspec.json.decode(body["body"])
+
+
+TARGET = {"errors": "The request target must be a path starting with /"}
+
+
+@pytest.mark.parametrize("method,path", [("OPTIONS", "*"), ("GET", "*"), ("GET", ""), ("POST", "customers"),
+                                         ("GET", "http://rebill.test/customers")])
+@pytest.mark.parametrize("authenticated", [True, False])
+def test_a_request_target_that_is_no_path_answers_400(app, api, method, path, authenticated):
+    headers = [("X-Service-Access-Token", api.token), ("X-Service-Version", V11)] if authenticated else []
+    status, headers, body = _asgi(app, method, path, headers)
+    assert (status, body) == (400, TARGET)
+    assert headers[b"x-request-id"] and headers[b"x-service-version"]
+
+
+@pytest.mark.parametrize("path", ["*", "", "customers"])
+def test_the_router_answers_404_for_a_target_that_is_no_path(api, path):
+    """Behind the edge too: the router never indexes past a path that has no segment."""
+    router = Api([op for module in RESOURCES for op in module.endpoints.operations],
+                 Services(db=api.db, clock=api.clock, verifier=OfflineZipVerifier()))
+    token, store = asyncio.run(TokenResolver(api.db, ttl=0).resolve(api.token))
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "OPTIONS", "path": path, "query_string": b"", "headers": [],
+             "rebill": RequestContext(store, token, VERSIONS[V11], [(b"x-request-id", b"1" * 32)])}
+    asyncio.run(router(scope, receive, send))
+    assert sent[0]["status"] == 404
+    assert msgspec.json.decode(sent[1]["body"]) == {"errors": "Not Found"}
+
+
+@pytest.mark.parametrize("method,path,allow", [("OPTIONS", "/customers", "GET, HEAD, POST"),
+                                               ("OPTIONS", "/", "GET, HEAD"),
+                                               ("HEAD", "/addresses/validate", "POST")])
+def test_head_and_options_on_a_known_path_answer_405_with_allow(api, method, path, allow):
+    response = api.request(method, path, version=V01)
+    assert response.status_code == 405
+    assert response.headers["Allow"] == allow
+    if method != "HEAD":
+        assert response.json() == {"errors": "Method Not Allowed"}

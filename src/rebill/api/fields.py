@@ -12,23 +12,31 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import date
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from rebill.errors import ValidationFailed
 
 MISSING = object()
 MAX_ID = 2**63 - 1  # ids are 64-bit (BIGINT); a longer number is no id of ours
-INTEGER = re.compile(r"-?[0-9]+", re.ASCII)
+MAX_ID_DIGITS = len(str(MAX_ID))
+INTEGER = re.compile(r"-?([0-9]+)", re.ASCII)
 # Money and rates: at most 12 integer digits (a trillion in any currency).
-MAX_DECIMAL = Decimal(10) ** 12
+MAX_INTEGER_DIGITS = 12
+MAX_DECIMAL = Decimal(10) ** MAX_INTEGER_DIGITS
+# A "decimal" is rounded to the currency's minor digits later (domain/money.quantize): it must
+# stay below what would round up to 13 digits at 0 minor digits.
+MAX_ROUNDED_DECIMAL = MAX_DECIMAL - Decimal("0.5")
+# Plain decimal notation, ASCII only: no exponent, no "_", no spaces, no "NaN"/"Infinity".
+DECIMAL_TEXT = re.compile(r"([+-]?)([0-9]+)(?:\.([0-9]+))?", re.ASCII)
+NOT_DECIMAL = "must be a decimal number as a string"
 Check = Callable[[Any], str | None]
 
 
 @dataclass(frozen=True)
 class Field:
     name: str
-    kind: str  # str | int | bool | decimal | date | object | list
+    kind: str  # str | int | bool | decimal | money | date | object | list
     required: bool = False
     nullable: bool = True
     min_length: int | None = None
@@ -40,13 +48,52 @@ class Field:
     # Turns the value into its head form; raises ValueError with the message on bad input.
     convert: Callable[[Any], Any] | None = None
     choices: frozenset[str] | None = None
+    # money: the most decimal places (the currency's minor digits); None leaves that check to
+    # the domain (domain/money.minor_digits of the currency the body names).
+    decimals: int | None = 2
+    # money: whether a leading minus is allowed (amounts are non-negative unless stated).
+    signed: bool = False
 
     @property
     def target(self) -> str:
         return self.key or self.name
 
 
-def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
+def _decimal_text(value: Any) -> str | None:
+    """The decimal notation of a JSON string or number, or None for another type. A float
+    is read through its shortest repr (``12.5`` -> ``"12.5"``), never through binary."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        # msgspec hands over integers of up to ~4300 digits; Python's str() refuses longer.
+        return str(value) if abs(value) < MAX_DECIMAL else None
+    if isinstance(value, float):
+        return format(Decimal(repr(value)), "f")  # repr may use an exponent: 1e+16, 1e-05
+    return None
+
+
+def _number(value: Any, *, signs: str, decimals: int | None) -> tuple[Decimal | None, str | None]:
+    """A strict decimal: ASCII digits, one optional point, a sign only among ``signs``, at
+    most 12 integer digits and ``decimals`` places (trailing zeros do not count)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_DECIMAL:
+        return None, "is out of range"
+    text = _decimal_text(value)
+    found = DECIMAL_TEXT.fullmatch(text) if text is not None else None
+    if found is None:
+        return None, NOT_DECIMAL
+    sign, whole, places = found[1], found[2].lstrip("0"), (found[3] or "").rstrip("0")
+    if sign and sign not in signs:
+        return None, "must not be negative" if sign == "-" else NOT_DECIMAL
+    if len(whole) > MAX_INTEGER_DIGITS:
+        return None, "is out of range"
+    if decimals is not None and len(places) > decimals:
+        return None, f"has too many decimal places (at most {decimals})"
+    return Decimal(f"{sign}{whole or '0'}" + (f".{places}" if places else "")), None
+
+
+def _coerce(kind: str, value: Any, field: "Field | None" = None) -> tuple[Any, str | None]:
     """Return (clean value, error message)."""
     if kind == "str":
         if not isinstance(value, str):
@@ -57,8 +104,14 @@ def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
     if kind == "int":
         if isinstance(value, bool):
             return None, "must be an integer"
-        if isinstance(value, str) and INTEGER.fullmatch(value.strip()):
-            value = int(value)
+        if isinstance(value, str):
+            found = INTEGER.fullmatch(value.strip())
+            if found is None:
+                return None, "must be an integer"
+            digits = found[1].lstrip("0") or "0"
+            if len(digits) > MAX_ID_DIGITS:  # before int(), which refuses 4300+ digits
+                return None, "is out of range"
+            value = -int(digits) if found[0].startswith("-") else int(digits)
         if isinstance(value, int):
             return (value, None) if abs(value) <= MAX_ID else (None, "is out of range")
         return None, "must be an integer"
@@ -67,17 +120,15 @@ def _coerce(kind: str, value: Any) -> tuple[Any, str | None]:
             return value, None
         return None, "must be a boolean"
     if kind == "decimal":
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            return None, "must be a decimal number as a string"
-        try:
-            number = Decimal(str(value))
-        except InvalidOperation:
-            return None, "must be a decimal number as a string"
-        if not number.is_finite():
-            return None, "must be a decimal number as a string"
-        if abs(number) >= MAX_DECIMAL:
+        # Any sign and any number of places: the domain rounds to the currency's minor digits,
+        # so the value must not round up past 12 integer digits.
+        number, problem = _number(value, signs="+-", decimals=None)
+        if number is not None and abs(number) >= MAX_ROUNDED_DECIMAL:
             return None, "is out of range"
-        return number, None
+        return number, problem
+    if kind == "money":
+        signed = field is not None and field.signed
+        return _number(value, signs="-" if signed else "", decimals=field.decimals if field is not None else 2)
     if kind == "date":
         if isinstance(value, str):
             try:
@@ -128,7 +179,7 @@ class Schema:
                 else:
                     clean[field.target] = None
                 continue
-            value, problem = _coerce(field.kind, raw)
+            value, problem = _coerce(field.kind, raw, field)
             if problem:
                 errors[field.name] = [problem]
                 continue
@@ -193,12 +244,19 @@ class Schema:
 
 
 def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
+    """Whether a NUL is in any string, key or value of ``value``, walked without recursion
+    (bodies nest at most ``MAX_NESTING`` levels, but no walk should rely on it)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
     return False
 
 

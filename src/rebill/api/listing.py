@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 
 from rebill.domain.listing import ListQuery, Position
 from rebill.errors import ValidationFailed
+from rebill.http.render import nested_deeper_than
 
 from .contract import ListContract
 
@@ -39,13 +40,16 @@ def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], list[Any]]:
     """The raw parameters and the boundary [value, id, backwards], checked for shape only;
     ``typed_position`` checks the value against the sort once the sort is known."""
     try:
-        data = msgspec.json.decode(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        payload = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        if nested_deeper_than(payload):  # our cursors nest two levels; refuse before decoding
+            raise _invalid_cursor()
+        data = msgspec.json.decode(payload)
         raw, boundary = data["q"], data["p"]
         if (data["r"] != plural or not isinstance(raw, dict) or not isinstance(boundary, list)
                 or len(boundary) != 3 or not all(isinstance(v, str) for v in raw.values())):
             raise _invalid_cursor()
         return {str(k): v for k, v in raw.items()}, boundary
-    except (ValueError, KeyError, TypeError, msgspec.DecodeError):
+    except (ValueError, KeyError, TypeError, RecursionError, msgspec.DecodeError):
         raise _invalid_cursor() from None
 
 
@@ -61,9 +65,12 @@ def typed_position(sort: str, boundary: list[Any]) -> Position:
         return Position(row_id, row_id, backwards)
     try:
         when = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
+        # The keyset compares in UTC: a boundary that has no UTC value (year 1 at +05:00,
+        # year 9999 at -05:00) is no boundary of ours.
+        when = when.astimezone(timezone.utc) if when is not None and when.tzinfo is not None else None
+    except (ValueError, OverflowError):
         when = None
-    if when is None or when.tzinfo is None:
+    if when is None:
         raise _invalid_cursor()
     return Position(when, row_id, backwards)
 

@@ -3,8 +3,9 @@
 Every endpoint declares its method, path, scope and versions. ``Api`` finds the operation
 (404 for an unknown path, 405 with ``Allow`` for a known path and another method), answers
 501 for an endpoint of the other version (decisions §2.1) and 403 for a missing scope, reads
-the JSON body (415 unless it is an object, decisions §2.3), runs the handler (on the event
-loop for SQLite reads, in a worker thread otherwise) and sends the reply.
+the JSON body (415 unless it is an object, decisions §2.3; 422 past the limits of
+``http/render.decode_object``), runs the handler (on the event loop for SQLite reads, in a
+worker thread otherwise) and sends the reply.
 
 It is a plain ASGI app rather than a Starlette router: Starlette's routing, its two
 exception middlewares and its Response objects cost about 26 µs a request on the server,
@@ -21,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
@@ -35,11 +35,10 @@ from rebill.errors import (
     NotFound,
     NotInThisVersion,
     ServiceError,
-    UnsupportedMediaType,
     ValidationFailed,
 )
 from rebill.http.context import RequestContext
-from rebill.http.render import send_error, send_json
+from rebill.http.render import decode_object, send_error, send_json
 
 from .call import Call, Reply, Services
 
@@ -103,13 +102,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
     raw = await request.body()
     if not raw.strip():
         return {}
-    try:
-        body = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        raise UnsupportedMediaType() from None
-    if not isinstance(body, dict):
-        raise UnsupportedMediaType()
-    return body
+    return decode_object(raw)
 
 
 @dataclass(frozen=True)
@@ -121,7 +114,9 @@ class _Path:
 
 
 def _first_segment(path: str) -> str:
-    return path.split("/", 2)[1]
+    """``/customers/5`` -> ``customers``; a target that is no path (``*``, ``""``) -> ``""``."""
+    parts = path.split("/", 2)
+    return parts[1] if len(parts) > 1 else ""
 
 
 class Api:
@@ -151,6 +146,8 @@ class Api:
                 self._static[path] = route
 
     def _match(self, method: str, path: str) -> tuple[Operation, dict[str, Any]]:
+        if not path.startswith("/"):
+            raise NotFound()  # ``*`` and other targets that are no path (the edge answers 400 first)
         route = self._static.get(path)
         params: dict[str, Any] = {}
         if route is None:

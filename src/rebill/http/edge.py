@@ -3,8 +3,9 @@ version and rate limit, and the headers every response carries (decisions §2.8,
 answers its own errors; otherwise it hands the API a ``RequestContext`` whose headers the
 API adds to its response.
 
-Order: 401 (no or unknown token) -> 403 (store not installed) -> 429 (rate limit) -> 426
-(bad version). Every request that names a token counts against its bucket.
+Order: 400 (a request target that is no path, ``OPTIONS *``) -> 401 (no or unknown token)
+-> 403 (store not installed) -> 429 (rate limit) -> 426 (bad version). Every request that
+names a token counts against its bucket.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.types import Receive, Scope, Send
 
 from rebill.api.contract import Version
 from rebill.api.routing import Api
-from rebill.errors import Forbidden, RateLimited, ServiceError, Unauthorized, VersionInvalid
+from rebill.errors import BadRequest, Forbidden, RateLimited, ServiceError, Unauthorized, VersionInvalid
 from rebill.settings import RateLimit
 
 from .auth import TokenResolver
@@ -53,6 +54,9 @@ class Edge:
         headers: list[tuple[bytes, bytes]] = [(b"x-request-id", b"%032x" % getrandbits(128))]
         served = asked_version if asked_version in self.versions else self.fallback_version
         try:
+            if not scope["path"].startswith("/"):
+                # ``OPTIONS *`` / ``GET *``: the server passes the target as it came.
+                raise BadRequest("The request target must be a path starting with /")
             if not token_value:
                 raise Unauthorized()
             found, resolved = self.tokens.cached(token_value)

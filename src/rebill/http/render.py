@@ -1,4 +1,5 @@
-"""JSON responses and the one error shape of decisions §2.2: ``{"errors": ...}``."""
+"""JSON in and out: request bodies decoded within limits, responses, and the one error shape
+of decisions §2.2: ``{"errors": ...}``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,68 @@ import msgspec
 from starlette.responses import Response
 from starlette.types import Send
 
-from rebill.errors import ServiceError
+from rebill.errors import ServiceError, UnsupportedMediaType, ValidationFailed
+
+# JSON nested deeper than this is refused before anything walks it (docs/api-choices.md,
+# Hardening): the decoder and every walk over a value recurse once per level.
+MAX_NESTING = 32
+_OPENERS_ONLY = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+
+
+def nested_deeper_than(raw: bytes, limit: int = MAX_NESTING) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects more than ``limit`` levels,
+    found without recursion and without decoding; brackets inside strings do not count.
+
+    With no more than ``limit`` opening brackets in all it cannot nest deeper: ordinary bodies
+    stop there. Otherwise everything runs in C: escaped backslashes and quotes are dropped
+    (pairs of backslashes from the left, as a decoder reads them), then all but quotes and
+    brackets; the pieces between quotes are alternately outside and inside strings. Each
+    pass of ``replace`` then removes the innermost level of every bracket pair: a pair left
+    after ``limit`` passes is a deeper level. (For text that is not JSON the answer only has to
+    be safe: the decoder refuses it, and its own recursion guard is caught too.)"""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = b"".join(raw.translate(_OPENERS_ONLY, _NOT_STRUCTURE).split(b'"')[::2])
+    for _ in range(limit):
+        shorter = brackets.replace(b"[]", b"")
+        if not shorter:
+            return False
+        if len(shorter) == len(brackets):
+            break  # unbalanced text: only pairs count
+        brackets = shorter
+    return b"[]" in brackets
+
+
+def too_deep() -> ValidationFailed:
+    return ValidationFailed({"body": [f"is nested too deeply (at most {MAX_NESTING} levels)"]})
+
+
+def decode_object(raw: bytes) -> dict[str, Any]:
+    """A request body that must be one JSON object (decisions §2.3, docs/api-choices.md).
+
+    415 when it is not JSON or not an object; 422 ``{"body": [...]}`` when it is nested too
+    deeply, has a string that is not UTF-8, or holds a number past a double or of thousands of
+    digits. Good input costs one decode (and, past ``MAX_NESTING`` brackets, one scan in C)."""
+    if nested_deeper_than(raw):
+        raise too_deep()
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.ValidationError:
+        # Decoding to Any validates nothing but number ranges: 1e400, or an integer of
+        # thousands of digits.
+        raise ValidationFailed({"body": ["has a number out of range"]}) from None
+    except msgspec.DecodeError:
+        raise UnsupportedMediaType() from None
+    except UnicodeDecodeError:  # msgspec's word for bytes that are no UTF-8 inside a string
+        raise ValidationFailed({"body": ["is not valid UTF-8"]}) from None
+    except RecursionError:  # unbalanced text that opens deeper than the scan counts
+        raise too_deep() from None
+    if not isinstance(body, dict):
+        raise UnsupportedMediaType()
+    return body
 
 _encoder = msgspec.json.Encoder(decimal_format="string")
 encode = _encoder.encode
