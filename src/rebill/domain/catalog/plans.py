@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from rebill.errors import ValidationFailed
+from rebill.errors import NotFound, ValidationFailed
 
 from ..listing import ListQuery, PageResult
 from ..unit import Unit
@@ -33,7 +33,7 @@ class _Products:
     def get(self, external_product_id: str) -> Product:
         if external_product_id not in self.found:
             self.found[external_product_id] = repository.product_by_external_id(
-                self.unit.conn, self.unit.store_id, external_product_id, share_lock=True)
+                self.unit.conn, self.unit.store_id, external_product_id, lock="share")
         product = self.found[external_product_id]
         if product is None:
             raise ValidationFailed.field("external_product_id", "product not found")
@@ -95,7 +95,9 @@ def _merged(current: Plan, changes: dict[str, Any]) -> dict[str, Any]:
     elif (merged["type"] or "").lower() == "onetime":
         merged["subscription_preferences"] = None
     if "channel_settings" in changes:
-        merged["channel_settings"] = merge_channels(current.channel_settings, changes["channel_settings"])
+        given = changes["channel_settings"]
+        # null puts every channel back to its default (shown).
+        merged["channel_settings"] = merge_channels(None if given is None else current.channel_settings, given)
     if merged.get("external_variant_ids") is None:
         merged["external_variant_ids"] = []
     return merged
@@ -115,8 +117,8 @@ def update(unit: Unit, plan_id: int, command: PlanUpdate) -> Plan:
 
 def delete(unit: Unit, plan_id: int) -> None:
     # NOTE: decisions §5.16, deleting a plan removes it (404 afterwards).
-    if not repository.delete_plans(unit.conn, unit.store_id, [get_plan(unit, plan_id).id]):
-        raise AssertionError("a plan read in this unit vanished")  # pragma: no cover
+    if not repository.delete_plans(unit.conn, unit.store_id, [plan_id]):
+        raise NotFound()  # unknown, another store's, or deleted by a concurrent request
     unit.record("plan/deleted", plan_id, {"id": plan_id})
 
 

@@ -96,6 +96,10 @@ def _plan_specs(options: dict[str, Any], amount: Decimal | None, kind: str | Non
         charge = options.get("charge_interval_frequency")
         if not frequencies:
             option_errors["order_interval_frequency_options"] = ["cannot be empty for a subscription product"]
+        elif len(frequencies) > plans.BULK_LIMIT:
+            # One plan per option: no more than a bulk request may make.
+            option_errors["order_interval_frequency_options"] = [f"has too many items (at most {plans.BULK_LIMIT})"]
+            frequencies = []
         prepaid = len(frequencies) == 1 and charge is not None and charge != frequencies[0]
         if len(frequencies) > 1 and charge is not None and charge not in frequencies:
             option_errors["charge_interval_frequency"] = [
@@ -113,7 +117,10 @@ def _plan_specs(options: dict[str, Any], amount: Decimal | None, kind: str | Non
             try:
                 prefs = rules.preferences(plan_type, given)
             except ValidationFailed as exc:
-                for name, messages in _option_errors(exc).items():
+                found = _option_errors(exc)
+                if charge is None:  # the plan's charge frequency is the option itself: one error says it
+                    found.pop("charge_interval_frequency", None)
+                for name, messages in found.items():
                     option_errors.setdefault(name, messages)
                 continue
             assert prefs is not None
@@ -183,7 +190,7 @@ def create(unit: Unit, command: LegacyProductWrite) -> Product:
     that already has plans answers 422 (decisions §5.16: update it with PUT)."""
     assert isinstance(command.external_product_id, str)
     product = repository.product_by_external_id(unit.conn, unit.store_id, command.external_product_id,
-                                                share_lock=True)
+                                                lock="update")
     errors: dict[str, Any] = {}
     if product is not None and repository.plans_of_products(unit.conn, unit.store_id, [product.id])[product.id]:
         errors["external_product_id"] = [f"the product already has plans; update it with PUT /products/{product.id}"]

@@ -58,13 +58,14 @@ _product_by_id = Prepared(_product_select.where(
 
 
 def product_by_external_id(conn: Connection, store_id: int, external_product_id: str, *,
-                           share_lock: bool = False) -> Product | None:
-    """``share_lock`` keeps the product from being deleted until the unit ends (plans are
-    being written for it). PostgreSQL row locks; SQLite serializes writers and ignores them."""
-    if share_lock:
+                           lock: str | None = None) -> Product | None:
+    """``lock="share"`` keeps the product from being deleted until the unit ends (plans are
+    being written for it); ``lock="update"`` also keeps other writers of the product waiting
+    (it may be changed). PostgreSQL row locks; SQLite serializes writers and ignores them."""
+    if lock is not None:
         stmt = _product_select.where(products.c.store_id == store_id,
                                      products.c.external_product_id == external_product_id)
-        found = conn.execute(stmt.with_for_update(read=True)).first()
+        found = conn.execute(stmt.with_for_update(read=lock == "share")).first()
         return to_product(*found) if found else None
     row = _product_by_external.one(conn, store_id=store_id, external_id=external_product_id)
     return to_product(*row) if row else None
@@ -82,16 +83,10 @@ def lock_product(conn: Connection, store_id: int, product_id: int) -> bool:
     return conn.execute(stmt).first() is not None
 
 
-def product_ids_by_external(conn: Connection, store_id: int, external_ids: list[str], *,
-                            lock: bool = False) -> dict[str, int]:
-    """{external_product_id: product id} of those in the store; ``lock`` takes a share lock."""
-    if not external_ids:
-        return {}
-    stmt = select(products.c.external_product_id, products.c.id).where(
-        products.c.store_id == store_id, products.c.external_product_id.in_(set(external_ids)))
-    if lock:
-        stmt = stmt.with_for_update(read=True)
-    return {row[0]: row[1] for row in conn.execute(stmt)}
+def external_id_taken(conn: Connection, store_id: int, external_product_id: str) -> bool:
+    stmt = select(products.c.id).where(products.c.store_id == store_id,
+                                       products.c.external_product_id == external_product_id)
+    return conn.execute(stmt).first() is not None
 
 
 def insert_product(conn: Connection, values: dict[str, Any]) -> int:

@@ -14,11 +14,15 @@ from ..money import minor_digits
 from .model import CHANNELS, DISCOUNT_TYPES, INTERVAL_UNITS, PLAN_TYPES, PREFERENCES, Product
 
 PERCENT = Decimal("0.01")
+# NOTE: the bounds subscriptions take (domain/subscription/intervals.py), so any plan can
+# start a subscription; sort_order and grams are 32-bit columns downstream.
+MAX_FREQUENCY = 1000
+MAX_INT32 = 2**31 - 1
 HUNDRED = Decimal(100)
 # (low, high, the interval unit the field belongs to); order_day_of_week 0 = Monday (decisions §5.1).
 DAY_FIELDS = {
     "order_day_of_month": (1, 31, "month"),
-    "cutoff_day_of_month": (1, 31, "month"),
+    "cutoff_day_of_month": (0, 31, "month"),
     "order_day_of_week": (0, 6, "week"),
     "cutoff_day_of_week": (0, 6, "week"),
 }
@@ -85,8 +89,8 @@ def preferences(plan_type: str, given: dict[str, Any] | None) -> dict[str, Any] 
     for name in ("order_interval_frequency", "charge_interval_frequency"):
         if values[name] is None:
             add_error(errors, name, "is required")
-        elif values[name] < 1:
-            add_error(errors, name, "must be at least 1")
+        elif not 1 <= values[name] <= MAX_FREQUENCY:
+            add_error(errors, name, f"must be from 1 to {MAX_FREQUENCY}")
     order, charge = values["order_interval_frequency"], values["charge_interval_frequency"]
     if "order_interval_frequency" not in errors and "charge_interval_frequency" not in errors:
         if plan_type == "subscription" and charge != order:
@@ -151,6 +155,8 @@ def checked_plan(values: dict[str, Any], product: Product | None, currency: str)
         except ValidationFailed as exc:
             assert isinstance(exc.errors, dict)
             errors.update(exc.errors)
+    if not -MAX_INT32 <= values.get("sort_order", 0) <= MAX_INT32:
+        errors["sort_order"] = [f"must be from {-MAX_INT32} to {MAX_INT32}"]
     clean["channel_settings"] = merge_channels(None, values.get("channel_settings"))
     if errors:
         raise ValidationFailed(errors)

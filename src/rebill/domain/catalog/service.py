@@ -129,7 +129,7 @@ def _external_id_taken(exc: IntegrityError) -> Exception:
 
 def insert_product(unit: Unit, values: dict[str, Any]) -> int:
     """Insert a product of the store (no plans); checks the external id is free; records the event."""
-    if repository.product_ids_by_external(unit.conn, unit.store_id, [values["external_product_id"]]):
+    if repository.external_id_taken(unit.conn, unit.store_id, values["external_product_id"]):
         raise ValidationFailed.field("external_product_id", "has already been taken")
     values = {"handle": None, "product_type": None, "vendor": None, "description": None, "images": None,
               "requires_shipping": True, "taxable": True, "variants": [], **values,
