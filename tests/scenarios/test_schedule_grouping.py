@@ -219,3 +219,35 @@ def test_money_is_exact_in_a_currency_without_minor_units(api, at):
     charge = charge_of(jpy, sub["id"])
     assert (charge["currency"], charge["total_price"], sub["price"]) == ("JPY", "3600", "1200")
     assert charges_of(jpy, address.id)[0].total_price == Decimal("3600")
+
+
+def test_a_price_with_more_decimals_than_the_currency_answers_422(api, at):
+    at(date(2026, 1, 10))
+    address = make_address(api)
+    response = api.post("/subscriptions", json={
+        "address_id": address.id, "product_title": "Tea", "price": "9.999", "charge_interval_frequency": 1,
+        "order_interval_frequency": 1, "order_interval_unit": "month"})
+    assert response.status_code == 422
+    assert response.json()["errors"] == {"price": ["has too many decimal places for USD (at most 2)"]}
+    assert charges_of(api, address.id) == []
+
+
+def test_charges_sorted_by_date_page_with_cursors_in_both_versions(api, at):
+    at(date(2026, 1, 10))
+    address = make_address(api)
+    for day in (5, 3, 9, 1):
+        subscribe(api, address, next_charge_scheduled_at=f"2026-02-0{day}")
+    for version, sort, key in (("2021-11", "scheduled_at-desc", "scheduled_at"),
+                               ("2021-01", "charge_date-desc", "scheduled_at")):
+        first = api.get("/charges", params={"sort_by": sort, "limit": 2}, version=version)
+        assert first.status_code == 200, first.text
+        dates = [c[key][:10] for c in first.json()["charges"]]
+        if version == "2021-11":
+            cursor = first.json()["next_cursor"]
+        else:
+            link = first.headers["link"]
+            cursor = link.split("page_info=")[1].split(">")[0]
+        second = api.get("/charges", params={"cursor": cursor, "limit": 2}, version=version)
+        assert second.status_code == 200, second.text
+        dates += [c[key][:10] for c in second.json()["charges"]]
+        assert dates == ["2026-02-09", "2026-02-05", "2026-02-03", "2026-02-01"]

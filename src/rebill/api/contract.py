@@ -29,6 +29,10 @@ class ListContract:
     default_sort: str
     includes: tuple[str, ...] = ()
     count_filters: tuple[str, ...] = ()
+    # Sort names that are not column names (2021-01 `charge_date` is `scheduled_at`).
+    sort_columns: dict[str, str] = field(default_factory=dict)
+    # Sort columns holding dates rather than datetimes (a cursor's boundary is then a date).
+    date_sorts: tuple[str, ...] = ()
 
 
 class Change:

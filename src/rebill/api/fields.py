@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -130,9 +130,12 @@ def _coerce(kind: str, value: Any, field: "Field | None" = None) -> tuple[Any, s
         signed = field is not None and field.signed
         return _number(value, signs="-" if signed else "", decimals=field.decimals if field is not None else 2)
     if kind == "date":
-        if isinstance(value, str):
+        # A date, or a datetime whose date part counts (clients send either for dates).
+        if isinstance(value, str) and len(value) <= 40:
             try:
-                return date.fromisoformat(value[:10]), None
+                if len(value) == 10:
+                    return date.fromisoformat(value), None
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).date(), None
             except ValueError:
                 pass
         return None, "must be a date (YYYY-MM-DD)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 import msgspec
@@ -53,9 +53,9 @@ def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], list[Any]]:
         raise _invalid_cursor() from None
 
 
-def typed_position(sort: str, boundary: list[Any]) -> Position:
-    """A cursor is client input: the boundary must fit the sort column (an id, or a UTC
-    datetime), or the cursor is invalid."""
+def typed_position(sort: str, boundary: list[Any], *, is_date: bool = False) -> Position:
+    """A cursor is client input: the boundary must fit the sort column (an id, a date, or a
+    UTC datetime), or the cursor is invalid."""
     value, row_id, backwards = boundary
     if isinstance(row_id, bool) or not isinstance(row_id, int) or not 0 <= row_id <= MAX_ID:
         raise _invalid_cursor()
@@ -63,6 +63,13 @@ def typed_position(sort: str, boundary: list[Any]) -> Position:
         raise _invalid_cursor()
     if sort == "id":
         return Position(row_id, row_id, backwards)
+    if is_date:
+        try:
+            if isinstance(value, str) and len(value) == 10:
+                return Position(date.fromisoformat(value), row_id, backwards)
+        except ValueError:
+            pass
+        raise _invalid_cursor()
     try:
         when = datetime.fromisoformat(value) if isinstance(value, str) else None
         # The keyset compares in UTC: a boundary that has no UTC value (year 1 at +05:00,
@@ -146,7 +153,8 @@ def parse_list(contract: ListContract, params: dict[str, str]) -> tuple[ListQuer
         raw = {k: v for k, v in params.items() if k in keep}
         boundary, page = None, _page(params.get("page"))
     sort, descending = parse_sort(contract, raw.get("sort_by"))
-    position = typed_position(sort, boundary) if boundary is not None else None
+    sort = contract.sort_columns.get(sort, sort)
+    position = typed_position(sort, boundary, is_date=sort in contract.date_sorts) if boundary is not None else None
     include = parse_include(contract, raw.get("include"))
     filters = parse_filters(contract.filters, raw)
     query = ListQuery(filters=filters, sort=sort, descending=descending, limit=limit, page=page,

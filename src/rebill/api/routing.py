@@ -177,7 +177,8 @@ class Api:
         try:
             operation, scope["path_params"] = self._match(scope["method"], scope["path"])
             call = self._admit(operation, ctx, scope, receive)
-            if operation.method == "POST" or operation.method == "PUT":
+            # DELETE too: the 2021-01 bulk delete names its subscriptions in the body.
+            if operation.method == "POST" or operation.method == "PUT" or operation.method == "DELETE":
                 call.body = await _json_body(call.request)
             try:
                 if operation.method == "GET" and self.services.db.inline_reads:

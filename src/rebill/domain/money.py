@@ -21,3 +21,13 @@ def quantize(amount: Decimal, currency: str) -> Decimal:
 def format_amount(amount: Decimal, currency: str) -> str:
     """``Decimal('12.5'), 'USD'`` -> ``'12.50'``; ``'JPY'`` -> ``'13'``."""
     return str(quantize(amount, currency))
+
+
+def places_problem(amount: Decimal, currency: str) -> str | None:
+    """NOTE: issue 7 hardening, money has at most the currency's minor digits: a price is
+    never rounded silently."""
+    digits = minor_digits(currency)
+    exponent = amount.normalize().as_tuple().exponent
+    if isinstance(exponent, int) and -exponent > digits:
+        return f"has too many decimal places for {currency.upper()} (at most {digits})"
+    return None

@@ -119,7 +119,8 @@ _filters.update({
 })
 LISTS: dict[str, ListContract] = {
     # NOTE: spec 02 Charges list and count; a count takes every filter of the list.
-    "charges": replace(_charges, filters=_filters, sorts=("id", "created_at", "updated_at", "scheduled_at"),
+    "charges": replace(_charges, filters=_filters, sorts=("id", "created_at", "updated_at", "charge_date"),
+                       sort_columns={"charge_date": "scheduled_at"},
                        includes=("metafields",), count_filters=tuple(_filters)),
 }
 # NOTE: decisions §5.11, 2021-01 names the items `subscription_id` or `subscription_ids`.

@@ -155,5 +155,6 @@ LISTS: dict[str, ListContract] = {
         sorts=("id", "created_at", "updated_at", "scheduled_at"),
         default_sort="id-asc",
         includes=("charge_activities", "customer", "metafields", "payment_methods"),
+        date_sorts=("scheduled_at",),
     ),
 }

@@ -90,7 +90,8 @@ PRODUCT_FIELDS = (
     Field("variant_title", "str"),
     Field("sku", "str"),
     Field("sku_override", "bool", nullable=False),
-    Field("price", "decimal", nullable=False),
+    # The currency's decimals are checked by the domain, which knows the address's currency.
+    Field("price", "money", nullable=False, decimals=None),
     Field("quantity", "int", nullable=False),
     Field("properties", "list", nullable=False, items=ATTRIBUTE),
 )

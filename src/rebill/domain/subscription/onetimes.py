@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from rebill.errors import Conflict
+from rebill.errors import Conflict, ValidationFailed
 
-from ..money import quantize
+from ..money import places_problem, quantize
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
@@ -51,6 +51,9 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
                      "requires_shipping", "images"):
             changes[name] = filled[name]
     if "price" in changes:
+        problem = places_problem(changes["price"], current.presentment_currency)
+        if problem or changes["price"] < 0:
+            raise ValidationFailed.field("price", problem or "must not be negative")
         changes["price"] = quantize(changes["price"], current.presentment_currency)
     changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
     if changes:

@@ -16,7 +16,7 @@ from ..catalog import service as catalog
 from ..charge import repository as charges
 from ..customer import activity
 from ..listing import ListQuery, PageResult
-from ..money import quantize
+from ..money import places_problem, quantize
 from ..schedule import pending
 from ..schedule.reconcile import replan
 from ..unit import Unit
@@ -66,6 +66,8 @@ def catalog_values(unit: Unit, values: dict[str, Any], *, currency: str) -> dict
         errors["price"] = ["is required (or a product of the catalog with a price)"]
     elif values["price"] < 0:
         errors["price"] = ["must not be negative"]
+    elif values.get("price_given", True) and places_problem(values["price"], currency):
+        errors["price"] = [places_problem(values["price"], currency)]
     if errors:
         raise ValidationFailed(errors)
     values["price"] = quantize(values["price"], currency)
@@ -194,6 +196,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
     if "price" in changes:
         if changes["price"] < 0:
             raise ValidationFailed.field("price", "must not be negative")
+        if places_problem(changes["price"], current.presentment_currency):
+            raise ValidationFailed.field("price", places_problem(changes["price"], current.presentment_currency))
         changes["price"] = quantize(changes["price"], current.presentment_currency)
     today = unit.today
     interval_changed = any(changes.get(n, getattr(current, n)) != getattr(current, n)
