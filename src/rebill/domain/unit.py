@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, insert
 
 from rebill.db.statements import insert_row
 from rebill.models import events
@@ -58,6 +58,17 @@ class Unit:
     @property
     def store_id(self) -> int:
         return self.store.id
+
+    def record_many(self, topic: str, resource_ids: list[int], *, with_id: bool = False) -> None:
+        """One event per id in one statement (the reconciler writes thousands at a time);
+        ``with_id`` stores ``{"id": ...}`` as a ``*/deleted`` event needs."""
+        if not resource_ids:
+            return
+        resource = topic.split("/", 1)[0]
+        self.conn.execute(insert(events), [
+            {"store_id": self.store.id, "topic": topic, "resource": resource, "resource_id": resource_id,
+             "data": {"id": resource_id} if with_id else None, "created_at": self.now}
+            for resource_id in resource_ids])
 
     def record(self, topic: str, resource_id: int, data: dict[str, Any] | None = None) -> None:
         """NOTE: decisions §8.1, the event row is written in the change's own transaction."""

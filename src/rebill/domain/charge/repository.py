@@ -117,6 +117,16 @@ def insert_many(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
     return [row[0] for row in result]
 
 
+def update_many(conn: Connection, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    """Rows of ``{"charge_id": id, column: value, ...}`` for the same ``columns``, in one
+    executemany (a regeneration rewrites thousands of charges)."""
+    if not rows:
+        return
+    stmt = (update(charges).where(charges.c.id == bindparam("charge_id"))
+            .values({**{name: bindparam(name) for name in columns}, "lock_version": charges.c.lock_version + 1}))
+    conn.execute(stmt, rows)
+
+
 def update_one(conn: Connection, store_id: int, charge_id: int, values: dict[str, Any]) -> None:
     conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.store_id == store_id)
                  .values(**values, lock_version=charges.c.lock_version + 1))

@@ -30,6 +30,7 @@ PLANNED = ("customer_id", "address_id", "scheduled_at", "status", "type", "curre
            "tax_lines", "discounts", "discount_id", "billing_address", "shipping_address", "order_attributes", "note",
            "taxable", "taxes_included", "subtotal_price", "total_discounts", "total_line_items_price", "total_tax",
            "total_shipping", "total_price", "total_weight_grams", "orders_count")
+REWRITTEN = (*PLANNED, "has_uncommitted_changes", "updated_at")
 BATCH = 500  # addresses per round trip; keeps IN lists far below SQLite's variable limit
 Key = tuple[int, date, str]
 
@@ -132,6 +133,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     inserts: list[PlannedCharge] = []
     item_pairs: list[tuple[int, int]] = []
     replaced: list[int] = []
+    rewritten: list[dict[str, Any]] = []
     result: dict[Key, int] = {}
     for plan in planned:
         charge = taken.get(plan.key)
@@ -139,29 +141,34 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
             inserts.append(plan)
             continue
         result[plan.key] = charge.id
-        changes = {k: v for k, v in plan.values.items() if getattr(charge, k) != v}
+        changed = any(getattr(charge, k) != v for k, v in plan.values.items())
+        extra: dict[str, Any] = {}
         if plan.key in merged_into:
-            changes["merged_at"] = unit.now
+            extra["merged_at"] = unit.now
         if charge.scheduled_at != plan.scheduled_at and charge.original_scheduled_at is None:
-            changes["original_scheduled_at"] = charge.scheduled_at
-        if changes or charge.has_uncommitted_changes:
-            changes.update(has_uncommitted_changes=False, updated_at=unit.now)
-            charges.update_one(unit.conn, unit.store_id, charge.id, changes)
-            unit.record("charge/updated", charge.id)
+            extra["original_scheduled_at"] = charge.scheduled_at
+        if extra:
+            charges.update_one(unit.conn, unit.store_id, charge.id, extra)
+        if changed or extra or charge.has_uncommitted_changes:
+            rewritten.append({**plan.values, "charge_id": charge.id, "has_uncommitted_changes": False,
+                              "updated_at": unit.now})
         if charge.purchase_item_ids != plan.item_ids:
             replaced.append(charge.id)
             item_pairs += [(charge.id, item_id) for item_id in plan.item_ids]
+    # Every changed charge gets the whole plan in one statement (the unchanged columns are
+    # written with the values they have).
+    charges.update_many(unit.conn, REWRITTEN, rewritten)
+    unit.record_many("charge/updated", [row["charge_id"] for row in rewritten])
 
     gone = [c.id for c in stored if c.id not in used]
     charges.delete_many(unit.conn, unit.store_id, gone)
-    for charge_id in gone:
-        unit.record("charge/deleted", charge_id, {"id": charge_id})
+    unit.record_many("charge/deleted", gone, with_id=True)
 
     new_ids = charges.insert_many(unit.conn, [_new_row(unit, plan, None) for plan in inserts])
     for plan, charge_id in zip(inserts, new_ids):
         result[plan.key] = charge_id
         item_pairs += [(charge_id, item_id) for item_id in plan.item_ids]
-        unit.record("charge/created", charge_id)
+    unit.record_many("charge/created", new_ids)
     charges.set_items(unit.conn, unit.store_id, item_pairs, replace=replaced)
     pending.clear(unit.conn, ids)
     return result
