@@ -65,14 +65,32 @@ class _Compiled:
             cursor.close()
         if row is None:
             return None
+        return self._decode(row)
+
+    def _decode(self, row: Any) -> list[Any]:
         values = list(row)
         for index, process in self.results:
             values[index] = process(values[index])
         return values
 
+    def execute(self, conn: Connection, params: dict[str, Any], *, fetch: bool) -> tuple[list[list[Any]], int]:
+        """Every row, decoded (``fetch``), and the row count."""
+        dbapi = conn.dialect.loaded_dbapi
+        cursor = conn.connection.dbapi_connection.cursor()
+        try:
+            cursor.execute(self.sql, self.arguments(params))
+            rows = cursor.fetchall() if fetch else []
+            count = cursor.rowcount
+        except dbapi.Error as exc:
+            raise DBAPIError.instance(self.sql, None, exc, dbapi.Error) from exc
+        finally:
+            cursor.close()
+        return [self._decode(row) for row in rows], count
+
 
 class Prepared:
-    """A SELECT whose caller's parameters are ``bindparam``s without a value."""
+    """A statement whose caller's parameters are ``bindparam``s without a value: a SELECT
+    read with ``one`` or ``all``, or an UPDATE or DELETE run with ``run``."""
 
     def __init__(self, stmt: Executable) -> None:
         self.stmt = stmt
@@ -86,6 +104,16 @@ class Prepared:
         """The first row's values in the statement's column order, decoded, or None."""
         compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
         return compiled.first(conn, params)
+
+    def all(self, conn: Connection, **params: Any) -> list[list[Any]]:
+        """Every row's values in the statement's column order, decoded."""
+        compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
+        return compiled.execute(conn, params, fetch=True)[0]
+
+    def run(self, conn: Connection, **params: Any) -> int:
+        """An UPDATE or DELETE; returns the number of rows it touched."""
+        compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
+        return compiled.execute(conn, params, fetch=False)[1]
 
 
 class PreparedInsert:

@@ -108,6 +108,9 @@ def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int
 def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Address]:
     if not ids:
         return {}
+    if len(ids) == 1:
+        found = get(conn, store_id, ids[0])
+        return {found.id: found} if found is not None else {}
     stmt = _select.where(addresses.c.store_id == store_id, addresses.c.id.in_(set(ids)))
     return {row[0]: to_address(*row) for row in conn.execute(stmt)}
 
@@ -122,11 +125,19 @@ def lock(conn: Connection, store_id: int, ids: list[int]) -> list[int]:
     between two writers): every write that replans an address's charges holds its lock, so two
     plans of one address never interleave (PostgreSQL; SQLite serializes writers anyway).
     Returns the ids that exist in the store."""
+    ids = list(dict.fromkeys(ids))
+    if len(ids) == 1:
+        return ids if _lock_one.one(conn, id=ids[0], store_id=store_id) is not None else []
     if not ids:
         return []
-    stmt = (select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.id.in_(set(ids)))
+    stmt = (select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.id.in_(ids))
             .order_by(addresses.c.id).with_for_update())
     return list(conn.execute(stmt).scalars())
+
+
+# Prepared: every subscription write locks its one address (twice: the service, the replan).
+_lock_one = Prepared(select(addresses.c.id).where(addresses.c.id == bindparam("id"),
+                                                  addresses.c.store_id == bindparam("store_id")).with_for_update())
 
 
 def ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:

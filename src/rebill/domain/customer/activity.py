@@ -4,19 +4,24 @@ least one active subscription, `inactive` otherwise, with `customer/activated` a
 
 from __future__ import annotations
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 
+from rebill.db.prepared import Prepared
 from rebill.models import customers
 
 from ..subscription import repository as items
 from ..unit import Unit
 
+_turn = Prepared(
+    update(customers)
+    .where(customers.c.id == bindparam("id"), customers.c.store_id == bindparam("store_id"),
+           customers.c.status != bindparam("wanted"))
+    .values(status=bindparam("status"), updated_at=bindparam("updated_at")))
+
 
 def refresh(unit: Unit, customer_id: int) -> None:
     wanted = "active" if items.active_count(unit.conn, unit.store_id, customer_id=customer_id) else "inactive"
-    changed = unit.conn.execute(
-        update(customers)
-        .where(customers.c.id == customer_id, customers.c.store_id == unit.store_id, customers.c.status != wanted)
-        .values(status=wanted, updated_at=unit.now)).rowcount
+    changed = _turn.run(unit.conn, id=customer_id, store_id=unit.store_id, wanted=wanted, status=wanted,
+                        updated_at=unit.now)
     if changed:
         unit.record("customer/activated" if wanted == "active" else "customer/deactivated", customer_id)

@@ -108,3 +108,20 @@ def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
 
 def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
     return count(conn, where(select(customers.c.id).where(customers.c.store_id == store_id), FILTERS, filters))
+
+
+_billing = Prepared(select(customers.c.id, customers.c.billing_address).where(
+    customers.c.id == bindparam("id"), customers.c.store_id == bindparam("store_id")))
+
+
+def billing_addresses(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Any]:
+    """The 2021-01 billing address document of each customer (a charge's billing address)."""
+    ids = list(set(ids))
+    if len(ids) == 1:
+        row = _billing.one(conn, id=ids[0], store_id=store_id)
+        return {row[0]: row[1]} if row else {}
+    if not ids:
+        return {}
+    stmt = select(customers.c.id, customers.c.billing_address).where(customers.c.store_id == store_id,
+                                                                      customers.c.id.in_(ids))
+    return {row[0]: row[1] for row in conn.execute(stmt)}

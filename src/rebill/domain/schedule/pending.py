@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from rebill.db.prepared import Prepared
 from rebill.models import pending_regenerations
 
 # NOTE: spec 01 Limits, the charge regeneration window after a commit=false update.
@@ -23,7 +24,13 @@ def defer(conn: Connection, store_id: int, address_id: int, now: datetime) -> No
         conn.execute(insert(table).values(address_id=address_id, store_id=store_id, due_at=due))
 
 
+_clear_one = Prepared(delete(pending_regenerations).where(pending_regenerations.c.address_id == bindparam("id")))
+
+
 def clear(conn: Connection, address_ids: list[int]) -> None:
+    if len(address_ids) == 1:  # prepared: every replan of one address
+        _clear_one.run(conn, id=address_ids[0])
+        return
     conn.execute(delete(pending_regenerations).where(pending_regenerations.c.address_id.in_(address_ids)))
 
 

@@ -71,7 +71,7 @@ def plan_of(unit: Unit, address_ids: list[int]) -> list[PlannedCharge]:
     """The plan of these addresses from what is stored now (also what tests compare with)."""
     store = stores.get(unit.conn, unit.store_id) or unit.store
     found = addresses.many(unit.conn, unit.store_id, address_ids)
-    owners = customers.many(unit.conn, unit.store_id, list({a.customer_id for a in found.values()}))
+    billing = customers.billing_addresses(unit.conn, unit.store_id, [a.customer_id for a in found.values()])
     by_address: dict[int, list[Any]] = defaultdict(list)
     for item in items.for_plan(unit.conn, unit.store_id, list(found)):
         by_address[item.address_id].append(item)
@@ -81,8 +81,7 @@ def plan_of(unit: Unit, address_ids: list[int]) -> list[PlannedCharge]:
     planned: list[PlannedCharge] = []
     for address_id in sorted(found):
         address = found[address_id]
-        owner = owners.get(address.customer_id)
-        planned += plan_address(store, address, _billing(owner.billing_address if owner else None),
+        planned += plan_address(store, address, _billing(billing.get(address.customer_id)),
                                 by_address[address_id], skips[address_id])
     return planned
 
