@@ -130,9 +130,16 @@ def update_many(conn: Connection, columns: tuple[str, ...], rows: list[dict[str,
     executemany (a regeneration rewrites thousands of charges)."""
     if not rows:
         return
-    stmt = (update(charges).where(charges.c.id == bindparam("charge_id"))
+    stmt = _updates.get(columns)
+    if stmt is None:  # built once per set of columns: building it cost more than running it
+        stmt = _updates[columns] = (
+            update(charges).where(charges.c.id == bindparam("charge_id"))
             .values({**{name: bindparam(name) for name in columns}, "lock_version": charges.c.lock_version + 1}))
     conn.execute(stmt, rows)
+
+
+_updates: dict[tuple[str, ...], Any] = {}
+_insert_items = insert(charge_items)
 
 
 def update_one(conn: Connection, store_id: int, charge_id: int, values: dict[str, Any]) -> None:
@@ -150,7 +157,7 @@ def set_items(conn: Connection, store_id: int, pairs: list[tuple[int, int]], *, 
     if replace:
         conn.execute(delete(charge_items).where(charge_items.c.charge_id.in_(replace)))
     if pairs:
-        conn.execute(insert(charge_items), [{"charge_id": c, "purchase_item_id": i, "store_id": store_id}
+        conn.execute(_insert_items, [{"charge_id": c, "purchase_item_id": i, "store_id": store_id}
                                             for c, i in pairs])
 
 
