@@ -10,6 +10,7 @@ on PostgreSQL, where READ COMMITTED gives each statement its own snapshot anyway
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,6 +98,7 @@ class Database:
         # WAL mode, never waits for a writer, so a thread hop would cost more than the query.
         # PostgreSQL reads cross the network and run in worker threads like all writes.
         self.inline_reads = self.dialect == "sqlite"
+        self._writer = threading.Lock() if self.dialect == "sqlite" else None
         self._loop_read: _LoopRead | None = None
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if self.dialect == "postgresql" \
             else None
@@ -129,6 +131,17 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
+        if self._writer is not None:
+            # SQLite has one writer at a time. Writers of this process queue on a lock of
+            # their own instead of on SQLite's, whose busy handler sleeps in steps of up to
+            # 100 ms: with 16 connections writing, those sleeps cost most of a write's time
+            # (docs/performance.md). Other processes still meet SQLite's lock and its timeout.
+            with self._writer:
+                with self.engine.connect() as conn:
+                    conn = conn.execution_options(rebill_write=True)
+                    with conn.begin():
+                        yield conn
+            return
         with self.engine.connect() as conn:
             conn = conn.execution_options(rebill_write=True)
             with conn.begin():

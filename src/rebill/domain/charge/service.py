@@ -111,7 +111,16 @@ def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = 
                               {"next_charge_scheduled_at": charge.scheduled_at, "updated_at": unit.now})
         unit.record(f"{item.kind}/unskipped", item.id)
     result = replan(unit, [charge.address_id])
-    return get(unit, result[(charge.address_id, charge.scheduled_at, QUEUED)])
+    here = result.get((charge.address_id, charge.scheduled_at, QUEUED))
+    if here is None:
+        # A date skipped ahead of the items' next charge (decisions §5.12): unskipping it
+        # drops the skip, and the items are next charged on the queued charge they are on.
+        wanted = set(chosen)
+        here = next((charge_id for (_, _, status), charge_id in sorted(result.items())
+                     if status == QUEUED and wanted & set(get(unit, charge_id).purchase_item_ids)), None)
+        if here is None:
+            raise NotFound()
+    return get(unit, here)
 
 
 def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
