@@ -13,11 +13,18 @@ endpoints = Endpoints()
 READ, WRITE = "read_orders", "write_subscriptions"
 
 
+# NOTE: spec 02 Cursor paging, /charges lists that use these filters get no Link header.
+NO_LINK = frozenset({"created_at_min", "updated_at_min", "ids"})
+
+
 @endpoints.get("/charges", scope=READ)
 def list_charges(call: Call) -> Reply:
     query = call.list_query("charges")
     with call.read() as unit:
-        return call.page("charges", service.list_page(unit, query), unit, query)
+        reply = call.page("charges", service.list_page(unit, query), unit, query)
+    if reply.headers and NO_LINK.intersection(call.params):
+        reply.headers.pop("Link", None)
+    return reply
 
 
 @endpoints.get("/charges/count", scope=READ, versions=("2021-01",))
@@ -34,23 +41,28 @@ def get_charge(call: Call) -> Reply:
         return call.one("charge", service.get(unit, call.path["charge_id"]), unit, include=include)
 
 
-def _items(call: Call, schema: str) -> list[int] | None:
+def _items(call: Call, schema: str) -> tuple[list[int] | None, str]:
+    """The named items and the body field that names them in the caller's version (errors
+    about the items use it: 2021-01 callers sent `subscription_id(s)`)."""
     body = call.version.schemas[schema].parse(call.body)
-    return body.get("purchase_item_ids")
+    field = "purchase_item_ids"
+    if call.version.name == "2021-01":
+        field = "subscription_id" if "subscription_id" in call.body else "subscription_ids"
+    return body.get("purchase_item_ids"), field
 
 
 @endpoints.post("/charges/{charge_id:id}/skip", scope=WRITE)
 def skip_charge(call: Call) -> Reply:
-    items = _items(call, "charge.skip")
+    items, field = _items(call, "charge.skip")
     with call.write() as unit:
-        return call.one("charge", service.skip(unit, call.path["charge_id"], items))
+        return call.one("charge", service.skip(unit, call.path["charge_id"], items, field))
 
 
 @endpoints.post("/charges/{charge_id:id}/unskip", scope=WRITE)
 def unskip_charge(call: Call) -> Reply:
-    items = _items(call, "charge.unskip")
+    items, field = _items(call, "charge.unskip")
     with call.write() as unit:
-        return call.one("charge", service.unskip(unit, call.path["charge_id"], items))
+        return call.one("charge", service.unskip(unit, call.path["charge_id"], items, field))
 
 
 def _change_date(call: Call) -> Reply:

@@ -77,7 +77,8 @@ class ChargeOldShape(Change):
             "note_attributes": data["order_attributes"],
             "number_times_tried": data["charge_attempts"],
             "platform_order_id": platform_id(obj.external_order_id),
-            "platform_variant_id_not_found": None,
+            # NOTE: spec 02 Charge, an integer (0: every variant was found).
+            "platform_variant_id_not_found": int(data["external_variant_id_not_found"]),
             "processed_at": naive(data["processed_at"]),
             "processor_name": data["payment_processor"],
             "retry_date": data["retry_date"],

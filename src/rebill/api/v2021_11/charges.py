@@ -69,6 +69,9 @@ def charge(c: Charge) -> dict[str, Any]:
         "error_type": c.error_type,
         "external_order_id": {"ecommerce": c.external_order_id},
         "external_transaction_id": {"payment_processor": c.external_transaction_id},
+        # NOTE: spec 01 Charge names `external_variant_id_not_found` (boolean); 03-real-fields
+        # saw `external_variant_not_found` (null). Clients may read either.
+        "external_variant_id_not_found": False,
         "external_variant_not_found": None,
         # NOTE: decisions §5.10, two t's in 2021-11 (2021-01 keeps the document's one).
         "has_uncommitted_changes": c.has_uncommitted_changes,
