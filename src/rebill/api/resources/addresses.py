@@ -1,9 +1,9 @@
-"""Addresses, both versions (spec 01 Addresses, spec 02 Addresses, decisions §4).
-Merge and charge skip come with subscriptions."""
+"""Addresses, both versions (spec 01 Addresses, spec 02 Addresses, decisions §4), and the
+2021-11 merge (decisions §5.14)."""
 
 from dataclasses import replace
 
-from rebill.domain.address import service
+from rebill.domain.address import merge, service
 from rebill.domain.address.model import AddressCreate, AddressUpdate
 from rebill.domain.customer import service as customers
 
@@ -85,3 +85,15 @@ def validate_address(call: Call) -> Reply:
     names = {"province": "state", "zip": "zipcode"}
     return Reply({"city": verdict.city, "errors": {names.get(k, k): v for k, v in verdict.errors.items()},
                   "state": verdict.province_code, "state_name": verdict.province_name, "zipcode": verdict.zip})
+
+
+@endpoints.post("/addresses/merge", scope=WRITE, versions=("2021-11",))
+def merge_addresses(call: Call) -> Reply:
+    """NOTE: decisions §5.14, §5.16; all or nothing, 200 with the target address."""
+    body = call.version.schemas["address.merge"].parse(call.body)
+    command = merge.AddressMerge(target_id=body["target_address"]["id"],
+                                 source_ids=[source["id"] for source in body["source_addresses"]],
+                                 delete_sources=bool(body.get("delete_source_addresses")),
+                                 next_charge_date=body.get("next_charge_date"))
+    with call.write() as unit:
+        return call.one("address", merge.merge(unit, command))

@@ -1,8 +1,17 @@
-"""Customers, both versions (spec 02 Customers; 2021-11 per the public contract)."""
+"""Customers, both versions (spec 02 Customers; 2021-11 per the public contract), and the
+2021-11 delivery schedule (decisions §5.15, §5.16)."""
+
+from datetime import date
+from typing import Any
 
 from rebill.domain.customer import service
 from rebill.domain.customer.model import CustomerCreate, CustomerUpdate
+from rebill.domain.money import format_amount
+from rebill.domain.schedule import delivery
+from rebill.domain.schedule.plan import shipping_address
+from rebill.errors import ValidationFailed
 
+from .. import query as q
 from ..call import Call, Reply
 from ..routing import Endpoints
 
@@ -50,3 +59,86 @@ def delete_customer(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["customer_id"])
     return call.deleted()
+
+
+def _bounded(call: Call, name: str, default: int, low: int, high: int, errors: dict[str, Any]) -> int:
+    raw = call.params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = q.integer(raw)
+    except ValueError as exc:
+        errors[name] = [str(exc)]
+        return default
+    if not low <= value <= high:
+        errors[name] = [f"must be from {low} to {high}"]
+    return value
+
+
+def _date_max(call: Call, errors: dict[str, Any]) -> date | None:
+    raw = call.params.get("date_max")
+    if raw is None:
+        return None
+    try:
+        return q.parse_datetime(raw).date()
+    except ValueError as exc:
+        errors["date_max"] = [str(exc)]
+        return None
+
+
+def _line(line: delivery.DeliveryLine) -> dict[str, Any]:
+    item = line.item
+    currency = item.presentment_currency
+    return {
+        "external_product_id": {"ecommerce": item.external_product_id},
+        "external_variant_id": {"ecommerce": item.external_variant_id},
+        "images": item.images or {},
+        "is_skippable": item.is_skippable and not item.is_prepaid,
+        "is_skipped": line.is_skipped,
+        "plan_type": item.kind if item.kind == "onetime" else "prepaid" if item.is_prepaid else "subscription",
+        "product_title": item.product_title,
+        "properties": item.properties,
+        "quantity": item.quantity,
+        "subscription_id": item.id,
+        "subtotal_price": format_amount(line.subtotal_price, currency),
+        "unit_price": format_amount(line.unit_price, currency),
+        "variant_title": item.variant_title,
+    }
+
+
+def _payment_method(row: Any) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"id": row.id, "billing_address": row.billing_address, "payment_details": row.payment_details or {}}
+
+
+def _delivery_schedule(schedule: delivery.DeliverySchedule) -> dict[str, Any]:
+    c = schedule.customer
+    return {
+        "customer": {"id": c.id, "email": c.email, "first_name": c.first_name, "last_name": c.last_name},
+        "deliveries": [{"date": d.date.isoformat(), "orders": [{
+            "id": None,  # NOTE: spec 03, a projected order has no id yet
+            "address_id": order.address_id,
+            "charge_id": order.charge_id,
+            "currency": order.currency,
+            "line_items": [_line(line) for line in order.lines],
+            "payment_method": _payment_method(schedule.payment_methods.get(order.address_id)),
+            "shipping_address": shipping_address(schedule.addresses[order.address_id]),
+            "total_price": format_amount(order.total_price, order.currency),
+        } for order in d.orders]} for d in schedule.deliveries],
+    }
+
+
+@endpoints.get("/customers/{customer_id:id}/delivery_schedule", scope=READ, versions=("2021-11",))
+def get_delivery_schedule(call: Call) -> Reply:
+    """NOTE: decisions §5.15, §5.16; the query names are those of the public contract."""
+    errors: dict[str, Any] = {}
+    count = _bounded(call, "delivery_count_future", delivery.DEFAULT_COUNT, 1, delivery.MAX_COUNT, errors)
+    days = _bounded(call, "future_interval", delivery.DEFAULT_INTERVAL_DAYS, 0, delivery.MAX_INTERVAL_DAYS, errors)
+    date_max = _date_max(call, errors)
+    with call.read() as unit:
+        customer = service.get(unit, call.path["customer_id"])  # 404 first: the path names the customer
+        if errors:
+            raise ValidationFailed(errors)
+        schedule = delivery.for_customer(unit, customer, count=count, future_days=days, date_max=date_max)
+    return Reply(_delivery_schedule(schedule))

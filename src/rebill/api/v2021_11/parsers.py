@@ -4,6 +4,7 @@ contract: email, first and last name required)."""
 from __future__ import annotations
 
 from rebill.api.fields import Field, Schema
+from rebill.domain.address.merge import MAX_SOURCES as MAX_MERGE_SOURCES
 from rebill.domain.customer.service import EMAIL
 
 
@@ -84,3 +85,25 @@ SCHEMAS = {
     "address.update": ADDRESS_UPDATE,
     "address_validation.verify": ADDRESS_VALIDATE,
 }
+
+
+# NOTE: spec 01 Addresses merge body; at most 10 source addresses (spec 01 Limits).
+ADDRESS_REF = Schema(Field("id", "int", required=True, nullable=False))
+
+
+def _merge_sources(value: list[object]) -> str | None:
+    if not value:
+        return "cannot be empty"
+    if len(value) > MAX_MERGE_SOURCES:
+        return f"has too many items (at most {MAX_MERGE_SOURCES})"
+    return None
+
+
+ADDRESS_MERGE = Schema(
+    Field("target_address", "object", required=True, nullable=False, items=ADDRESS_REF),
+    Field("source_addresses", "list", required=True, nullable=False, items=ADDRESS_REF, check=_merge_sources),
+    # null is taken as false, like an absent flag.
+    Field("delete_source_addresses", "bool"),
+    Field("next_charge_date", "date"),
+)
+SCHEMAS["address.merge"] = ADDRESS_MERGE

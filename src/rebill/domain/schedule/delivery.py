@@ -1,0 +1,206 @@
+"""A customer's delivery schedule (decisions §5.15, §5.16): the deliveries its purchase items
+will make from today on, projected from the items and their skips.
+
+``project`` is a pure function, no I/O; ``for_customer`` reads its inputs and calls it.
+
+- A subscription delivers on every date of its cadence from its next charge date
+  (``dates.occurrences``), for as many charges as it has left
+  (``expire_after_specific_number_of_charges`` minus ``charges_count``). A skipped date is a
+  delivery whose lines are skipped; it does not use up a charge.
+- A prepaid subscription delivers on every order interval: order k of a charge on the charge's
+  date plus k order intervals (decisions §5.4). The orders still to come of its last processed
+  charge are deliveries too.
+- A one-time item delivers on its date, skipped when the date is skipped.
+- One order per address, charge and status on a date: the lines of a queued charge, the lines
+  of a skipped charge, and the lines of dates that have no charge yet (later cadence dates),
+  queued and skipped apart, as charges are kept (docs/api-choices.md).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+from ..address import repository as addresses
+from ..address.model import Address
+from ..charge import repository as charges
+from ..customer.model import Customer
+from ..payment_method import repository as payment_methods
+from ..subscription import repository as items
+from ..subscription.model import ACTIVE, SUBSCRIPTION, PurchaseItem
+from ..unit import Unit
+from .dates import MAX_STEPS, add_interval, occurrences
+
+# NOTE: decisions §5.16, at most 50 delivery dates; 10 and 365 days unless asked otherwise.
+DEFAULT_COUNT, MAX_COUNT = 10, 50
+DEFAULT_INTERVAL_DAYS, MAX_INTERVAL_DAYS = 365, 3650
+
+
+class DeliveryLine(msgspec.Struct, frozen=True):
+    item: PurchaseItem
+    is_skipped: bool
+
+    @property
+    def unit_price(self) -> Decimal:
+        """The price of one delivery (a prepaid item's price is per order, docs/api-choices.md)."""
+        return self.item.price
+
+    @property
+    def subtotal_price(self) -> Decimal:
+        return self.item.price * self.item.quantity
+
+
+class DeliveryOrder(msgspec.Struct, frozen=True):
+    address_id: int
+    charge_id: int | None
+    is_skipped: bool
+    lines: list[DeliveryLine]
+
+    @property
+    def currency(self) -> str:
+        return self.lines[0].item.presentment_currency
+
+    @property
+    def total_price(self) -> Decimal:
+        return sum((line.subtotal_price for line in self.lines), Decimal(0))
+
+
+class Delivery(msgspec.Struct, frozen=True):
+    date: date
+    orders: list[DeliveryOrder]
+
+
+class _Projected(msgspec.Struct, frozen=True):
+    """One delivery of one item: its date, whether it is skipped, and the date of the charge
+    that pays for it (an earlier date for a prepaid item's later orders)."""
+
+    date: date
+    is_skipped: bool
+    charge_date: date
+
+
+def _orders_of_charge(item: PurchaseItem, charge_date: date) -> list[date]:
+    """NOTE: decisions §5.4, a prepaid charge makes charge/order orders, one per order interval."""
+    unit, frequency = item.order_interval_unit or "day", item.order_interval_frequency or 1
+    return [add_interval(charge_date, unit, frequency * k, item.anchor_day) if k else charge_date
+            for k in range(item.orders_per_charge)]
+
+
+def _subscription(item: PurchaseItem, skipped: set[date], today: date, until: date,
+                  limit: int) -> list[_Projected]:
+    found: dict[date, _Projected] = {}
+    if item.is_prepaid and item.last_charge_date is not None:
+        # The orders still to come of the last charge that was processed.
+        for when in _orders_of_charge(item, item.last_charge_date)[1:]:
+            if today <= when <= until:
+                found[when] = _Projected(when, False, item.last_charge_date)
+    if item.status != ACTIVE:
+        return list(found.values())
+    for when in skipped:
+        if today <= when <= until:
+            found[when] = _Projected(when, True, when)
+    if item.schedulable and item.order_interval_unit:
+        assert item.next_charge_scheduled_at is not None
+        limit_charges = item.expire_after_specific_number_of_charges
+        remaining = None if limit_charges is None else limit_charges - item.charges_count
+        cadence = occurrences(item.next_charge_scheduled_at, item.order_interval_unit,
+                              item.charge_interval_frequency or 1, item.anchor_day, until=until, limit=MAX_STEPS)
+        ahead = 0
+        for charge_date in cadence:
+            if remaining is not None and remaining <= 0:
+                break
+            if charge_date in skipped:
+                continue  # shown above as skipped; a skipped date uses up no charge
+            if remaining is not None:
+                remaining -= 1
+            for when in _orders_of_charge(item, charge_date):
+                if today <= when <= until:
+                    found[when] = _Projected(when, False, charge_date)
+                    ahead += 1
+            if ahead >= limit:
+                break  # the item's later dates cannot be among the first ``limit`` dates
+    return list(found.values())
+
+
+def _onetime(item: PurchaseItem, skipped: set[date], today: date, until: date) -> list[_Projected]:
+    if item.status != ACTIVE:
+        return []
+    dates = set(skipped)
+    if item.next_charge_scheduled_at is not None:
+        dates.add(item.next_charge_scheduled_at)
+    return [_Projected(when, when in skipped, when) for when in dates if today <= when <= until]
+
+
+def project(items: Iterable[PurchaseItem], skips: Iterable[tuple[int, date]],
+            charge_ids: Mapping[tuple[int, date], int], *, today: date, until: date,
+            limit: int) -> list[Delivery]:
+    """The deliveries of ``items`` from ``today`` to ``until`` (both included), at most ``limit``
+    dates. ``skips`` are (item id, date); ``charge_ids`` maps (item id, charge date) to the id of
+    the stored charge that holds the item on that date."""
+    skipped: dict[int, set[date]] = defaultdict(set)
+    for item_id, when in skips:
+        skipped[item_id].add(when)
+    lines: dict[date, dict[tuple[int, int | None, bool], list[DeliveryLine]]] = defaultdict(lambda: defaultdict(list))
+    for item in items:
+        if item.kind == SUBSCRIPTION:
+            projected = _subscription(item, skipped[item.id], today, until, limit)
+        else:
+            projected = _onetime(item, skipped[item.id], today, until)
+        for p in projected:
+            charge_id = charge_ids.get((item.id, p.charge_date))
+            lines[p.date][(item.address_id, charge_id, p.is_skipped)].append(DeliveryLine(item, p.is_skipped))
+    deliveries = []
+    for when in sorted(lines)[:limit]:
+        groups = lines[when]
+        # By address, queued before skipped, then by charge (no charge yet first).
+        keys = sorted(groups, key=lambda k: (k[0], k[2], k[1] or 0))
+        deliveries.append(Delivery(when, [
+            DeliveryOrder(address_id, charge_id, is_skipped, sorted(groups[key], key=lambda line: line.item.id))
+            for key in keys for address_id, charge_id, is_skipped in [key]]))
+    return deliveries
+
+
+# The service ---------------------------------------------------------------------------------
+
+class DeliverySchedule(msgspec.Struct, frozen=True):
+    """What the endpoint renders: the customer, the deliveries, and the addresses and payment
+    methods the orders name (by id)."""
+
+    customer: Customer
+    deliveries: list[Delivery]
+    addresses: dict[int, Address]
+    payment_methods: dict[int, Any]  # address id -> the payment method row its orders are paid with
+
+
+def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int,
+                 date_max: date | None) -> DeliverySchedule:
+    """NOTE: decisions §5.16, deliveries from today on, at most ``count`` dates, none later than
+    today + ``future_days`` nor than ``date_max``."""
+    customer_id = customer.id
+    today = unit.today
+    until = today + timedelta(days=future_days)
+    if date_max is not None:
+        until = min(until, date_max)
+    conn, store_id = unit.conn, unit.store_id
+    found = {a.id: a for a in addresses.of_customers(conn, store_id, [customer_id])}
+    owned = [item for kind in ("subscription", "onetime")
+             for item in items.of(conn, store_id, kind, customer_ids=[customer_id])]
+    # Items sit on their customer's addresses; should one not, its address is still shown.
+    found.update(addresses.many(conn, store_id, [i.address_id for i in owned if i.address_id not in found]))
+    skips = [(item_id, when) for _, item_id, when in items.skips_of(conn, list(found))] if found else []
+    charge_ids = {(line["purchase_item_id"], charge.scheduled_at): charge.id
+                  for charge in charges.of_addresses(conn, store_id, list(found), ("queued", "skipped"))
+                  for line in charge.line_items}
+    deliveries = project(owned, skips, charge_ids, today=today, until=until, limit=count) if until >= today else []
+    methods = payment_methods.of_customers(conn, store_id, [customer_id])
+    by_id = {m.id: m for m in methods}
+    default = next((m for m in methods if m.is_default), methods[0] if methods else None)
+    # An address's own payment method, else the customer's default one.
+    paying = {address_id: by_id.get(a.payment_method_id, default) if a.payment_method_id else default
+              for address_id, a in found.items()}
+    return DeliverySchedule(customer, deliveries, found, {k: v for k, v in paying.items() if v is not None})
