@@ -76,6 +76,15 @@ def clock() -> FrozenClock:
     return FrozenClock()
 
 
+@pytest.fixture(autouse=True)
+def _clock_put_back(clock: FrozenClock) -> Iterator[None]:
+    """Each test finds the clock where the test before it found it: tests that move it would
+    otherwise add up until one day a test's "today" turned into tomorrow mid-test."""
+    before = clock.now()
+    yield
+    clock.set(before)
+
+
 @pytest.fixture(scope="session")
 def app(database: Database, clock: FrozenClock) -> Any:
     settings = Settings(database_url="unused", rate_limit=RateLimit(enabled=False), token_cache_seconds=0.0,

@@ -4,6 +4,7 @@ Charges; decisions §3)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -35,7 +36,15 @@ class World:
 
 
 @pytest.fixture
-def world(api: Any) -> World:
+def world(api: Any) -> Iterator[World]:
+    """The clock moves an hour while the world is built; it is put back afterwards, so the
+    shared clock never drifts across midnight from one test to the next."""
+    before = api.clock.now()
+    yield _world(api)
+    api.clock.set(before)
+
+
+def _world(api: Any) -> World:
     customer, other_customer = make_customer(api), make_customer(api)
     home, away = make_address(api, customer), make_address(api, other_customer)
     first_hour = api.clock.now()

@@ -136,6 +136,19 @@ def _each(call: Call, entries: list[Any], make: Any) -> list[Any]:
     return parsed
 
 
+def _bulk_id(entry: dict[str, Any]) -> int:
+    """The `id` of a bulk update or delete entry (an integer or a numeric string)."""
+    value = entry.get("id")
+    if value is None:
+        raise ValidationFailed.field("id", "is required")
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ValueError(value)
+        return q.integer(str(value))
+    except ValueError:
+        raise ValidationFailed.field("id", "must be an integer") from None
+
+
 def _in_bulk(index: int, exc: ValidationFailed, entry: dict[str, Any], call: Call) -> ValidationFailed:
     return ValidationFailed({"subscriptions": {str(index): call.version.rename_errors(exc.errors, sent=entry)}})
 
@@ -170,10 +183,7 @@ def bulk_update(call: Call) -> Reply:
     schema = call.version.schemas["subscription.update"]
 
     def parse(entry: dict[str, Any]) -> tuple[int, SubscriptionUpdate]:
-        ident = q.integer(str(entry["id"])) if isinstance(entry.get("id"), (int, str)) else None
-        if ident is None:
-            raise ValidationFailed.field("id", "is required")
-        return ident, convert(schema.parse(entry, partial=True), SubscriptionUpdate)
+        return _bulk_id(entry), convert(schema.parse(entry, partial=True), SubscriptionUpdate)
     pairs = _each(call, entries, parse)
     with call.write() as unit:
         address_id = _bulk_address(call, unit)
@@ -189,7 +199,9 @@ def bulk_update(call: Call) -> Reply:
                     from None
             except ValidationFailed as exc:
                 raise _in_bulk(index, exc, entries[index], call) from None
-        replan(unit, [address_id])
+        if any(command.commit for _, command in pairs):
+            # NOTE: decisions §5.3, when every entry says commit_update=false the charges wait.
+            replan(unit, [address_id])
         changed = [service.get(unit, s.id) for s in changed]
         return Reply({"subscriptions": call.render("subscription", changed)})
 
@@ -198,14 +210,7 @@ def bulk_update(call: Call) -> Reply:
 def bulk_delete(call: Call) -> Reply:
     entries = _bulk_items(call)
 
-    def parse(entry: dict[str, Any]) -> int:
-        value = entry.get("id")
-        try:
-            return q.integer(str(value)) if isinstance(value, (int, str)) and not isinstance(value, bool) else \
-                q.integer("")
-        except ValueError:
-            raise ValidationFailed.field("id", "is required" if value is None else "must be an integer") from None
-    ids = _each(call, entries, parse)
+    ids = _each(call, entries, _bulk_id)
     with call.write() as unit:
         address_id = _bulk_address(call, unit)
         for index, ident in enumerate(ids):

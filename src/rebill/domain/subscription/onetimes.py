@@ -11,7 +11,7 @@ from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
-from .service import _check_quantity, address_for, catalog_values, get
+from .service import _check_quantity, address_for, catalog_values, get, swap_values
 
 
 def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
@@ -42,14 +42,7 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
     if "next_charge_scheduled_at" in changes:
         intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], unit.today)
     if "external_variant_id" in changes or "external_product_id" in changes:
-        swapped = {"external_product_id": changes.get("external_product_id", current.external_product_id),
-                   "external_variant_id": changes.get("external_variant_id"),
-                   "product_title": changes.get("product_title"), "variant_title": changes.get("variant_title"),
-                   "sku": changes.get("sku"), "price": changes.get("price", current.price)}
-        filled = catalog_values(unit, swapped, currency=current.presentment_currency)
-        for name in ("external_variant_id", "product_title", "variant_title", "sku", "grams", "taxable",
-                     "requires_shipping", "images"):
-            changes[name] = filled[name]
+        swap_values(unit, current, changes)
     if "price" in changes:
         problem = places_problem(changes["price"], current.presentment_currency)
         if problem or changes["price"] < 0:

@@ -78,6 +78,35 @@ def catalog_values(unit: Unit, values: dict[str, Any], *, currency: str) -> dict
     return values
 
 
+def swap_values(unit: Unit, current: PurchaseItem, changes: dict[str, Any]) -> None:
+    """A new product or variant: the catalog's defaults for what was not sent; a product the
+    catalog does not hold keeps the item's own titles and sku (as a create with explicit fields
+    would take them). The price is kept unless sent (docs/api-choices.md)."""
+    product_id = changes.get("external_product_id", current.external_product_id)
+    variant_id = changes.get("external_variant_id")
+    swapped = {"external_product_id": product_id, "external_variant_id": variant_id,
+               "product_title": changes.get("product_title"), "variant_title": changes.get("variant_title"),
+               "sku": changes.get("sku"), "price": changes.get("price", current.price)}
+    if not product_id or catalog.variant_defaults(unit, product_id, variant_id) is None:
+        for name in ("product_title", "variant_title", "sku"):
+            swapped[name] = changes.get(name, getattr(current, name))
+    filled = catalog_values(unit, swapped, currency=current.presentment_currency)
+    for name in ("external_variant_id", "product_title", "variant_title", "sku", "grams", "taxable",
+                 "requires_shipping", "images"):
+        changes[name] = filled[name]
+
+
+def _check_plan(unit: Unit, plan_id: int) -> Any:
+    """NOTE: decisions §1.1, a plan of another store is not found (a 422: the id is in the body)."""
+    try:
+        plan = catalog.get_plan(unit, plan_id)
+    except NotFound:
+        raise ValidationFailed.field("plan_id", "plan not found") from None
+    if plan.type == "onetime":
+        raise ValidationFailed.field("plan_id", "is a onetime plan")
+    return plan
+
+
 def _check_quantity(quantity: int) -> None:
     if not 1 <= quantity <= MAX_QUANTITY:
         raise ValidationFailed.field("quantity", f"must be from 1 to {MAX_QUANTITY}")
@@ -85,12 +114,7 @@ def _check_quantity(quantity: int) -> None:
 
 def _apply_plan(unit: Unit, values: dict[str, Any]) -> None:
     """A plan gives the product, the cadence and the price discount (decisions §5.8)."""
-    try:
-        plan = catalog.get_plan(unit, values["plan_id"])
-    except NotFound:
-        raise ValidationFailed.field("plan_id", "plan not found") from None
-    if plan.type == "onetime":
-        raise ValidationFailed.field("plan_id", "is a onetime plan")
+    plan = _check_plan(unit, values["plan_id"])
     if values.get("external_product_id") is None:
         values["external_product_id"] = plan.external_product_id
     preferences = plan.subscription_preferences or {}
@@ -173,6 +197,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         raise ValidationFailed({name: ["must be sent with " + ", ".join(sent)] for name in missing})
     if "quantity" in changes:
         _check_quantity(changes["quantity"])
+    if changes.get("plan_id") is not None:
+        _check_plan(unit, changes["plan_id"])
     if current.status != ACTIVE and ({"next_charge_scheduled_at"} & set(changes)):
         raise ValidationFailed.field("next_charge_scheduled_at", "a cancelled or expired subscription has none")
     cadence = {name: changes.get(name, getattr(current, name)) for name in
@@ -185,14 +211,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         if not current.is_swappable and changes.get("external_variant_id", current.external_variant_id) != \
                 current.external_variant_id:
             raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
-        swapped = {"external_product_id": changes.get("external_product_id", current.external_product_id),
-                   "external_variant_id": changes.get("external_variant_id"),
-                   "product_title": changes.get("product_title"), "variant_title": changes.get("variant_title"),
-                   "sku": changes.get("sku"), "price": changes.get("price", current.price)}
-        filled = catalog_values(unit, swapped, currency=current.presentment_currency)
-        for name in ("external_variant_id", "product_title", "variant_title", "sku", "grams", "taxable",
-                     "requires_shipping", "images"):
-            changes[name] = filled[name]
+        swap_values(unit, current, changes)
     if "price" in changes:
         if changes["price"] < 0:
             raise ValidationFailed.field("price", "must not be negative")

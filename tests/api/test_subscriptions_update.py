@@ -1,0 +1,224 @@
+"""Updating a subscription, in both versions (decisions §5.1, §5.3, §5.16): fields, the three
+interval fields together, the next date recomputed on an interval change, deferred
+regeneration (`commit=false` / `commit_update=false`), plan and product references."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from rebill.jobs import regenerate
+from tests.api.test_subscriptions import (
+    MONTHLY,
+    NOT_FOUND,
+    V01,
+    V11,
+    create_sub,
+    day,
+    errors_of,
+    line_ids,
+    make_catalog,
+    next_date,
+    stamp,
+    today,
+    topics,
+)
+from tests.builders import charges_of, events_of, make_address, make_subscription
+
+# Update ------------------------------------------------------------------------------------------
+
+def test_update_changes_the_fields_records_the_event_and_replans_the_charge(vapi):
+    address = make_address(vapi)
+    sub = create_sub(vapi, address)
+    vapi.clock.advance(seconds=1)
+    response = vapi.put(f"/subscriptions/{sub['id']}", json={"price": "15", "quantity": 2, "product_title": "Tea",
+                                                             "properties": [{"name": "size", "value": "L"}]})
+    assert response.status_code == 200, response.text
+    updated = response.json()["subscription"]
+    assert (updated["price"], updated["quantity"], updated["product_title"]) == ("15.00", 2, "Tea")
+    assert updated["properties"] == [{"name": "size", "value": "L"}]
+    assert updated["updated_at"] == stamp(vapi.version, vapi) != sub["updated_at"]
+    assert topics(vapi, sub["id"])[-1] == "subscription/updated"
+    charge = charges_of(vapi, address.id)[0]
+    assert charge.total_line_items_price == 30 and charge.line_items[0]["title"] == "Tea"
+
+
+def test_an_update_that_changes_nothing_records_no_event_and_keeps_updated_at(api):
+    sub = create_sub(api)
+    before = events_of(api)
+    api.clock.advance(seconds=1)
+    response = api.put(f"/subscriptions/{sub['id']}", json={"price": "12.50", "quantity": 1})
+    assert response.json()["subscription"]["updated_at"] == sub["updated_at"]
+    assert events_of(api) == before
+
+
+def test_the_three_interval_fields_change_together_or_not_at_all(vapi):
+    sub = create_sub(vapi)
+    response = vapi.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "week"})
+    assert errors_of(response) == {"charge_interval_frequency": ["must be sent with order_interval_unit"],
+                                   "order_interval_frequency": ["must be sent with order_interval_unit"]}
+    response = vapi.put(f"/subscriptions/{sub['id']}", json={"order_interval_frequency": 2,
+                                                             "charge_interval_frequency": 2})
+    assert errors_of(response) == {"order_interval_unit": [
+        "must be sent with charge_interval_frequency, order_interval_frequency"]}
+
+
+def test_an_interval_change_recomputes_the_next_date_from_the_creation_date(vapi):
+    address = make_address(vapi)
+    sub = create_sub(vapi, address, next_charge_scheduled_at=day(vapi, 20))
+    response = vapi.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "week",
+                                                             "order_interval_frequency": 1,
+                                                             "charge_interval_frequency": 1})
+    assert response.status_code == 200, response.text
+    # NOTE: decisions §5.16, the creation date (no charge yet) plus one new interval.
+    assert response.json()["subscription"]["next_charge_scheduled_at"] == next_date(vapi.version, day(vapi, 7))
+    assert line_ids(vapi, address.id) == [(day(vapi, 7), [sub["id"]])]
+
+
+def test_an_interval_change_whose_first_date_has_passed_takes_the_next_date_on_the_cadence(api):
+    created = today(api)
+    sub = create_sub(api, order_interval_unit="day", order_interval_frequency=10, charge_interval_frequency=10,
+                     next_charge_scheduled_at=None)
+    api.clock.advance(days=3)
+    response = api.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "day",
+                                                            "order_interval_frequency": 2,
+                                                            "charge_interval_frequency": 2})
+    # created + 2 is in the past: the first date after today on that cadence is created + 4.
+    assert response.json()["subscription"]["next_charge_scheduled_at"] == (created + timedelta(days=4)).isoformat()
+
+
+def test_an_explicit_next_date_sent_with_the_interval_is_kept(api):
+    sub = create_sub(api)
+    response = api.put(f"/subscriptions/{sub['id']}", json={**MONTHLY, "order_interval_unit": "week",
+                                                            "next_charge_scheduled_at": day(api, 3)})
+    assert response.json()["subscription"]["next_charge_scheduled_at"] == day(api, 3)
+
+
+@pytest.mark.parametrize("values,errors", [
+    ({"next_charge_scheduled_at": None}, {"next_charge_scheduled_at": ["cannot be null"]}),
+    ({"quantity": 0}, {"quantity": ["must be from 1 to 1000000"]}),
+    ({"price": "1.001"}, {"price": ["has too many decimal places for USD (at most 2)"]}),
+    ({"price": "abc"}, {"price": ["must be a decimal number as a string"]}),
+    ({"product_title": ""}, {"product_title": ["cannot be blank"]}),
+    ({**MONTHLY, "charge_interval_frequency": 3, "order_interval_frequency": 2},
+     {"charge_interval_frequency": ["must equal order_interval_frequency or be a larger multiple of it (prepaid)"]}),
+    ({"order_day_of_week": 3}, {"order_day_of_week": ["applies to weekly intervals only"]}),
+    ({"is_swappable": "no"}, {"is_swappable": ["must be a boolean"]}),
+])
+def test_update_rules_answer_422_naming_the_field(vapi, values, errors):
+    sub = create_sub(vapi)
+    assert errors_of(vapi.put(f"/subscriptions/{sub['id']}", json=values)) == errors
+
+
+def test_update_to_a_past_next_date_answers_422(vapi):
+    sub = create_sub(vapi)
+    response = vapi.put(f"/subscriptions/{sub['id']}", json={"next_charge_scheduled_at": day(vapi, -1)})
+    assert errors_of(response) == {"next_charge_scheduled_at": ["must not be in the past"]}
+
+
+def test_update_of_the_next_date_moves_the_charge(api):
+    address = make_address(api)
+    sub = create_sub(api, address)
+    api.put(f"/subscriptions/{sub['id']}", json={"next_charge_scheduled_at": day(api, 4)})
+    assert line_ids(api, address.id) == [(day(api, 4), [sub["id"]])]
+
+
+def test_a_cancelled_subscription_takes_no_next_date(api):
+    sub = create_sub(api)
+    api.post(f"/subscriptions/{sub['id']}/cancel", json={"cancellation_reason": "x"})
+    response = api.put(f"/subscriptions/{sub['id']}", json={"next_charge_scheduled_at": day(api, 4)})
+    assert errors_of(response) == {"next_charge_scheduled_at": ["a cancelled or expired subscription has none"]}
+
+
+def test_swapping_to_another_catalog_variant_takes_its_titles_and_sku(vapi):
+    product_id, _ = make_catalog(vapi)
+    sub = create_sub(vapi, **({"external_product_id": {"ecommerce": product_id}} if vapi.version == V11
+                              else {"platform_product_id": product_id}))
+    change = ({"external_variant_id": {"ecommerce": f"{product_id}-2"}} if vapi.version == V11
+              else {"platform_variant_id": f"{product_id}-2"})
+    swapped = vapi.put(f"/subscriptions/{sub['id']}", json=change).json()["subscription"]
+    assert (swapped["variant_title"], swapped["sku"]) == ("1 kg", "COF-1K")
+
+
+def test_a_subscription_that_is_not_swappable_keeps_its_variant(api):
+    product_id, _ = make_catalog(api)
+    sub = create_sub(api, external_product_id={"ecommerce": product_id}, is_swappable=False)
+    response = api.put(f"/subscriptions/{sub['id']}", json={"external_variant_id": {"ecommerce": f"{product_id}-2"}})
+    assert errors_of(response) == {"external_variant_id": ["this subscription is not swappable"]}
+
+
+def test_update_of_an_unknown_or_another_stores_subscription_answers_404(vapi):
+    foreign = make_subscription(vapi.other_store())
+    for ident in (foreign.id, 999_999_999):
+        response = vapi.put(f"/subscriptions/{ident}", json={"quantity": 2})
+        assert (response.status_code, response.json()) == (404, NOT_FOUND)
+
+
+# Deferred regeneration (decisions §5.3) ------------------------------------------------------
+
+@pytest.mark.parametrize("version", [V11, V01])
+def test_commit_false_flags_the_charges_and_the_regeneration_follows_after_5_seconds(api, version):
+    address = make_address(api)
+    sub = create_sub(api, address)
+    if version == V11:
+        response = api.put(f"/subscriptions/{sub['id']}", json={"price": "20"}, params={"commit": "false"},
+                           version=V11)
+    else:
+        response = api.put(f"/subscriptions/{sub['id']}", json={"price": "20", "commit_update": False}, version=V01)
+    assert response.status_code == 200, response.text
+    assert response.json()["subscription"]["price"] == "20.00"
+    (charge,) = charges_of(api, address.id)
+    assert charge.has_uncommitted_changes is True and charge.total_price == 12.5
+    assert regenerate.run_due(api.db, api.clock, store_id=api.store.id) == 0
+    api.clock.advance(seconds=5)
+    assert regenerate.run_due(api.db, api.clock, store_id=api.store.id) == 1
+    (charge,) = charges_of(api, address.id)
+    assert charge.has_uncommitted_changes is False and charge.total_price == 20
+
+
+def test_commit_true_or_absent_regenerates_at_once(api):
+    address = make_address(api)
+    sub = create_sub(api, address)
+    api.put(f"/subscriptions/{sub['id']}", json={"price": "20"}, params={"commit": "true"})
+    (charge,) = charges_of(api, address.id)
+    assert charge.has_uncommitted_changes is False and charge.total_price == 20
+
+
+def test_a_commit_that_is_not_a_boolean_answers_422(api):
+    sub = create_sub(api)
+    response = api.put(f"/subscriptions/{sub['id']}", json={}, params={"commit": "maybe"})
+    assert errors_of(response) == {"commit": ["Invalid boolean: maybe. Must be true, false, 1 or 0"]}
+    response = api.put(f"/subscriptions/{sub['id']}", json={"commit_update": "maybe"}, version=V01)
+    assert errors_of(response) == {"commit_update": ["must be a boolean"]}
+
+
+# Update: plan and product references ------------------------------------------------------------
+
+def test_update_to_an_unknown_or_another_stores_plan_answers_422(vapi):
+    sub = create_sub(vapi)
+    _, foreign_plan = make_catalog(vapi.other_store(), title="Theirs")
+    for plan_id in (foreign_plan, 999_999_999):
+        response = vapi.put(f"/subscriptions/{sub['id']}", json={"plan_id": plan_id})
+        assert errors_of(response) == {"plan_id": ["plan not found"]}
+    _, onetime_plan = make_catalog(vapi, type="onetime", title="Once", subscription_preferences=None)
+    response = vapi.put(f"/subscriptions/{sub['id']}", json={"plan_id": onetime_plan})
+    assert errors_of(response) == {"plan_id": ["is a onetime plan"]}
+    assert vapi.get(f"/subscriptions/{sub['id']}").json()["subscription"]["plan_id"] is None
+
+
+def test_update_to_a_plan_of_the_store_links_it(api):
+    sub = create_sub(api)
+    _, plan_id = make_catalog(api, title="Ours")
+    assert api.put(f"/subscriptions/{sub['id']}", json={"plan_id": plan_id}).json()["subscription"]["plan_id"] == plan_id
+
+
+def test_moving_to_a_product_outside_the_catalog_keeps_the_titles_and_price(vapi):
+    sub = create_sub(vapi)
+    change = ({"external_product_id": {"ecommerce": "777"}} if vapi.version == V11 else {"platform_product_id": "777"})
+    response = vapi.put(f"/subscriptions/{sub['id']}", json=change)
+    assert response.status_code == 200, response.text
+    moved = response.json()["subscription"]
+    assert (moved["product_title"], moved["variant_title"], moved["price"]) == ("Coffee", "1 lb", "12.50")
+    assert (moved["external_product_id"] if vapi.version == V11 else moved["platform_product_id"]) in (
+        {"ecommerce": "777"}, 777)
