@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rebill.domain.schedule.reconcile import replan
-from rebill.domain.subscription import lifecycle, service
+from rebill.domain.subscription import bulk, lifecycle, service
 from rebill.domain.subscription.model import SubscriptionCreate, SubscriptionUpdate
-from rebill.errors import NotFound, ValidationFailed
+from rebill.errors import ValidationFailed
 
 from .. import query as q
 from ..call import Call, Reply, convert
@@ -149,31 +148,20 @@ def _bulk_id(entry: dict[str, Any]) -> int:
         raise ValidationFailed.field("id", "must be an integer") from None
 
 
-def _in_bulk(index: int, exc: ValidationFailed, entry: dict[str, Any], call: Call) -> ValidationFailed:
-    return ValidationFailed({"subscriptions": {str(index): call.version.rename_errors(exc.errors, sent=entry)}})
-
-
-def _bulk_address(call: Call, unit: Any) -> int:
-    from rebill.domain.address import service as addresses
-    return addresses.get(unit, call.path["address_id"]).id  # 404 for an unknown or foreign address
+def _renamer(call: Call, entries: list[Any]) -> Any:
+    """Domain errors of entry ``index`` in the caller's names, as it sent that entry."""
+    return lambda index, errors: call.version.rename_errors(errors, sent=entries[index])
 
 
 @endpoints.post("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
 def bulk_create(call: Call) -> Reply:
     entries = _bulk_items(call)
     schema = call.version.schemas["subscription.bulk_create"]
-    commands = _each(call, entries, lambda e: convert({**schema.parse(e), "address_id": call.path["address_id"]},
-                                                              SubscriptionCreate))
+    address_id = call.path["address_id"]
+    commands = _each(call, entries, lambda e: convert({**schema.parse(e), "address_id": address_id},
+                                                      SubscriptionCreate))
     with call.write() as unit:
-        address_id = _bulk_address(call, unit)
-        made = []
-        for index, command in enumerate(commands):
-            try:
-                made.append(service.create(unit, command, replan_now=False))
-            except ValidationFailed as exc:
-                raise _in_bulk(index, exc, entries[index], call) from None
-        replan(unit, [address_id])
-        made = [service.get(unit, s.id) for s in made]
+        made = bulk.create(unit, address_id, commands, _renamer(call, entries))
         return Reply({"subscriptions": call.render("subscription", made)})
 
 
@@ -181,46 +169,15 @@ def bulk_create(call: Call) -> Reply:
 def bulk_update(call: Call) -> Reply:
     entries = _bulk_items(call)
     schema = call.version.schemas["subscription.update"]
-
-    def parse(entry: dict[str, Any]) -> tuple[int, SubscriptionUpdate]:
-        return _bulk_id(entry), convert(schema.parse(entry, partial=True), SubscriptionUpdate)
-    pairs = _each(call, entries, parse)
+    pairs = _each(call, entries, lambda e: (_bulk_id(e), convert(schema.parse(e, partial=True), SubscriptionUpdate)))
     with call.write() as unit:
-        address_id = _bulk_address(call, unit)
-        changed = []
-        for index, (ident, command) in enumerate(pairs):
-            try:
-                current = service.get(unit, ident)
-                if current.address_id != address_id:
-                    raise NotFound()
-                changed.append(service.update(unit, ident, command, replan_now=False))
-            except NotFound:
-                raise ValidationFailed({"subscriptions": {str(index): {"id": ["not found on this address"]}}}) \
-                    from None
-            except ValidationFailed as exc:
-                raise _in_bulk(index, exc, entries[index], call) from None
-        if any(command.commit for _, command in pairs):
-            # NOTE: decisions §5.3, when every entry says commit_update=false the charges wait.
-            replan(unit, [address_id])
-        changed = [service.get(unit, s.id) for s in changed]
+        changed = bulk.update(unit, call.path["address_id"], pairs, _renamer(call, entries))
         return Reply({"subscriptions": call.render("subscription", changed)})
 
 
 @endpoints.delete("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
 def bulk_delete(call: Call) -> Reply:
-    entries = _bulk_items(call)
-
-    ids = _each(call, entries, _bulk_id)
+    ids = _each(call, _bulk_items(call), _bulk_id)
     with call.write() as unit:
-        address_id = _bulk_address(call, unit)
-        for index, ident in enumerate(ids):
-            try:
-                current = service.get(unit, ident)
-                if current.address_id != address_id:
-                    raise NotFound()
-            except NotFound:
-                raise ValidationFailed({"subscriptions": {str(index): {"id": ["not found on this address"]}}}) \
-                    from None
-            service.delete(unit, ident, replan_now=False)
-        replan(unit, [address_id])
+        bulk.delete(unit, call.path["address_id"], ids)
     return Reply({})

@@ -149,21 +149,21 @@ SCHEMAS: dict[str, Schema] = {
     "onetime.update": ONETIME_UPDATE,
 }
 
-WINDOW = q.window("created_at", "updated_at")
+# The filters both kinds of purchase item share (decisions §5.16).
+ITEM_FILTERS = {
+    **q.window("created_at", "updated_at"),
+    "address_id": ("address_id", q.integer),
+    "address_ids": ("address_ids", q.ids),
+    "customer_id": ("customer_id", q.integer),
+    "external_variant_id": ("external_variant_id", q.text),
+    "ids": ("ids", q.ids),
+}
 LISTS: dict[str, ListContract] = {
     # NOTE: decisions §5.16, subscription list filters; spec 01 Sorting and Including.
     "subscriptions": ListContract(
         plural="subscriptions",
         kind="subscription",
-        filters={
-            **WINDOW,
-            "address_id": ("address_id", q.integer),
-            "address_ids": ("address_ids", q.ids),
-            "customer_id": ("customer_id", q.integer),
-            "external_variant_id": ("external_variant_id", q.text),
-            "ids": ("ids", q.ids),
-            "status": ("status", q.choice("active", "cancelled", "expired")),
-        },
+        filters={**ITEM_FILTERS, "status": ("status", q.choice("active", "cancelled", "expired"))},
         sorts=("id", "created_at", "updated_at"),
         default_sort="id-desc",
         includes=("address", "charge_activities", "customer", "metafields", "bundle_product", "bundle_selections"),
@@ -171,15 +171,7 @@ LISTS: dict[str, ListContract] = {
     "onetimes": ListContract(
         plural="onetimes",
         kind="onetime",
-        filters={
-            **WINDOW,
-            "address_id": ("address_id", q.integer),
-            "address_ids": ("address_ids", q.ids),
-            "customer_id": ("customer_id", q.integer),
-            "external_variant_id": ("external_variant_id", q.text),
-            "ids": ("ids", q.ids),
-            "is_cancelled": ("is_cancelled", q.boolean),
-        },
+        filters={**ITEM_FILTERS, "is_cancelled": ("is_cancelled", q.boolean)},
         sorts=("id", "created_at", "updated_at"),
         default_sort="id-desc",
     ),
