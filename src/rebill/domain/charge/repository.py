@@ -134,6 +134,14 @@ def update_many(conn: Connection, columns: tuple[str, ...], rows: list[dict[str,
     executemany (a regeneration rewrites thousands of charges)."""
     if not rows:
         return
+    if len(rows) == 1:  # one address's change: a prepared statement
+        one = _rewrite_one.get(columns)
+        if one is None:
+            one = _rewrite_one[columns] = Prepared(
+                update(charges).where(charges.c.id == bindparam("charge_id"))
+                .values({**{name: bindparam(name) for name in columns}, "lock_version": charges.c.lock_version + 1}))
+        one.run(conn, **rows[0])
+        return
     stmt = _updates.get(columns)
     if stmt is None:  # built once per set of columns: building it cost more than running it
         stmt = _updates[columns] = (
@@ -156,13 +164,29 @@ def delete_many(conn: Connection, store_id: int, ids: list[int]) -> None:
         conn.execute(delete(charges).where(charges.c.store_id == store_id, charges.c.id.in_(ids)))
 
 
-def set_items(conn: Connection, store_id: int, pairs: list[tuple[int, int]], *, replace: list[int]) -> None:
-    """The purchase items of charges ``replace`` become ``pairs`` (charge id, item id)."""
-    if replace:
-        conn.execute(delete(charge_items).where(charge_items.c.charge_id.in_(replace)))
-    if pairs:
-        conn.execute(_insert_items, [{"charge_id": c, "purchase_item_id": i, "store_id": store_id}
-                                            for c, i in pairs])
+_add_item = Prepared(insert(charge_items).values(charge_id=bindparam("charge_id"),
+                                                purchase_item_id=bindparam("purchase_item_id"),
+                                                store_id=bindparam("store_id")))
+_drop_item = Prepared(delete(charge_items).where(charge_items.c.charge_id == bindparam("charge_id"),
+                                                 charge_items.c.purchase_item_id == bindparam("purchase_item_id")))
+_rewrite_one: dict[tuple[str, ...], Prepared] = {}
+
+
+def change_items(conn: Connection, store_id: int, added: list[tuple[int, int]], removed: list[tuple[int, int]]) -> None:
+    """(charge id, purchase item id) pairs to add to and remove from ``charge_items``. A few
+    pairs (one address's change) go through prepared statements, many in one executemany."""
+    if len(added) + len(removed) <= 8:
+        for charge_id, item_id in removed:
+            _drop_item.run(conn, charge_id=charge_id, purchase_item_id=item_id)
+        for charge_id, item_id in added:
+            _add_item.run(conn, charge_id=charge_id, purchase_item_id=item_id, store_id=store_id)
+        return
+    if removed:
+        conn.execute(delete(charge_items).where(charge_items.c.charge_id == bindparam("c"),
+                                                charge_items.c.purchase_item_id == bindparam("i")),
+                     [{"c": c, "i": i} for c, i in removed])
+    if added:
+        conn.execute(_insert_items, [{"charge_id": c, "purchase_item_id": i, "store_id": store_id} for c, i in added])
 
 
 def mark_uncommitted(conn: Connection, store_id: int, address_id: int) -> None:

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import select
+
+from rebill.models import charge_items
+
 from ..charge import repository as charges
 from ..unit import Unit
 from .reconcile import PLANNED, plan_of
@@ -35,4 +39,15 @@ def differences(unit: Unit, address_ids: list[int]) -> list[str]:
                                  f"planned {plan.values[name]!r}")
             if charge.purchase_item_ids != plan.item_ids:
                 found.append(f"charge {charge.id} items: stored {charge.purchase_item_ids}, planned {plan.item_ids}")
+    # The item index the list filters use must say the same as the line items.
+    indexed: dict[int, set[int]] = {}
+    ids = [c.id for c in stored.values()]
+    if ids:
+        for charge_id, item_id in unit.conn.execute(select(charge_items.c.charge_id, charge_items.c.purchase_item_id)
+                                                    .where(charge_items.c.charge_id.in_(ids))):
+            indexed.setdefault(charge_id, set()).add(item_id)
+    for charge in stored.values():
+        if indexed.get(charge.id, set()) != set(charge.purchase_item_ids):
+            found.append(f"charge {charge.id} item index: {sorted(indexed.get(charge.id, set()))}, "
+                         f"line items {charge.purchase_item_ids}")
     return found

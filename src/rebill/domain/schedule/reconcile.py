@@ -131,7 +131,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
 
     inserts: list[PlannedCharge] = []
     item_pairs: list[tuple[int, int]] = []
-    replaced: list[int] = []
+    removed: list[tuple[int, int]] = []
     rewritten: list[dict[str, Any]] = []
     result: dict[Key, int] = {}
     for plan in planned:
@@ -152,8 +152,9 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
             rewritten.append({**plan.values, "charge_id": charge.id, "has_uncommitted_changes": False,
                               "updated_at": unit.now})
         if charge.purchase_item_ids != plan.item_ids:
-            replaced.append(charge.id)
-            item_pairs += [(charge.id, item_id) for item_id in plan.item_ids]
+            before, after = set(charge.purchase_item_ids), set(plan.item_ids)
+            item_pairs += [(charge.id, item_id) for item_id in sorted(after - before)]
+            removed += [(charge.id, item_id) for item_id in sorted(before - after)]
     # Every changed charge gets the whole plan in one statement (the unchanged columns are
     # written with the values they have).
     charges.update_many(unit.conn, REWRITTEN, rewritten)
@@ -168,6 +169,6 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
         result[plan.key] = charge_id
         item_pairs += [(charge_id, item_id) for item_id in plan.item_ids]
     unit.record_many("charge/created", new_ids)
-    charges.set_items(unit.conn, unit.store_id, item_pairs, replace=replaced)
+    charges.change_items(unit.conn, unit.store_id, item_pairs, removed)
     pending.clear(unit.conn, ids)
     return result
