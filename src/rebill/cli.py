@@ -211,6 +211,9 @@ def stores_rates(
     err.print(f"[green]updated rates of[/green] {name}; its queued charges were regenerated")
 
 
+SCHEDULE_TABLES = ("charges", "charge_items", "purchase_items", "skips", "events")
+
+
 @schedule_app.command("regenerate")
 def schedule_regenerate(
     store: Optional[str] = typer.Option(None, "--store", help="Store name (default: every store)"),
@@ -235,6 +238,7 @@ def schedule_regenerate(
                 with db.write() as conn:
                     replan(Unit(conn, found, now), ids[start:start + BATCH * 4])  # type: ignore[arg-type]
                 progress.advance(task, len(ids[start:start + BATCH * 4]))
+    db.analyze(*SCHEDULE_TABLES)
     err.print(f"[green]regenerated[/green] the charges of {total} addresses")
 
 

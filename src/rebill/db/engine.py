@@ -147,6 +147,18 @@ class Database:
             with conn.begin():
                 yield conn
 
+    def analyze(self, *tables: str) -> None:
+        """PostgreSQL: refresh the planner's statistics of ``tables`` now. After a bulk load
+        (an import, a regeneration of every charge) the statistics say the tables are nearly
+        empty until autovacuum comes round, and the planner then scans whole tables for
+        single-row look-ups (docs/operations.md). SQLite keeps no statistics unless asked and
+        its queries are written not to need them: nothing to do."""
+        if self.dialect != "postgresql":
+            return
+        with self._autocommit.connect() as conn:  # type: ignore[union-attr]
+            for table in tables:
+                conn.exec_driver_sql(f'ANALYZE "{table}"')
+
     def dispose(self) -> None:
         if self._loop_read is not None:
             self._loop_read.conn.close()
