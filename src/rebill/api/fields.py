@@ -101,6 +101,20 @@ def _coerce(kind: str, value: Any, field: "Field | None" = None) -> tuple[Any, s
         if "\x00" in value:  # PostgreSQL cannot store NUL; refuse it on both databases
             return None, "must not contain NUL characters"
         return value, None
+    if kind == "external_id":
+        # NOTE: decisions §5.16, an external (platform) id: a string, a number (older clients
+        # send platform ids as integers), or nested as {"ecommerce": ...}.
+        if isinstance(value, dict):
+            if set(value) - {"ecommerce"}:
+                return None, "must be a string or an object with the key ecommerce"
+            value = value.get("ecommerce")
+            if value is None:
+                return None, None
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or "\x00" in value or not value.strip():
+            return None, "must be a non-empty string or number"
+        return value.strip(), None
     if kind == "int":
         if isinstance(value, bool):
             return None, "must be an integer"

@@ -31,7 +31,7 @@ class PurchasePlatformIds(Change):
     kinds = KINDS
 
     def request(self, schema: Schema) -> Schema:
-        fields = [Field(f"platform_{name}_id", "str", max_length=64, key=f"external_{name}_id")
+        fields = [Field(f"platform_{name}_id", "external_id", max_length=64, key=f"external_{name}_id")
                   for name in ("product", "variant") if f"external_{name}_id" in schema]
         return schema.without("external_product_id", "external_variant_id").plus(*fields)
 

@@ -15,12 +15,11 @@ from rebill.domain.subscription.model import PurchaseItem
 from .parsers import ATTRIBUTE
 from .serializers import ts
 
-EXTERNAL_ID = Schema(Field("ecommerce", "str", max_length=64))
-
 
 def external_id(name: str) -> Field:
-    """NOTE: decisions §5.16, purchase items nest external ids as ``{"ecommerce": "..."}``."""
-    return Field(name, "object", items=EXTERNAL_ID, convert=lambda value: value.get("ecommerce"))
+    """NOTE: decisions §5.16, purchase items nest external ids as ``{"ecommerce": "..."}``; a
+    plain string or number is taken too."""
+    return Field(name, "external_id", max_length=64)
 
 
 def _day(value: Any) -> str | None:
