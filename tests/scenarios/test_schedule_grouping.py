@@ -251,3 +251,17 @@ def test_charges_sorted_by_date_page_with_cursors_in_both_versions(api, at):
         assert second.status_code == 200, second.text
         dates += [c[key][:10] for c in second.json()["charges"]]
         assert dates == ["2026-02-09", "2026-02-05", "2026-02-03", "2026-02-01"]
+
+
+def test_a_new_2021_01_billing_address_reaches_the_customers_queued_charges(api, at):
+    at(date(2026, 1, 10))
+    address = make_address(api)
+    sub = subscribe(api, address, next_charge_scheduled_at="2026-02-01")
+    response = api.put(f"/customers/{address.customer_id}", version="2021-01", json={
+        "billing_address1": "9 Billing Way", "billing_city": "Austin", "billing_country": "United States",
+        "billing_province": "TX", "billing_zip": "73301", "billing_first_name": "Ada",
+        "billing_last_name": "Lovelace"})
+    assert response.status_code == 200, response.text
+    billing = charge_of(api, sub["id"])["billing_address"]
+    assert (billing["address1"], billing["city"], billing["country_code"]) == ("9 Billing Way", "Austin", "US")
+    assert_schedule_consistent(api, address.id)

@@ -100,6 +100,10 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
         except IntegrityError as exc:
             raise _email_race(exc) from None
         unit.record("customer/updated", customer_id)
+        if "billing_address" in changes:
+            # The customer's billing address is the billing address of its queued charges.
+            from ..schedule.reconcile import replan
+            replan(unit, addresses.ids_of_customer(unit.conn, unit.store_id, customer_id))
     return get(unit, customer_id)
 
 
