@@ -57,6 +57,8 @@ charges = Table(
     *timestamps(),
     Index("ix_charges_store_address_date", "store_id", "address_id", "scheduled_at"),
     Index("ix_charges_store_status_date", "store_id", "status", "scheduled_at"),
+    # Lists sorted by date walk it in order (with the row id after the date) instead of sorting.
+    Index("ix_charges_store_scheduled", "store_id", "scheduled_at"),
     sqlite_autoincrement=True,
 )
 

@@ -72,6 +72,7 @@ def upgrade() -> None:
         batch_op.create_index('ix_charges_store_address_date', ['store_id', 'address_id', 'scheduled_at'], unique=False)
         batch_op.create_index(batch_op.f('ix_charges_store_id'), ['store_id'], unique=False)
         batch_op.create_index('ix_charges_store_status_date', ['store_id', 'status', 'scheduled_at'], unique=False)
+        batch_op.create_index('ix_charges_store_scheduled', ['store_id', 'scheduled_at'], unique=False)
 
     op.create_table('products',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),
@@ -255,6 +256,7 @@ def downgrade() -> None:
 
     op.drop_table('products')
     with op.batch_alter_table('charges', schema=None) as batch_op:
+        batch_op.drop_index('ix_charges_store_scheduled')
         batch_op.drop_index('ix_charges_store_status_date')
         batch_op.drop_index(batch_op.f('ix_charges_store_id'))
         batch_op.drop_index('ix_charges_store_address_date')
