@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, or_, select, update
 
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
@@ -109,13 +109,6 @@ def of_addresses(conn: Connection, store_id: int, address_ids: list[int], status
     return sorted((Charge(*row) for row in rows), key=lambda c: c.id)
 
 
-def queued_on(conn: Connection, store_id: int, address_id: int, when: date) -> Charge | None:
-    stmt = _select.where(charges.c.store_id == store_id, charges.c.address_id == address_id,
-                         charges.c.scheduled_at == when, charges.c.status == "queued")
-    row = conn.execute(stmt).first()
-    return Charge(*row) if row else None
-
-
 # Writes: only the reconciler (domain/schedule/reconcile.py) writes queued and skipped charges.
 
 def insert_many(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
@@ -193,13 +186,3 @@ def mark_uncommitted(conn: Connection, store_id: int, address_id: int) -> None:
     conn.execute(update(charges).where(charges.c.store_id == store_id, charges.c.address_id == address_id,
                                        charges.c.status == "queued")
                  .values(has_uncommitted_changes=True))
-
-
-def items_queued(conn: Connection, item_ids: list[int]) -> set[int]:
-    """The purchase items that a queued charge holds."""
-    if not item_ids:
-        return set()
-    stmt = (select(charge_items.c.purchase_item_id)
-            .join(charges, and_(charges.c.id == charge_items.c.charge_id, charges.c.status == "queued"))
-            .where(charge_items.c.purchase_item_id.in_(set(item_ids))))
-    return set(conn.execute(stmt).scalars())

@@ -89,11 +89,12 @@ class PurchaseItem(msgspec.Struct):
         return not (self.kind == SUBSCRIPTION and limit is not None and self.charges_count >= limit)
 
 
-class SubscriptionCreate(msgspec.Struct, kw_only=True):
+class ItemCreate(msgspec.Struct, kw_only=True):
+    """What a subscription and a one-time item are made of: an address and a product."""
+
     address_id: int
     external_product_id: str | None = None
     external_variant_id: str | None = None
-    plan_id: int | None = None
     product_title: str | None = None
     variant_title: str | None = None
     sku: str | None = None
@@ -101,6 +102,10 @@ class SubscriptionCreate(msgspec.Struct, kw_only=True):
     price: Decimal | None = None
     quantity: int = 1
     properties: list[dict[str, Any]] = []
+
+
+class SubscriptionCreate(ItemCreate, kw_only=True):
+    plan_id: int | None = None
     next_charge_scheduled_at: date | None = None
     charge_interval_frequency: int | None = None
     order_interval_frequency: int | None = None
@@ -116,10 +121,15 @@ class SubscriptionCreate(msgspec.Struct, kw_only=True):
     status: str = ACTIVE
 
 
-class SubscriptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+class OnetimeCreate(ItemCreate, kw_only=True):
+    next_charge_scheduled_at: date
+
+
+class ItemUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Only the fields that were sent are set."""
+
     external_product_id: str | None | UnsetType = UNSET
     external_variant_id: str | None | UnsetType = UNSET
-    plan_id: int | None | UnsetType = UNSET
     product_title: str | UnsetType = UNSET
     variant_title: str | None | UnsetType = UNSET
     sku: str | None | UnsetType = UNSET
@@ -128,6 +138,18 @@ class SubscriptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     quantity: int | UnsetType = UNSET
     properties: list[dict[str, Any]] | UnsetType = UNSET
     next_charge_scheduled_at: date | UnsetType = UNSET
+
+    def changes(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__struct_fields__
+                if f != "commit" and getattr(self, f) is not UNSET}
+
+
+class OnetimeUpdate(ItemUpdate, kw_only=True, omit_defaults=True):
+    pass
+
+
+class SubscriptionUpdate(ItemUpdate, kw_only=True, omit_defaults=True):
+    plan_id: int | None | UnsetType = UNSET
     charge_interval_frequency: int | UnsetType = UNSET
     order_interval_frequency: int | UnsetType = UNSET
     order_interval_unit: str | UnsetType = UNSET
@@ -141,37 +163,3 @@ class SubscriptionUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     analytics_data: dict[str, Any] | None | UnsetType = UNSET
     # NOTE: decisions §5.3, commit=false defers the regeneration of the queued charges.
     commit: bool = True
-
-    def changes(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__struct_fields__
-                if f != "commit" and getattr(self, f) is not UNSET}
-
-
-class OnetimeCreate(msgspec.Struct, kw_only=True):
-    address_id: int
-    next_charge_scheduled_at: date
-    external_product_id: str | None = None
-    external_variant_id: str | None = None
-    product_title: str | None = None
-    variant_title: str | None = None
-    sku: str | None = None
-    sku_override: bool | None = None
-    price: Decimal | None = None
-    quantity: int = 1
-    properties: list[dict[str, Any]] = []
-
-
-class OnetimeUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
-    external_product_id: str | None | UnsetType = UNSET
-    external_variant_id: str | None | UnsetType = UNSET
-    product_title: str | UnsetType = UNSET
-    variant_title: str | None | UnsetType = UNSET
-    sku: str | None | UnsetType = UNSET
-    sku_override: bool | UnsetType = UNSET
-    price: Decimal | UnsetType = UNSET
-    quantity: int | UnsetType = UNSET
-    properties: list[dict[str, Any]] | UnsetType = UNSET
-    next_charge_scheduled_at: date | UnsetType = UNSET
-
-    def changes(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__struct_fields__ if getattr(self, f) is not UNSET}

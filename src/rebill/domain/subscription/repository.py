@@ -141,12 +141,6 @@ def delete_item(conn: Connection, store_id: int, item_id: int) -> None:
     conn.execute(delete(purchase_items).where(purchase_items.c.id == item_id, purchase_items.c.store_id == store_id))
 
 
-def address_ids_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
-    stmt = select(purchase_items.c.address_id).where(purchase_items.c.store_id == store_id,
-                                                     purchase_items.c.customer_id == customer_id).distinct()
-    return list(conn.execute(stmt).scalars())
-
-
 def active_count(conn: Connection, store_id: int, *, customer_id: int | None = None,
                  address_id: int | None = None) -> int:
     if customer_id is not None and address_id is None:
@@ -173,11 +167,5 @@ def page(conn: Connection, store_id: int, kind: str, query: ListQuery) -> PageRe
 def count_where(conn: Connection, store_id: int, kind: str, filters: dict[str, Any]) -> int:
     stmt = select(purchase_items.c.id).where(purchase_items.c.store_id == store_id, purchase_items.c.kind == kind)
     return count(conn, where(stmt, FILTERS, filters))
-
-
-def active_condition(address_column: Any) -> Any:
-    """An address (or customer) column with an active subscription (the `is_active` filter)."""
-    return exists().where(purchase_items.c.address_id == address_column, purchase_items.c.kind == "subscription",
-                          purchase_items.c.status == ACTIVE)
 
 

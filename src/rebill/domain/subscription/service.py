@@ -45,6 +45,7 @@ def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Addre
 def catalog_values(unit: Unit, values: dict[str, Any], *, currency: str) -> dict[str, Any]:
     """Fill what the caller left out from the catalog variant (decisions §5.1, "defaults
     from the catalog variant"): titles, price, sku, weight, tax and shipping flags, images."""
+    given = values.get("price")  # a price the caller sent is never rounded; the catalog's is
     product_id = values.get("external_product_id")
     variant = catalog.variant_defaults(unit, product_id, values.get("external_variant_id")) if product_id else None
     if product_id and variant is None and (values.get("price") is None or not values.get("product_title")):
@@ -66,8 +67,8 @@ def catalog_values(unit: Unit, values: dict[str, Any], *, currency: str) -> dict
         errors["price"] = ["is required (or a product of the catalog with a price)"]
     elif values["price"] < 0:
         errors["price"] = ["must not be negative"]
-    elif values.get("price_given", True) and places_problem(values["price"], currency):
-        errors["price"] = [places_problem(values["price"], currency)]
+    elif given is not None and (problem := places_problem(given, currency)):
+        errors["price"] = [problem]
     if errors:
         raise ValidationFailed(errors)
     values["price"] = quantize(values["price"], currency)
@@ -112,8 +113,8 @@ def _check_quantity(quantity: int) -> None:
         raise ValidationFailed.field("quantity", f"must be from 1 to {MAX_QUANTITY}")
 
 
-def _apply_plan(unit: Unit, values: dict[str, Any]) -> None:
-    """A plan gives the product, the cadence and the price discount (decisions §5.8)."""
+def _apply_plan(unit: Unit, values: dict[str, Any]) -> Any:
+    """A plan gives the product and the cadence (decisions §5.8); returns the plan."""
     plan = _check_plan(unit, values["plan_id"])
     if values.get("external_product_id") is None:
         values["external_product_id"] = plan.external_product_id
@@ -126,12 +127,11 @@ def _apply_plan(unit: Unit, values: dict[str, Any]) -> None:
                      "expire_after_specific_number_of_charges"):
             if values.get(name) is None:
                 values[name] = preferences.get(name)
+    return plan
 
 
-def _plan_price(unit: Unit, values: dict[str, Any], plan_id: int | None, currency: str) -> None:
-    if plan_id is None or values.get("price_given"):
-        return
-    plan = catalog.get_plan(unit, plan_id)
+def _plan_price(values: dict[str, Any], plan: Any, currency: str) -> None:
+    """NOTE: decisions §5.8, the plan's discount applies to a price taken from the catalog."""
     if plan.discount_amount and plan.discount_type == "percentage":
         values["price"] = quantize(values["price"] * (100 - plan.discount_amount) / 100, currency)
     elif plan.discount_amount and plan.discount_type == "fixed_amount":
@@ -141,22 +141,20 @@ def _plan_price(unit: Unit, values: dict[str, Any], plan_id: int | None, currenc
 def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) -> PurchaseItem:
     address = address_for(unit, command.address_id)
     values = msgspec.structs.asdict(command)
-    values["price_given"] = command.price is not None
-    if command.plan_id is not None:
-        _apply_plan(unit, values)
+    plan = _apply_plan(unit, values) if command.plan_id is not None else None
     if command.status != ACTIVE:
         raise ValidationFailed.field("status", "a new subscription is active")
     _check_quantity(command.quantity)
     values = intervals.check(values)
     values = catalog_values(unit, values, currency=address.presentment_currency)
-    _plan_price(unit, values, command.plan_id, address.presentment_currency)
+    if plan is not None and command.price is None:
+        _plan_price(values, plan, address.presentment_currency)
     today = unit.today
     when = command.next_charge_scheduled_at
     if when is not None:
         intervals.check_future("next_charge_scheduled_at", when, today)
     else:
         when = intervals.first_date(values, today)
-    values.pop("price_given")
     values.update(
         store_id=unit.store_id,
         kind=SUBSCRIPTION,
