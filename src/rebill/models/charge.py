@@ -55,7 +55,8 @@ charges = Table(
     Column("original_scheduled_at", Date, nullable=True),
     Column("lock_version", Integer, nullable=False),
     *timestamps(),
-    Index("ix_charges_store_address_date", "store_id", "address_id", "scheduled_at"),
+    # The status inside the address index: a replan reads one address's open charges (0004).
+    Index("ix_charges_store_address_status_date", "store_id", "address_id", "status", "scheduled_at"),
     Index("ix_charges_store_status_date", "store_id", "status", "scheduled_at"),
     # Lists sorted by date walk it in order (with the row id after the date) instead of sorting.
     Index("ix_charges_store_scheduled", "store_id", "scheduled_at"),
