@@ -113,3 +113,65 @@ def test_an_address_created_while_its_customer_is_deleted_is_refused_not_lost(ap
     topics = [t for t, _ in events_of(api)]
     assert topics.count("address/created") == 1 and topics.count("address/deleted") == 1
     assert ("address/deleted", existing.id) in events_of(api)
+
+
+def _concurrently(api, requests):
+    """Sends ``requests`` (method, path, body) at once through the ASGI app on one event loop,
+    as a server with many connections does; returns the responses in order."""
+    import asyncio
+
+    import httpx2 as httpx
+
+    async def main():
+        transport = httpx.ASGITransport(app=api.client.app)
+        headers = {"X-Service-Access-Token": api.token, "X-Service-Version": api.version}
+        async with httpx.AsyncClient(transport=transport, base_url="http://rebill.test", headers=headers) as http:
+            return await asyncio.gather(*(http.request(m, p, json=b) for m, p, b in requests))
+    return asyncio.run(main())
+
+
+def test_concurrent_creates_answer_each_on_its_own_and_a_refused_one_takes_nothing_with_it(api, database,
+                                                                                            monkeypatch):
+    commits = []
+    if database.dialect == "sqlite":
+        # SQLite: the writes of one loop turn share one COMMIT (db/loop_writer.py).
+        original = database.loop_writer._commit
+        monkeypatch.setattr(database.loop_writer, "_commit", lambda: (commits.append(1), original()))
+    emails = [f"c{n}-{api.store.id}@example.com" for n in range(12)]
+    bodies = [{"email": e, "first_name": "A", "last_name": "B"} for e in emails] + [
+        {"email": emails[3], "first_name": "Twin", "last_name": "B"}]  # taken by a sibling
+    replies = _concurrently(api, [("POST", "/customers", b) for b in bodies])
+    # Which of the two with the same email wins is a race; exactly one does.
+    statuses = [r.status_code for r in replies]
+    assert sorted(statuses) == [201] * 12 + [422]
+    refused = replies[statuses.index(422)]
+    assert statuses.index(422) in (3, 12)
+    assert refused.json()["errors"] == {"email": ["has already been taken"]}
+    created = [r.json()["customer"] for r in replies if r.status_code == 201]
+    for customer in created:
+        assert api.get(f"/customers/{customer['id']}").json()["customer"]["first_name"] == customer["first_name"]
+    listed = api.get("/customers", params={"limit": 50}).json()["customers"]
+    assert sorted(c["email"] for c in listed) == sorted(emails)
+    assert sorted(c["id"] for c in listed) == sorted(c["id"] for c in created)
+    if database.dialect == "sqlite":
+        assert 1 <= len(commits) < 13
+
+
+def test_a_write_that_finds_a_background_job_holding_the_lock_waits_for_it(api, database):
+    if database.dialect != "sqlite":
+        pytest.skip("SQLite only: PostgreSQL writes run in worker threads and take row locks")
+    released = threading.Event()
+
+    def job():
+        with database.write():
+            time.sleep(0.3)
+        released.set()
+    worker = threading.Thread(target=job)
+    worker.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    [reply] = _concurrently(api, [("POST", "/customers", {"email": f"late-{api.store.id}@example.com",
+                                                                  "first_name": "L", "last_name": "T"})])
+    assert reply.status_code == 201, reply.text
+    assert released.is_set() and time.monotonic() - started >= 0.2
+    worker.join(5)

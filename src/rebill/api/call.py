@@ -1,9 +1,10 @@
 """One API call as a handler sees it: who asks (store, token), in which version, with which
 body and parameters, plus the ways to open a unit of work and to shape the reply.
 
-Handlers are plain functions ``(Call) -> Reply`` run in a worker thread, so the blocking
-database driver never stalls the event loop; SQLite reads run on the loop itself
-(``Database.read_on_loop``).
+Handlers are plain functions ``(Call) -> Reply``. On PostgreSQL they run in a worker thread,
+so the network round trips never stall the event loop; on SQLite they run on the loop itself,
+reads on one held connection (``Database.read_on_loop``) and writes in the loop's open group
+(``db/loop_writer.py``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class Reply:
 
 
 class Call:
-    __slots__ = ("scope", "receive", "version", "store", "token", "services", "body", "path", "on_loop",
+    __slots__ = ("scope", "receive", "version", "store", "token", "services", "body", "path", "on_loop", "wrote",
                  "cursor_params", "_params", "_request")
 
     def __init__(self, scope: Scope, receive: Receive, ctx: RequestContext, services: Services) -> None:
@@ -73,6 +74,7 @@ class Call:
         self.body: dict[str, Any] = {}  # the JSON object of a POST or PUT, set by the dispatcher
         self.path: dict[str, Any] = scope["path_params"]
         self.on_loop = False  # set by the dispatcher when the handler runs on the event loop
+        self.wrote = False  # set by write() on the loop: the reply waits for the group's COMMIT
         # The list parameters a cursor carries forward: set by list_query, used by page.
         self.cursor_params: dict[str, str] = {}
         self._params: dict[str, str] | None = None
@@ -100,7 +102,13 @@ class Call:
         return self._unit(db.read_on_loop() if self.on_loop else db.read())
 
     def write(self) -> Unit:
-        return self._unit(self.services.db.write())
+        db = self.services.db
+        if self.on_loop:
+            # The dispatcher answers only once this write's transaction has committed.
+            unit = self._unit(db.loop_writer.open())  # type: ignore[union-attr]
+            self.wrote = True
+            return unit
+        return self._unit(db.write())
 
     def _unit(self, opened: AbstractContextManager[Connection]) -> Unit:
         return Unit(opened.__enter__(), self.store, self.services.clock.now, opened.__exit__)

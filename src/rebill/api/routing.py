@@ -4,8 +4,9 @@ Every endpoint declares its method, path, scope and versions. ``Api`` finds the 
 (404 for an unknown path, 405 with ``Allow`` for a known path and another method), answers
 501 for an endpoint of the other version (decisions §2.1) and 403 for a missing scope, reads
 the JSON body (415 unless it is an object, decisions §2.3; 422 past the limits of
-``http/render.decode_object``), runs the handler (on the event loop for SQLite reads, in a
-worker thread otherwise) and sends the reply.
+``http/render.decode_object``), runs the handler (on the event loop on SQLite, its writes
+committed in groups by ``db/loop_writer.py``; in a worker thread on PostgreSQL) and sends
+the reply.
 
 It is a plain ASGI app rather than a Starlette router: Starlette's routing, its two
 exception middlewares and its Response objects cost about 26 µs a request on the server,
@@ -15,6 +16,7 @@ still provides the Request object, the path convertors and the test client.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections import defaultdict
@@ -28,6 +30,7 @@ from starlette.requests import Request
 from starlette.routing import compile_path
 from starlette.types import Message, Receive, Scope, Send
 
+from rebill.db.loop_writer import WriterBusy
 from rebill.domain.store.model import API_VERSIONS
 from rebill.errors import (
     Forbidden,
@@ -181,9 +184,8 @@ class Api:
             if operation.method == "POST" or operation.method == "PUT" or operation.method == "DELETE":
                 call.body = await _json_body(call.request)
             try:
-                if operation.method == "GET" and self.services.db.inline_reads:
-                    call.on_loop = True
-                    reply = operation.handler(call)
+                if self.services.db.inline_reads:
+                    reply = await self._on_loop(operation, call)
                 else:
                     reply = await run_in_threadpool(operation.handler, call)
             except ValidationFailed as exc:
@@ -198,6 +200,30 @@ class Api:
             await send_json(send, 500, {"errors": ServiceError.default}, None, ctx.headers)
             return
         await send_json(send, reply.status, reply.body, reply.headers, ctx.headers)
+
+    async def _on_loop(self, operation: Operation, call: Call) -> Reply:
+        """SQLite: run the handler on the event loop, its reads and its write included
+        (``Database.read_on_loop``, ``db/loop_writer.py``). A call that wrote answers, success
+        or error, only after the COMMIT of its group. A write that finds the lock taken has
+        written nothing: the handler runs again after a pause, and after a second of that in
+        a worker thread, which waits as long as SQLite's busy timeout."""
+        call.on_loop = True
+        pause, waited = 0.0005, 0.0
+        while True:
+            try:
+                try:
+                    return operation.handler(call)
+                finally:
+                    if call.wrote:
+                        await self.services.db.loop_writer.committed()  # type: ignore[union-attr]
+            except WriterBusy:
+                call.wrote = False
+                if waited >= 1.0:
+                    call.on_loop = False
+                    return await run_in_threadpool(operation.handler, call)
+                await asyncio.sleep(pause)
+                waited += pause
+                pause = min(pause * 2, 0.02)
 
     def _admit(self, operation: Operation, ctx: RequestContext, scope: Scope, receive: Receive) -> Call:
         """501 for the other version's endpoint, 403 for a missing scope; else the call."""

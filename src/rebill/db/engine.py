@@ -10,7 +10,6 @@ on PostgreSQL, where READ COMMITTED gives each statement its own snapshot anyway
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import Any
 import msgspec
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+
+from .loop_writer import LoopWriter, WriterLock
 
 # JSON columns go through msgspec (several times faster than the json module on list pages).
 _json_encoder = msgspec.json.Encoder(decimal_format="string")
@@ -96,10 +97,12 @@ class Database:
         self.dialect = engine.dialect.name
         # SQLite reads run on the event loop: an in-process read takes microseconds and, in
         # WAL mode, never waits for a writer, so a thread hop would cost more than the query.
-        # PostgreSQL reads cross the network and run in worker threads like all writes.
+        # PostgreSQL reads cross the network and run in worker threads like all its writes.
         self.inline_reads = self.dialect == "sqlite"
-        self._writer = threading.Lock() if self.dialect == "sqlite" else None
+        self._writer = WriterLock() if self.dialect == "sqlite" else None
         self._loop_read: _LoopRead | None = None
+        # SQLite writes of requests run on the loop too, committed together (loop_writer.py).
+        self.loop_writer = LoopWriter(engine, self._writer) if self._writer is not None else None
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if self.dialect == "postgresql" \
             else None
 
@@ -160,6 +163,8 @@ class Database:
                 conn.exec_driver_sql(f'ANALYZE "{table}"')
 
     def dispose(self) -> None:
+        if self.loop_writer is not None:
+            self.loop_writer.close()
         if self._loop_read is not None:
             self._loop_read.conn.close()
             self._loop_read = None
