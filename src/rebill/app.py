@@ -11,6 +11,7 @@ from rebill.api.versions import VERSIONS
 from rebill.clock import Clock, SystemClock
 from rebill.db.engine import Database
 from rebill.domain.address.verifier import AddressVerifier, OfflineZipVerifier
+from rebill.domain.payment.sandbox import SandboxGateway
 from rebill.http.auth import TokenResolver
 from rebill.http.edge import Edge
 from rebill.http.ratelimit import LeakyBuckets
@@ -27,7 +28,10 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
                verifier: AddressVerifier | None = None, monotonic: Any = None) -> Edge:
     settings = settings or Settings.from_env()
     db = db or Database.from_url(settings.database_url, echo=settings.echo_sql)
-    services = Services(db=db, clock=clock or SystemClock(), verifier=verifier or OfflineZipVerifier())
+    clock = clock or SystemClock()
+    # NOTE: decisions §6.2, the sandbox gateway is the default (and, for now, the only one).
+    services = Services(db=db, clock=clock, verifier=verifier or OfflineZipVerifier(),
+                        gateway=SandboxGateway(db, clock.now))
     api = Api([op for module in RESOURCES for op in module.endpoints.operations], services)
     extra = {"monotonic": monotonic} if monotonic else {}
     tokens = TokenResolver(db, ttl=settings.token_cache_seconds, **extra)

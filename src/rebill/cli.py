@@ -265,5 +265,54 @@ def schedule_check(
     err.print("[green]the schedule agrees with its plan[/green]")
 
 
+@app.command("bill")
+def bill(
+    store: Optional[str] = typer.Option(None, "--store", help="Store name (default: every store)"),
+    until: Optional[str] = typer.Option(None, "--until", help="Charges dated on or before YYYY-MM-DD "
+                                        "(default and latest: the store's today)"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Process every due charge: queued charges whose date has come and charges in error whose
+    retry date has (decisions §6.5, §6.12). Failed payments are an outcome, not an error: the
+    command exits 0 unless it could not run."""
+    from datetime import date
+
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    try:
+        last = date.fromisoformat(until) if until else None
+    except ValueError:
+        err.print(f"[red]--until must be a date (YYYY-MM-DD), not {until!r}[/red]")
+        raise typer.Exit(2) from None
+    db = Database.from_url(_settings(database).database_url)
+    clock = SystemClock()
+    gateway = SandboxGateway(db, clock.now)
+    with db.read() as conn:
+        found = _stores(conn, store)
+    due = {s.id: billing.count_due(db, s, clock.now(), last) for s in found}  # type: ignore[attr-defined]
+    summary = billing.Summary()
+    with Progress(console=err) as progress:
+        task = progress.add_task("billing", total=sum(due.values()))
+        for each in found:
+            billing.run_store(db, gateway, each, clock.now, until=last, summary=summary,  # type: ignore[arg-type]
+                              progress=lambda n: progress.advance(task, n))
+    table = Table(title="billing run")
+    for column in ("processed", "paid", "pending", "failed", "of which closed", "retried"):
+        table.add_column(column, justify="right")
+    table.add_row(*(str(v) for v in (summary.processed, summary.paid, summary.pending, summary.failed,
+                                      summary.closed, summary.retried)))
+    out.print(table)
+    if summary.amounts:
+        amounts = Table(title="paid, per currency")
+        amounts.add_column("currency")
+        amounts.add_column("amount", justify="right")
+        for currency, amount in sorted(summary.amounts.items()):
+            amounts.add_row(currency, str(amount))
+        out.print(amounts)
+
+
 def main() -> None:
     app()

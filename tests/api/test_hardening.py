@@ -433,7 +433,7 @@ def test_a_request_target_that_is_no_path_answers_400(app, api, method, path, au
 def test_the_router_answers_404_for_a_target_that_is_no_path(api, path):
     """Behind the edge too: the router never indexes past a path that has no segment."""
     router = Api([op for module in RESOURCES for op in module.endpoints.operations],
-                 Services(db=api.db, clock=api.clock, verifier=OfflineZipVerifier()))
+                 Services(db=api.db, clock=api.clock, verifier=OfflineZipVerifier(), gateway=None))
     token, store = asyncio.run(TokenResolver(api.db, ttl=0).resolve(api.token))
     sent = []
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -216,3 +216,41 @@ def test_schedule_check_exits_1_when_a_charge_disagrees_with_its_plan(store_db):
 def test_stores_rates_refuses_a_bad_rate(store_db):
     result = run("stores", "rates", "acme", "--tax-rate", "US:1.5", "--database", store_db)
     assert result.exit_code == 2 and "tax_rates" in result.output
+
+
+def test_bill_pays_what_is_due_and_prints_the_summary_and_amounts(store_db):
+    from datetime import date
+
+    from sqlalchemy import update
+
+    from rebill.clock import SystemClock
+    from rebill.domain.payment_method import repository as methods
+    from rebill.models import charges, purchase_items
+    db, address_id = _seeded_subscription(store_db)
+    today = date.today()
+    with db.write() as conn:
+        conn.execute(update(purchase_items).where(purchase_items.c.address_id == address_id)
+                     .values(next_charge_scheduled_at=today))
+        conn.execute(update(charges).where(charges.c.address_id == address_id).values(scheduled_at=today))
+        customer_id = conn.execute(select(charges.c.customer_id).where(charges.c.address_id == address_id)).scalar()
+        now = SystemClock().now()
+        methods.insert_payment_method(conn, {
+            "store_id": _store(store_db, "acme").id, "customer_id": customer_id, "billing_address": None,
+            "is_default": True, "payment_type": "CREDIT_CARD", "payment_details": None, "processor_name": "sandbox",
+            "processor_customer_token": None, "processor_payment_method_token": "pm_ok", "status": "unvalidated",
+            "status_reason": None, "created_at": now, "updated_at": now})
+    result = run("bill", "--store", "acme", "--database", store_db)
+    assert result.exit_code == 0, result.output
+    assert "paid, per currency" in result.output and "USD" in result.output
+    with db.read() as conn:
+        statuses = [r[0] for r in conn.execute(select(charges.c.status).where(charges.c.address_id == address_id)
+                                               .order_by(charges.c.scheduled_at))]
+    assert statuses == ["success", "queued"]
+    again = run("bill", "--store", "acme", "--database", store_db)
+    assert again.exit_code == 0 and "paid, per currency" not in again.output
+    db.dispose()
+
+
+def test_bill_refuses_a_bad_date_and_an_unknown_store(store_db):
+    assert run("bill", "--until", "tomorrow", "--database", store_db).exit_code == 2
+    assert run("bill", "--store", "nobody", "--database", store_db).exit_code == 2

@@ -22,6 +22,7 @@ from rebill.clock import Clock
 from rebill.db.engine import Database
 from rebill.domain.address.verifier import AddressVerifier
 from rebill.domain.listing import ListQuery, PageResult
+from rebill.domain.payment.gateway import Gateway
 from rebill.domain.store.model import Store, Token
 from rebill.domain.unit import Unit
 from rebill.errors import ValidationFailed
@@ -51,6 +52,7 @@ class Services:
     db: Database
     clock: Clock
     verifier: AddressVerifier
+    gateway: Gateway
 
 
 @dataclass(slots=True)

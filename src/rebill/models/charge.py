@@ -54,6 +54,12 @@ charges = Table(
     Column("merged_at", UtcDateTime(), nullable=True),
     Column("original_scheduled_at", Date, nullable=True),
     Column("lock_version", Integer, nullable=False),
+    # Processing (decisions §6.3-§6.7, domain/billing): the method the last attempt used, when
+    # an authorize-only payment was authorized, and the claim of the run processing it now.
+    Column("payment_method_id", IdType, nullable=True),
+    Column("authorized_at", UtcDateTime(), nullable=True),
+    Column("claimed_by", String(64), nullable=True),
+    Column("claimed_at", UtcDateTime(), nullable=True),
     *timestamps(),
     # The status inside the address index: a replan reads one address's open charges (0004).
     Index("ix_charges_store_address_status_date", "store_id", "address_id", "status", "scheduled_at"),

@@ -11,6 +11,9 @@ import msgspec
 QUEUED, SKIPPED, SUCCESS, ERROR = "queued", "skipped", "success", "error"
 REFUNDED, PARTIALLY_REFUNDED, PENDING = "refunded", "partially_refunded", "pending"
 STATUSES = (SUCCESS, ERROR, QUEUED, SKIPPED, REFUNDED, PARTIALLY_REFUNDED, "pending_manual_payment", PENDING)
+# The charges a replan reads: what it may rewrite (queued, skipped) and what holds items back
+# from the plan (in dunning; or claimed by a billing run: domain/billing).
+OPEN = (QUEUED, SKIPPED, ERROR)
 # NOTE: decisions §6.9, processed charges (and only they) fall out of sight after 90 days.
 PROCESSED = (SUCCESS, REFUNDED, PARTIALLY_REFUNDED)
 
@@ -60,6 +63,9 @@ class Charge(msgspec.Struct):
     merged_at: datetime | None
     original_scheduled_at: date | None
     lock_version: int
+    payment_method_id: int | None
+    authorized_at: datetime | None
+    claimed_by: str | None
     created_at: datetime
     updated_at: datetime
     customer_email: str | None

@@ -13,7 +13,7 @@ from rebill.models import charge_items, charges, customers, discounts
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
-from .model import PROCESSED, Charge
+from .model import OPEN, PROCESSED, Charge
 
 _customer_columns = (
     customers.c.email.label("customer_email"),
@@ -93,14 +93,14 @@ def count_where(conn: Connection, store_id: int, filters: dict[str, Any], now: d
 # (docs/performance.md); the few rows are sorted here.
 _unprocessed_of_one = Prepared(_select.where(
     charges.c.store_id == bindparam("store_id"), charges.c.address_id == bindparam("address_id"),
-    # Two comparisons, not IN: an IN list is expanded per call, which a prepared statement cannot do.
-    or_(charges.c.status == "queued", charges.c.status == "skipped")))
+    # Comparisons, not IN: an IN list is expanded per call, which a prepared statement cannot do.
+    or_(charges.c.status == "queued", charges.c.status == "skipped", charges.c.status == "error")))
 
 
 def of_addresses(conn: Connection, store_id: int, address_ids: list[int], statuses: tuple[str, ...]) -> list[Charge]:
     if not address_ids:
         return []
-    if len(address_ids) == 1 and statuses == ("queued", "skipped"):  # prepared: every replan of one address
+    if len(address_ids) == 1 and statuses == OPEN:  # prepared: every replan of one address
         rows = _unprocessed_of_one.all(conn, store_id=store_id, address_id=address_ids[0])
     else:
         stmt = _select.where(charges.c.store_id == store_id, charges.c.address_id.in_(set(address_ids)),

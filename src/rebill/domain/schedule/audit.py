@@ -11,17 +11,19 @@ from sqlalchemy import select
 from rebill.models import charge_items
 
 from ..charge import repository as charges
+from ..charge.model import OPEN
 from ..unit import Unit
-from .reconcile import PLANNED, plan_of
+from .reconcile import PLANNED, held, plan_of
 
 
 def differences(unit: Unit, address_ids: list[int]) -> list[str]:
     """Every way the stored charges of these addresses differ from their plan (empty: none).
     Addresses with a deferred regeneration (decisions §5.3) are expected to differ."""
-    planned = {p.key: p for p in plan_of(unit, address_ids)}
+    free, held_items = held(charges.of_addresses(unit.conn, unit.store_id, address_ids, OPEN))
+    planned = {p.key: p for p in plan_of(unit, address_ids, held_items)}
     stored: dict[Any, Any] = {}
     found: list[str] = []
-    for charge in charges.of_addresses(unit.conn, unit.store_id, address_ids, ("queued", "skipped")):
+    for charge in free:
         key = (charge.address_id, charge.scheduled_at, charge.status)
         if key in stored:
             found.append(f"two charges for {key}: {stored[key].id} and {charge.id}")

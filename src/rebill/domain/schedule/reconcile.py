@@ -17,7 +17,7 @@ from typing import Any
 
 from ..address import repository as addresses
 from ..charge import repository as charges
-from ..charge.model import Charge
+from ..charge.model import ERROR, OPEN, Charge
 from ..customer import repository as customers
 from ..store import repository as stores
 from ..subscription import repository as items
@@ -67,14 +67,31 @@ def _billing(document: dict[str, Any] | None) -> dict[str, Any] | None:
                                                   "first_name", "last_name", "phone", "province", "zip")}
 
 
-def plan_of(unit: Unit, address_ids: list[int]) -> list[PlannedCharge]:
+def held(open_charges: list[Charge]) -> tuple[list[Charge], set[int]]:
+    """The open charges a replan may rewrite, and the items the others hold back from the plan:
+    those of a charge in dunning (its items wait for its retry, decisions §6.3) or claimed by a
+    billing run (being paid now: nothing may change under the payment)."""
+    free: list[Charge] = []
+    taken: set[int] = set()
+    for charge in open_charges:
+        if charge.claimed_by is not None or charge.status == ERROR:
+            taken.update(charge.purchase_item_ids)
+        else:
+            free.append(charge)
+    return free, taken
+
+
+def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = None) -> list[PlannedCharge]:
     """The plan of these addresses from what is stored now (also what tests compare with)."""
     store = stores.get(unit.conn, unit.store_id) or unit.store
     found = addresses.many(unit.conn, unit.store_id, address_ids)
+    if held_items is None:
+        held_items = held(charges.of_addresses(unit.conn, unit.store_id, list(found), OPEN))[1]
     billing = customers.billing_addresses(unit.conn, unit.store_id, [a.customer_id for a in found.values()])
     by_address: dict[int, list[Any]] = defaultdict(list)
     for item in items.for_plan(unit.conn, unit.store_id, list(found)):
-        by_address[item.address_id].append(item)
+        if item.id not in held_items:
+            by_address[item.address_id].append(item)
     skips: dict[int, list[tuple[int, date]]] = defaultdict(list)
     for address_id, item_id, when in items.skips_of(unit.conn, list(found)):
         skips[address_id].append((item_id, when))
@@ -98,8 +115,8 @@ def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] 
 
 def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date]) -> dict[Key, int]:
     addresses.lock(unit.conn, unit.store_id, ids)
-    planned = plan_of(unit, ids)
-    stored = charges.of_addresses(unit.conn, unit.store_id, ids, ("queued", "skipped"))
+    stored, held_items = held(charges.of_addresses(unit.conn, unit.store_id, ids, OPEN))
+    planned = plan_of(unit, ids, held_items)
     by_date: dict[tuple[int, date], list[Charge]] = defaultdict(list)
     for charge in stored:
         by_date[(charge.address_id, charge.scheduled_at)].append(charge)

@@ -1,0 +1,46 @@
+"""Which charges are due, and the claim that lets exactly one run pay a charge.
+
+A claim is a conditional UPDATE: it takes charges that are open (queued or in error) and not
+claimed, or whose claim is older than ``STALE_AFTER`` (its run died). On PostgreSQL a second
+run's UPDATE waits for the first's row locks and then finds the claim taken; SQLite runs one
+writer at a time. The claim commits before the gateway is called, so a crash after the call
+leaves a claimed charge whose retry repeats the same call with the same idempotency key.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+from sqlalchemy import Connection, and_, or_, select, update
+
+from rebill.models import charges
+
+from ..charge.model import ERROR, QUEUED
+
+# How long a claim holds before another run may take the charge over (decisions §6.5).
+STALE_AFTER = timedelta(seconds=60)
+
+
+def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limit: int = 500) -> list[int]:
+    """NOTE: decisions §6.5, queued charges whose date has come and errored charges whose
+    retry date has, in id order from ``after_id``."""
+    stmt = (select(charges.c.id)
+            .where(charges.c.store_id == store_id, charges.c.id > after_id,
+                   or_(and_(charges.c.status == QUEUED, charges.c.scheduled_at <= today),
+                       and_(charges.c.status == ERROR, charges.c.retry_date <= today)))
+            .order_by(charges.c.id).limit(limit))
+    return list(conn.execute(stmt).scalars())
+
+
+def claim(conn: Connection, store_id: int, ids: list[int], run: str, now: datetime,
+          stale_after: timedelta = STALE_AFTER) -> list[int]:
+    """Claims those of ``ids`` no live run holds; returns the ids claimed."""
+    if not ids:
+        return []
+    stmt = (update(charges)
+            .where(charges.c.store_id == store_id, charges.c.id.in_(ids),
+                   charges.c.status.in_((QUEUED, ERROR)),
+                   or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= now - stale_after))
+            .values(claimed_by=run, claimed_at=now)
+            .returning(charges.c.id))
+    return sorted(conn.execute(stmt).scalars())

@@ -1,0 +1,163 @@
+"""Paying charges: claim (one transaction), pay through the gateway (outside any
+transaction: it is the processor's side), record (one transaction). Every step is safe to
+repeat; a crash between any two leaves claimed charges that the next run finishes once their
+claim is stale, with the same idempotency keys (decisions §6.5, design guide)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+
+from rebill.db.engine import Database
+from rebill.models import addresses as address_table
+from rebill.models import charges, payment_methods
+
+from ..charge import repository as charge_repo
+from ..charge.model import Charge
+from ..money import minor_digits
+from ..payment.gateway import FAILED, Gateway, GatewayUnavailable, Payment, Result
+from ..schedule.reconcile import replan
+from ..store.model import Store
+from ..unit import Unit
+from . import claim as claims
+from .outcome import Recorded, record
+
+# NOTE: decisions §6.12, no method to charge: the customer must add or update one.
+NO_METHOD = Result(FAILED, error_type="CUSTOMER_NEEDS_TO_UPDATE_CARD",
+                   error="The customer has no payment method to charge.")
+BATCH = 200
+
+
+@dataclass
+class Summary:
+    processed: int = 0
+    paid: int = 0
+    pending: int = 0
+    failed: int = 0
+    retried: int = 0  # of the failed and paid: charges that had failed before
+    closed: int = 0
+    amounts: dict[str, Decimal] = field(default_factory=lambda: defaultdict(Decimal))  # paid, per currency
+
+    def add(self, recorded: Recorded, was_retry: bool) -> None:
+        self.processed += 1
+        self.retried += was_retry
+        if recorded.status == "success":
+            self.paid += 1
+            self.amounts[recorded.currency] += recorded.amount
+        elif recorded.status == "pending":
+            self.pending += 1
+        else:
+            self.failed += 1
+            self.closed += recorded.closed
+
+
+def idempotency_key(charge_id: int, attempt: int) -> str:
+    """One key per charge attempt: a repeated call for the same attempt is the same payment."""
+    return f"rebill-charge-{charge_id}-attempt-{attempt}"
+
+
+def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int], now: datetime, *,
+            run: str | None = None, stale_after: timedelta = claims.STALE_AFTER,
+            summary: Summary | None = None) -> list[Recorded]:
+    """Claims, pays and records ``charge_ids`` (those no other run holds)."""
+    run = run or uuid.uuid4().hex
+    with db.write() as conn:
+        unit = Unit(conn, store, now)
+        # NOTE: decisions §6.3, a charge with uncommitted changes is regenerated first.
+        waiting = list(conn.execute(select(charges.c.address_id).distinct().where(
+            charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
+        if waiting:
+            replan(unit, waiting)
+        claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after)
+        held = [charge_repo.get(conn, store.id, i, now) for i in claimed]
+        found = [c for c in held if c is not None]
+        methods = _methods(conn, store.id, found)
+    answers: list[tuple[Charge, Result, int | None]] = []
+    for charge in found:
+        method = methods.get(charge.id)
+        try:
+            answers.append((charge, _pay(gateway, store, charge, method), method["id"] if method else None))
+        except GatewayUnavailable:
+            continue  # stays claimed: a later run asks again with the same key
+    recorded: list[Recorded] = []
+    with db.write() as conn:
+        unit = Unit(conn, store, now)
+        for charge, result, method_id in answers:
+            done = record(unit, charge.id, run, result, method_id, gateway.name)
+            if done is not None:
+                recorded.append(done)
+                if summary is not None:
+                    summary.add(done, charge.charge_attempts > 0)
+    return recorded
+
+
+def _pay(gateway: Gateway, store: Store, charge: Charge, method: dict[str, Any] | None) -> Result:
+    if method is None:
+        return NO_METHOD
+    amount = int(charge.total_price.scaleb(minor_digits(charge.currency)))
+    return gateway.charge(Payment(
+        store_id=store.id, idempotency_key=idempotency_key(charge.id, charge.charge_attempts + 1),
+        reference=f"charge {charge.id}", amount_minor=amount, currency=charge.currency,
+        customer_token=method["processor_customer_token"],
+        payment_method_token=method["processor_payment_method_token"]))
+
+
+def _methods(conn: Any, store_id: int, found: list[Charge]) -> dict[int, dict[str, Any]]:
+    """NOTE: decisions §6.12, the address's payment method, else the customer's default."""
+    if not found:
+        return {}
+    address_ids = {c.address_id for c in found}
+    chosen = dict(conn.execute(select(address_table.c.id, address_table.c.payment_method_id)
+                               .where(address_table.c.id.in_(address_ids))).all())
+    customer_ids = {c.customer_id for c in found}
+    rows = conn.execute(select(payment_methods).where(
+        payment_methods.c.store_id == store_id, payment_methods.c.customer_id.in_(customer_ids))).mappings().all()
+    by_id = {row["id"]: dict(row) for row in rows}
+    default = {row["customer_id"]: dict(row) for row in rows if row["is_default"]}
+    out = {}
+    for charge in found:
+        method = by_id.get(chosen.get(charge.address_id)) or default.get(charge.customer_id)
+        if method is not None:
+            out[charge.id] = method
+    return out
+
+
+def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], datetime], *,
+              until: date | None = None, summary: Summary | None = None,
+              progress: Callable[[int], None] | None = None) -> Summary:
+    """The billing run of one store: every charge due on or before ``until`` (default, and at
+    most, the store's today), in batches."""
+    summary = summary or Summary()
+    for batch in _due_batches(db, store, now, until):
+        process(db, gateway, store, batch, now(), summary=summary)
+        if progress is not None:
+            progress(len(batch))
+    return summary
+
+
+def _due_batches(db: Database, store: Store, now: Callable[[], datetime], until: date | None) -> Iterator[list[int]]:
+    after = 0
+    while True:
+        with db.read() as conn:
+            today = Unit(conn, store, now()).today
+            day = min(until, today) if until is not None else today
+            batch = claims.due(conn, store.id, day, after_id=after, limit=BATCH)
+        if not batch:
+            return
+        yield batch
+        after = batch[-1]
+
+
+def count_due(db: Database, store: Store, now: datetime, until: date | None = None) -> int:
+    with db.read() as conn:
+        today = Unit(conn, store, now).today
+        day = min(until, today) if until is not None else today
+        return len(claims.due(conn, store.id, day, limit=10_000_000))
+

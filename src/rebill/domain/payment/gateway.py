@@ -1,0 +1,76 @@
+"""The payment gateway: the one door money goes through (decisions §6.2).
+
+The interface is what a processor's client needs and no more, so Stripe, Braintree or Adyen
+can sit behind it: amounts in the currency's minor units, the processor's own customer and
+payment-method tokens, and an idempotency key on every call. The caller derives the key from
+what it is paying (charge id and attempt number), so a call repeated after a timeout or a
+crash is the same call to the processor and can never take the money twice.
+
+Failures the processor reports are results, not exceptions: the billing run records them
+(``error_type`` per spec). Only a gateway that could not be reached raises
+(``GatewayUnavailable``); the charge then stays claimed and the next run repeats the call
+with the same key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+CAPTURED, AUTHORIZED, FAILED, REFUNDED = "captured", "authorized", "failed", "refunded"
+
+# NOTE: decisions §6.2, the error types a payment can end with.
+CARD_DECLINED = "CARD_DECLINED"
+INSUFFICIENT_FUNDS = "INSUFFICIENT_FUNDS"
+CARD_EXPIRED = "CARD_EXPIRED"
+CUSTOMER_NEEDS_TO_UPDATE_CARD = "CUSTOMER_NEEDS_TO_UPDATE_CARD"
+PROCESSING_ERROR = "PROCESSING_ERROR"
+# Rebill's own, before any gateway call: nothing to charge with.
+NO_PAYMENT_METHOD = "CUSTOMER_NEEDS_TO_UPDATE_CARD"
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    """One attempt to take money."""
+
+    store_id: int
+    idempotency_key: str
+    reference: str  # what is paid, for the processor's records ("charge 42")
+    amount_minor: int
+    currency: str
+    customer_token: str | None
+    payment_method_token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    outcome: str  # CAPTURED | AUTHORIZED | FAILED | REFUNDED
+    transaction_id: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    # A failure the processor says may pass if tried again at once (decisions §6.12).
+    retryable: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome != FAILED
+
+
+class GatewayUnavailable(Exception):
+    """The processor could not be asked or did not answer: nothing is known yet."""
+
+
+class Gateway(Protocol):
+    name: str
+
+    def charge(self, payment: Payment) -> Result:
+        """Authorize and capture ``payment`` (or only authorize, where the method says so)."""
+        ...
+
+    def capture(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
+                currency: str) -> Result:
+        ...
+
+    def refund(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
+               currency: str) -> Result:
+        ...
