@@ -73,6 +73,9 @@ class Operation:
     scope: str | None
     versions: frozenset[str]
     handler: Handler
+    # Calls a service outside Rebill (the payment gateway) and manages its own transactions:
+    # always in a worker thread, never on the event loop.
+    calls_out: bool = False
 
 
 class Endpoints:
@@ -82,9 +85,10 @@ class Endpoints:
         self.operations: list[Operation] = []
 
     def route(self, method: str, path: str, *, scope: str | None,
-              versions: frozenset[str] | tuple[str, ...] = ALL_VERSIONS) -> Callable[[Handler], Handler]:
+              versions: frozenset[str] | tuple[str, ...] = ALL_VERSIONS,
+              calls_out: bool = False) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
-            self.operations.append(Operation(method, path, scope, frozenset(versions), handler))
+            self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out))
             return handler
         return register
 
@@ -184,7 +188,7 @@ class Api:
             if operation.method == "POST" or operation.method == "PUT" or operation.method == "DELETE":
                 call.body = await _json_body(call.request)
             try:
-                if self.services.db.inline_reads:
+                if self.services.db.inline_reads and not operation.calls_out:
                     reply = await self._on_loop(operation, call)
                 else:
                     reply = await run_in_threadpool(operation.handler, call)

@@ -83,3 +83,14 @@ def skip_address_charge(call: Call) -> Reply:
     with call.write() as unit:
         charge = service.skip_on_address(unit, call.path["address_id"], body["date"], body["purchase_item_ids"], field)
         return call.one("charge", charge)
+
+
+@endpoints.post("/charges/{charge_id:id}/process", scope="write_orders", calls_out=True)
+def process_charge(call: Call) -> Reply:
+    """NOTE: decisions §6.6, §6.12: plan tier A; a queued or errored charge is paid now (a
+    failed payment still answers 200, with the charge in error); a paid one answers 422 and
+    the loser of two calls at once 409."""
+    from rebill.domain.billing import manual
+    charge = manual.process(call.services.db, call.services.gateway, call.store, call.path["charge_id"],
+                            call.services.clock.now())
+    return call.one("charge", charge)

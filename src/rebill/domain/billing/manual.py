@@ -1,0 +1,38 @@
+"""Processing one charge on request (`POST /charges/{id}/process`, decisions §6.6, §6.12)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rebill.db.engine import Database
+from rebill.errors import Conflict, Forbidden, NotFound, ValidationFailed
+
+from ..charge import repository as charge_repo
+from ..charge.model import ERROR, QUEUED, Charge
+from ..payment.gateway import Gateway
+from ..store.model import Store
+from . import run
+
+# NOTE: decisions §6.6, processing on request needs plan tier A (tier B includes it: docs).
+TIER_A = ("premium_a", "premium_b")
+
+
+def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
+    if store.plan_tier not in TIER_A:
+        raise Forbidden("Processing a charge needs plan tier A (premium_a); this store's tier is "
+                        f"{store.plan_tier}")
+    charge = _get(db, store, charge_id, now)
+    if charge.status not in (QUEUED, ERROR):
+        raise ValidationFailed.field("status", f"only a queued or error charge can be processed; this one is "
+                                               f"{charge.status}")
+    if not run.process(db, gateway, store, [charge_id], now):
+        raise Conflict("The charge is being processed by another request or billing run")
+    return _get(db, store, charge_id, now)
+
+
+def _get(db: Database, store: Store, charge_id: int, now: datetime) -> Charge:
+    with db.read() as conn:
+        charge = charge_repo.get(conn, store.id, charge_id, now)
+    if charge is None:
+        raise NotFound()
+    return charge

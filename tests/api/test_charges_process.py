@@ -1,0 +1,103 @@
+"""`POST /charges/{id}/process` (decisions §6.6, §6.12), both versions, both databases."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from rebill.domain.schedule.dates import add_interval
+from tests.builders import charges_of, make_address, make_customer, make_payment_method, make_subscription
+
+
+@pytest.fixture
+def tier_a(vapi):
+    store = vapi.other_store(plan_tier="premium_a")
+    store.version = vapi.version
+    return store
+
+
+def _queued(api, token="pm_ok"):
+    customer = make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token=token)
+    address = make_address(api, customer)
+    subscription = make_subscription(api, address)
+    [charge] = charges_of(api, address.id)
+    return charge, subscription
+
+
+def test_processing_a_queued_charge_pays_it_now_and_answers_the_charge(tier_a):
+    charge, subscription = _queued(tier_a)
+    reply = tier_a.post(f"/charges/{charge.id}/process", json={})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()["charge"]
+    assert body["id"] == charge.id
+    assert body["status"] == ("success" if tier_a.version == "2021-11" else "SUCCESS")
+    # NOTE: decisions §6.12, an early manual process advances from the charge's date.
+    nxt = tier_a.get(f"/subscriptions/{subscription.id}").json()["subscription"]["next_charge_scheduled_at"]
+    assert nxt.startswith(add_interval(charge.scheduled_at, "month", 1).isoformat())
+
+
+def test_a_failed_payment_answers_200_with_the_charge_in_error(tier_a):
+    charge, _ = _queued(tier_a, token="pm_declined")
+    reply = tier_a.post(f"/charges/{charge.id}/process", json={})
+    assert reply.status_code == 200, reply.text
+    body = reply.json()["charge"]
+    assert body["status"].lower() == "error"
+    assert body["error_type"] == "CARD_DECLINED"
+
+
+def test_a_paid_charge_cannot_be_processed_again(tier_a):
+    charge, _ = _queued(tier_a)
+    assert tier_a.post(f"/charges/{charge.id}/process", json={}).status_code == 200
+    again = tier_a.post(f"/charges/{charge.id}/process", json={})
+    assert again.status_code == 422
+    assert "only a queued or error charge" in again.json()["errors"]["status"][0]
+
+
+def test_an_errored_charge_can_be_processed_again_with_a_new_attempt(tier_a):
+    charge, _ = _queued(tier_a, token="pm_declined")
+    tier_a.post(f"/charges/{charge.id}/process", json={})
+    second = tier_a.post(f"/charges/{charge.id}/process", json={}).json()["charge"]
+    # 2021-01 calls the count `number_times_tried`.
+    assert second.get("charge_attempts", second.get("number_times_tried")) == 2
+
+
+def test_processing_needs_plan_tier_a(vapi):
+    charge, _ = _queued(vapi)
+    reply = vapi.post(f"/charges/{charge.id}/process", json={})
+    assert reply.status_code == 403
+    assert "tier A" in str(reply.json()["errors"])
+    assert vapi.get(f"/charges/{charge.id}").json()["charge"]["status"].lower() == "queued"
+
+
+def test_processing_an_unknown_or_another_stores_charge_is_404(tier_a):
+    charge, _ = _queued(tier_a)
+    other = tier_a.other_store(plan_tier="premium_a")
+    other.version = tier_a.version
+    assert other.post(f"/charges/{charge.id}/process", json={}).status_code == 404
+    assert tier_a.post("/charges/999999999/process", json={}).status_code == 404
+
+
+def test_processing_needs_the_write_orders_scope(tier_a):
+    charge, _ = _queued(tier_a)
+    reply = tier_a.post(f"/charges/{charge.id}/process", json={}, token=tier_a.token_with("read_orders"))
+    assert reply.status_code == 403
+    assert tier_a.get(f"/charges/{charge.id}").json()["charge"]["status"].lower() == "queued"
+
+
+def test_a_skipped_charge_is_not_processed(tier_a):
+    charge, _ = _queued(tier_a)
+    assert tier_a.post(f"/charges/{charge.id}/skip", json={}).status_code == 200
+    assert tier_a.post(f"/charges/{charge.id}/process", json={}).status_code == 422
+
+
+def test_a_charge_claimed_by_a_running_billing_run_answers_409(tier_a):
+    from rebill.domain.billing.claim import claim
+    charge, _ = _queued(tier_a)
+    with tier_a.db.write() as conn:
+        assert claim(conn, tier_a.store.id, [charge.id], "another-run", tier_a.clock.now()) == [charge.id]
+    reply = tier_a.post(f"/charges/{charge.id}/process", json={})
+    assert reply.status_code == 409
+    tier_a.clock.advance(timedelta(minutes=2))  # the other run's claim went stale
+    assert tier_a.post(f"/charges/{charge.id}/process", json={}).status_code == 200
