@@ -3,6 +3,7 @@ skip of a charge by address and date (spec 01 Addresses, decisions §5.12)."""
 
 from __future__ import annotations
 
+from rebill.domain.billing import manual, money_back
 from rebill.domain.charge import service
 
 from ..call import Call, Reply
@@ -90,7 +91,22 @@ def process_charge(call: Call) -> Reply:
     """NOTE: decisions §6.6, §6.12: plan tier A; a queued or errored charge is paid now (a
     failed payment still answers 200, with the charge in error); a paid one answers 422 and
     the loser of two calls at once 409."""
-    from rebill.domain.billing import manual
     charge = manual.process(call.services.db, call.services.gateway, call.store, call.path["charge_id"],
                             call.services.clock.now())
     return call.one("charge", charge)
+
+
+@endpoints.post("/charges/{charge_id:id}/capture_payment", scope="write_orders", calls_out=True)
+def capture_payment(call: Call) -> Reply:
+    """NOTE: decisions §6.6, §6.7: plan tier A, a `pending` charge within 7 days."""
+    return call.one("charge", money_back.capture(call.services.db, call.services.gateway, call.store,
+                                                 call.path["charge_id"], call.services.clock.now()))
+
+
+@endpoints.post("/charges/{charge_id:id}/refund", scope="write_orders", calls_out=True)
+def refund_charge(call: Call) -> Reply:
+    """NOTE: decisions §6.8, §6.12: up to what is left; `full_refund` refunds all of it."""
+    body = call.version.schemas["charge.refund"].parse(call.body)
+    return call.one("charge", money_back.refund(call.services.db, call.services.gateway, call.store,
+                                                call.path["charge_id"], body.get("amount"),
+                                                bool(body.get("full_refund")), call.services.clock.now()))

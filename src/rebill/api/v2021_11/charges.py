@@ -128,6 +128,8 @@ SCHEMAS: dict[str, Schema] = {
     "charge.skip": Schema(ITEMS),
     "charge.unskip": Schema(ITEMS),
     "charge.change_next_charge_date": Schema(Field("next_charge_date", "date", required=True, nullable=False)),
+    # NOTE: decisions §6.8, §6.12: the currency's places are checked against the charge's currency.
+    "charge.refund": Schema(Field("amount", "money", decimals=None), Field("full_refund", "bool")),
     # NOTE: spec 01 Addresses skip, `subscription_ids`; the sample sends `purchase_item_ids`.
     "address.skip_charge": Schema(
         Field("date", "date", required=True, nullable=False),

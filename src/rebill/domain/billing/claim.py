@@ -33,13 +33,14 @@ def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limi
 
 
 def claim(conn: Connection, store_id: int, ids: list[int], run: str, now: datetime,
-          stale_after: timedelta = STALE_AFTER) -> list[int]:
-    """Claims those of ``ids`` no live run holds; returns the ids claimed."""
+          stale_after: timedelta = STALE_AFTER, statuses: tuple[str, ...] = (QUEUED, ERROR)) -> list[int]:
+    """Claims those of ``ids`` in ``statuses`` that no live run holds; returns the ids claimed.
+    A capture or a refund claims its charge the same way, so none of them overlaps another."""
     if not ids:
         return []
     stmt = (update(charges)
             .where(charges.c.store_id == store_id, charges.c.id.in_(ids),
-                   charges.c.status.in_((QUEUED, ERROR)),
+                   charges.c.status.in_(statuses),
                    or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= now - stale_after))
             .values(claimed_by=run, claimed_at=now)
             .returning(charges.c.id))

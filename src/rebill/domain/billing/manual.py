@@ -17,20 +17,23 @@ from . import run
 TIER_A = ("premium_a", "premium_b")
 
 
+def require_tier(store: Store, tiers: tuple[str, ...], what: str) -> None:
+    if store.plan_tier not in tiers:
+        raise Forbidden(f"{what} needs plan tier A (premium_a); this store's tier is {store.plan_tier}")
+
+
 def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
-    if store.plan_tier not in TIER_A:
-        raise Forbidden("Processing a charge needs plan tier A (premium_a); this store's tier is "
-                        f"{store.plan_tier}")
-    charge = _get(db, store, charge_id, now)
+    require_tier(store, TIER_A, "Processing a charge")
+    charge = visible(db, store, charge_id, now)
     if charge.status not in (QUEUED, ERROR):
         raise ValidationFailed.field("status", f"only a queued or error charge can be processed; this one is "
                                                f"{charge.status}")
     if not run.process(db, gateway, store, [charge_id], now):
         raise Conflict("The charge is being processed by another request or billing run")
-    return _get(db, store, charge_id, now)
+    return visible(db, store, charge_id, now)
 
 
-def _get(db: Database, store: Store, charge_id: int, now: datetime) -> Charge:
+def visible(db: Database, store: Store, charge_id: int, now: datetime) -> Charge:
     with db.read() as conn:
         charge = charge_repo.get(conn, store.id, charge_id, now)
     if charge is None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import update
 
-from rebill.models import charges, payment_methods
+from rebill.models import payment_methods
 
 from ..address import repository as addresses
 from ..charge import repository as charge_repo
@@ -81,8 +81,7 @@ def record(unit: Unit, charge_id: int, run: str, result: Result, method_id: int 
 
 
 def _save(unit: Unit, charge_id: int, values: dict[str, Any]) -> None:
-    unit.conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.store_id == unit.store_id)
-                      .values(**values, lock_version=charges.c.lock_version + 1))
+    charge_repo.update_one(unit.conn, unit.store_id, charge_id, values)
 
 
 def _method_status(unit: Unit, method_id: int | None, status: str, reason: str | None) -> None:

@@ -1,0 +1,127 @@
+"""Capturing an authorized charge and refunding a paid one (decisions §6.7, §6.8, §6.12).
+
+Both follow the run's shape: claim the charge (so no capture, refund or payment overlaps
+another), ask the gateway with a key derived from the charge's state (a repeat after a crash
+is the same request to the processor), then record the answer in one transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import update
+
+from rebill.db.engine import Database
+from rebill.errors import Conflict, ValidationFailed
+from rebill.models import charges
+
+from ..charge import repository as charge_repo
+from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge
+from ..money import minor_digits, places_problem
+from ..payment.gateway import Gateway, Result
+from ..store.model import Store
+from ..unit import Unit
+from . import claim as claims
+from .manual import TIER_A, require_tier, visible
+from .outcome import _items_of, make_orders
+
+# NOTE: decisions §6.7, §6.12: 7 x 24 hours, the end itself still allowed.
+CAPTURE_WINDOW = timedelta(days=7)
+
+
+def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
+    require_tier(store, TIER_A, "Capturing a payment")
+    charge = visible(db, store, charge_id, now)
+    if charge.status != PENDING:
+        raise ValidationFailed.field("status", f"only a pending (authorized) charge can be captured; this one is "
+                                               f"{charge.status}")
+    assert charge.authorized_at is not None
+    if now - charge.authorized_at > CAPTURE_WINDOW:
+        raise ValidationFailed.field("status", "the authorization is more than 7 days old and can no longer be "
+                                               "captured")
+
+    def ask(held: Charge) -> Result:
+        return gateway.capture(store.id, f"rebill-charge-{held.id}-capture", held.external_transaction_id or "",
+                               _minor(held.total_price, held.currency), held.currency)
+
+    def apply(unit: Unit, held: Charge, result: Result) -> None:
+        _save(unit, held.id, {"status": SUCCESS, "processed_at": unit.now})
+        make_orders(unit, held, _items_of(unit, held))
+        unit.record("charge/paid", held.id)
+    return _claimed(db, store, charge_id, now, (PENDING,), ask, apply)
+
+
+def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount: Decimal | None,
+           full: bool, now: datetime) -> Charge:
+    charge = visible(db, store, charge_id, now)
+    if charge.status not in (SUCCESS, PARTIALLY_REFUNDED):
+        raise ValidationFailed.field("status", f"only a paid charge can be refunded; this one is {charge.status}")
+    left = charge.total_price - charge.total_refunds
+    if full:
+        amount = left  # NOTE: decisions §6.12, `amount` is then ignored
+    if amount is None:
+        raise ValidationFailed.field("amount", "is required unless full_refund is true")
+    problem = places_problem(amount, charge.currency)
+    if problem:
+        raise ValidationFailed.field("amount", problem)
+    if amount <= 0:
+        raise ValidationFailed.field("amount", "must be greater than 0")
+    if amount > left:
+        raise ValidationFailed.field("amount", f"is more than what is left to refund ({left})")
+
+    def ask(held: Charge) -> Result:
+        # The state before this refund names it: a retry after a crash is the same refund.
+        key = f"rebill-charge-{held.id}-refund-{held.total_refunds}-{amount}"
+        return gateway.refund(store.id, key, held.external_transaction_id or "", _minor(amount, held.currency),
+                              held.currency)
+
+    def apply(unit: Unit, held: Charge, result: Result) -> None:
+        refunded = held.total_refunds + amount
+        _save(unit, held.id, {"total_refunds": refunded,
+                              "status": REFUNDED if refunded >= held.total_price else PARTIALLY_REFUNDED})
+        unit.record("charge/refunded", held.id)
+    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply)
+
+
+def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],
+             ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None]) -> Charge:
+    run = uuid.uuid4().hex
+    with db.write() as conn:
+        if not claims.claim(conn, store.id, [charge_id], run, now, statuses=statuses):
+            raise Conflict("The charge is being processed by another request")
+        held = charge_repo.get(conn, store.id, charge_id, now)
+    assert held is not None
+    try:
+        result = ask(held)
+    except Exception:
+        _release(db, store, charge_id, run)
+        raise
+    with db.write() as conn:
+        unit = Unit(conn, store, now)
+        fresh = charge_repo.get(conn, store.id, charge_id, now)
+        if fresh is None or fresh.claimed_by != run:
+            raise Conflict("The charge was taken over by another request")
+        if result.succeeded:
+            apply(unit, fresh, result)
+        _save(unit, charge_id, {"claimed_by": None, "claimed_at": None})
+    if not result.succeeded:
+        raise ValidationFailed.field("base", result.error or "the payment processor refused")
+    return visible(db, store, charge_id, now)
+
+
+def _release(db: Database, store: Store, charge_id: int, run: str) -> None:
+    with db.write() as conn:
+        conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.store_id == store.id,
+                                           charges.c.claimed_by == run).values(claimed_by=None, claimed_at=None))
+
+
+def _save(unit: Unit, charge_id: int, values: dict[str, Any]) -> None:
+    charge_repo.update_one(unit.conn, unit.store_id, charge_id, {**values, "updated_at": unit.now})
+
+
+def _minor(amount: Decimal, currency: str) -> int:
+    return int(amount.scaleb(minor_digits(currency)))
+

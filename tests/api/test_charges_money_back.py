@@ -1,0 +1,138 @@
+"""Capturing and refunding (decisions §6.7, §6.8, §6.12), both versions, both databases."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import select
+
+from rebill.models import sandbox_payments
+from tests.builders import charges_of, events_of, make_address, make_customer, make_payment_method, make_subscription
+
+
+@pytest.fixture
+def tier_a(vapi):
+    store = vapi.other_store(plan_tier="premium_a")
+    store.version = vapi.version
+    return store
+
+
+def _processed(api, token="pm_ok", price="12.50"):
+    customer = make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token=token)
+    address = make_address(api, customer)
+    make_subscription(api, address, price=Decimal(price))
+    [charge] = charges_of(api, address.id)
+    reply = api.post(f"/charges/{charge.id}/process", json={})
+    assert reply.status_code == 200, reply.text
+    return reply.json()["charge"]
+
+
+def _status(body):
+    return body["status"].lower()
+
+
+def _ledger(api, operation):
+    with api.db.read() as conn:
+        return list(conn.execute(select(sandbox_payments.c.amount).where(
+            sandbox_payments.c.store_id == api.store.id, sandbox_payments.c.operation == operation)).scalars())
+
+
+def test_an_authorized_charge_is_captured_within_seven_days_and_then_makes_its_order(tier_a):
+    charge = _processed(tier_a, token="authorize_only")
+    assert _status(charge) == "pending"
+    tier_a.clock.advance(timedelta(days=7))  # exactly 7 x 24 h is still inside
+    reply = tier_a.post(f"/charges/{charge['id']}/capture_payment", json={})
+    assert reply.status_code == 200, reply.text
+    assert _status(reply.json()["charge"]) == "success"
+    assert ("charge/paid", charge["id"]) in events_of(tier_a, charge["id"])
+    assert [t for t, _ in events_of(tier_a) if t == "order/created"]
+    assert _ledger(tier_a, "capture") == [Decimal(1250)]
+
+
+def test_a_capture_after_seven_days_is_refused_and_the_charge_stays_pending(tier_a):
+    charge = _processed(tier_a, token="authorize_only")
+    tier_a.clock.advance(timedelta(days=7, seconds=1))
+    reply = tier_a.post(f"/charges/{charge['id']}/capture_payment", json={})
+    assert reply.status_code == 422
+    assert "7 days" in reply.json()["errors"]["status"][0]
+    assert _status(tier_a.get(f"/charges/{charge['id']}").json()["charge"]) == "pending"
+    assert _ledger(tier_a, "capture") == []
+
+
+def test_only_a_pending_charge_can_be_captured(tier_a):
+    charge = _processed(tier_a)
+    reply = tier_a.post(f"/charges/{charge['id']}/capture_payment", json={})
+    assert reply.status_code == 422 and "only a pending" in reply.json()["errors"]["status"][0]
+
+
+def test_capturing_needs_plan_tier_a_and_the_scope_and_a_charge_of_the_store(tier_a, vapi):
+    charge = _processed(tier_a, token="authorize_only")
+    refused = vapi.post(f"/charges/{charge['id']}/capture_payment", json={})
+    assert refused.status_code == 403 and "tier A" in str(refused.json()["errors"])
+    other = tier_a.other_store(plan_tier="premium_a")
+    other.version = tier_a.version
+    assert other.post(f"/charges/{charge['id']}/capture_payment", json={}).status_code == 404
+    no_scope = tier_a.post(f"/charges/{charge['id']}/capture_payment", json={},
+                           token=tier_a.token_with("read_orders"))
+    assert no_scope.status_code == 403
+    assert _status(tier_a.get(f"/charges/{charge['id']}").json()["charge"]) == "pending"
+
+
+def test_a_partial_refund_then_the_rest_adds_up_and_ends_refunded(tier_a):
+    charge = _processed(tier_a, price="20.00")
+    total = Decimal(charge["total_price"])
+    first = tier_a.post(f"/charges/{charge['id']}/refund", json={"amount": "5.25"})
+    assert first.status_code == 200, first.text
+    body = first.json()["charge"]
+    assert _status(body) == "partially_refunded"
+    assert Decimal(body["total_refunds"]) == Decimal("5.25")
+    rest = tier_a.post(f"/charges/{charge['id']}/refund", json={"full_refund": True, "amount": "1.00"})
+    body = rest.json()["charge"]
+    assert _status(body) == "refunded"
+    assert Decimal(body["total_refunds"]) == total
+    assert _ledger(tier_a, "refund") == [Decimal(525), (total - Decimal("5.25")) * 100]
+    assert [t for t, i in events_of(tier_a, charge["id"]) if t == "charge/refunded"] == ["charge/refunded"] * 2
+    again = tier_a.post(f"/charges/{charge['id']}/refund", json={"full_refund": True})
+    assert again.status_code == 422 and "only a paid charge" in again.json()["errors"]["status"][0]
+
+
+@pytest.mark.parametrize("body, field, message", [
+    ({"amount": "0"}, "amount", "must be greater than 0"),
+    ({"amount": "-1.00"}, "amount", None),
+    ({"amount": "1.005"}, "amount", "too many decimal places"),
+    ({"amount": "999.00"}, "amount", "more than what is left"),
+    ({}, "amount", "is required unless full_refund is true"),
+    ({"amount": 5}, "amount", None),
+    ({"amount": "5.00", "full_refund": "yes"}, "full_refund", None),
+])
+def test_a_refund_refuses_bad_amounts_and_changes_nothing(tier_a, body, field, message):
+    charge = _processed(tier_a)
+    reply = tier_a.post(f"/charges/{charge['id']}/refund", json=body)
+    assert reply.status_code == 422, reply.text
+    errors = reply.json()["errors"]
+    assert field in errors
+    if message:
+        assert message in errors[field][0]
+    after = tier_a.get(f"/charges/{charge['id']}").json()["charge"]
+    assert _status(after) == "success" and Decimal(after["total_refunds"]) == 0
+    assert _ledger(tier_a, "refund") == []
+
+
+def test_a_queued_charge_cannot_be_refunded_and_unknown_ids_are_404(tier_a):
+    customer = make_customer(tier_a)
+    address = make_address(tier_a, customer)
+    make_subscription(tier_a, address)
+    [queued] = charges_of(tier_a, address.id)
+    reply = tier_a.post(f"/charges/{queued.id}/refund", json={"amount": "1.00"})
+    assert reply.status_code == 422
+    assert tier_a.post("/charges/999999999/refund", json={"amount": "1.00"}).status_code == 404
+
+
+def test_refunding_needs_the_write_orders_scope(tier_a):
+    charge = _processed(tier_a)
+    reply = tier_a.post(f"/charges/{charge['id']}/refund", json={"amount": "1.00"},
+                        token=tier_a.token_with("read_orders"))
+    assert reply.status_code == 403
