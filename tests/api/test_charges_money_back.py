@@ -105,7 +105,7 @@ def test_a_partial_refund_then_the_rest_adds_up_and_ends_refunded(tier_a):
     ({"amount": "1.005"}, "amount", "too many decimal places"),
     ({"amount": "999.00"}, "amount", "more than what is left"),
     ({}, "amount", "is required unless full_refund is true"),
-    ({"amount": 5}, "amount", None),
+    ({"amount": ["5.00"]}, "amount", None),
     ({"amount": "5.00", "full_refund": "yes"}, "full_refund", None),
 ])
 def test_a_refund_refuses_bad_amounts_and_changes_nothing(tier_a, body, field, message):
