@@ -254,3 +254,20 @@ def test_bill_pays_what_is_due_and_prints_the_summary_and_amounts(store_db):
 def test_bill_refuses_a_bad_date_and_an_unknown_store(store_db):
     assert run("bill", "--until", "tomorrow", "--database", store_db).exit_code == 2
     assert run("bill", "--store", "nobody", "--database", store_db).exit_code == 2
+
+
+def test_clock_advance_moves_a_sandbox_store_and_refuses_others(store_db):
+    created = run("stores", "create", "travel", "--ships-to", "US", "--database", store_db)
+    assert created.exit_code == 0, created.output
+    moved = run("clock", "advance", "--store", "travel", "--days", "3", "--database", store_db)
+    assert moved.exit_code == 0, moved.output
+    store = _store(store_db, "travel")
+    assert 3 * 86_400 - 60 <= store.clock_offset_seconds <= 3 * 86_400 + 60
+    assert run("clock", "advance", "--store", "travel", "--to", "2000-01-01", "--database", store_db).exit_code == 2
+    assert run("clock", "advance", "--store", "travel", "--days", "0", "--database", store_db).exit_code == 2
+    assert run("clock", "advance", "--store", "nobody", "--days", "1", "--database", store_db).exit_code == 2
+    live = run("stores", "create", "live", "--ships-to", "US", "--no-sandbox", "--database", store_db)
+    assert live.exit_code == 0, live.output
+    refused = run("clock", "advance", "--store", "live", "--days", "1", "--database", store_db)
+    assert refused.exit_code == 2 and "sandbox" in refused.output
+    assert _store(store_db, "live").clock_offset_seconds == 0

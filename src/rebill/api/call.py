@@ -23,6 +23,7 @@ from rebill.db.engine import Database
 from rebill.domain.address.verifier import AddressVerifier
 from rebill.domain.listing import ListQuery, PageResult
 from rebill.domain.payment.gateway import Gateway
+from rebill.domain.store import clock as store_clock
 from rebill.domain.store.model import Store, Token
 from rebill.domain.unit import Unit
 from rebill.errors import ValidationFailed
@@ -113,7 +114,8 @@ class Call:
         return self._unit(db.write())
 
     def _unit(self, opened: AbstractContextManager[Connection]) -> Unit:
-        return Unit(opened.__enter__(), self.store, self.services.clock.now, opened.__exit__)
+        now = store_clock.clock_for(self.store, self.services.clock.now)
+        return Unit(opened.__enter__(), self.store, now, opened.__exit__)
 
     # Requests ----------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Stores (tenants) and their API tokens: decisions §1."""
 
-from sqlalchemy import Boolean, Column, String, Table, false
+from sqlalchemy import BigInteger, Boolean, Column, String, Table, false, text
 
 from .base import JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
 
@@ -24,6 +24,8 @@ stores = Table(
     Column("timezone", String(64), nullable=False),
     Column("weight_unit", String(8), nullable=False),
     Column("sandbox", Boolean, nullable=False),
+    # NOTE: decisions §6.11, a sandbox store's test clock runs this far ahead of real time.
+    Column("clock_offset_seconds", BigInteger, nullable=False, server_default=text("0")),
     Column("installed", Boolean, nullable=False),
     Column("dunning", JsonType, nullable=False),
     Column("client_secret", String(128), nullable=False),

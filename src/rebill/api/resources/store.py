@@ -1,8 +1,12 @@
 """The login probe, token information and the store (decisions §1.5, §1.6)."""
 
+from rebill.domain.billing import travel
 from rebill.domain.geo import country_name, subdivisions
+from rebill.domain.unit import zone
+from rebill.errors import Forbidden, ValidationFailed
 
 from ..call import Call, Reply
+from ..fields import Field, Schema
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -49,3 +53,25 @@ def shipping_countries(call: Call) -> Reply:
         countries.append({"code": code, "name": country_name(code),
                           "provinces": [{"code": c, "name": n} for c, n in provinces]})
     return Reply({"shipping_countries": countries})
+
+
+# A Rebill extension (docs/api-choices.md, "Test clock"), the same in every version.
+CLOCK_ADVANCE = Schema(Field("days", "int", nullable=False), Field("to", "date", nullable=False),
+                       one_of=(("days", "to"),))
+
+
+@endpoints.post("/store/clock/advance", scope="write_orders", calls_out=True)
+def advance_clock(call: Call) -> Reply:
+    """NOTE: decisions §6.11, §6.12: a sandbox store only (403 before any validation); `days`
+    (at least 1) or `to` (a date after the store's today, same time of day)."""
+    if not call.store.sandbox:
+        raise Forbidden("Only a sandbox store can move its clock")
+    body = CLOCK_ADVANCE.parse(call.body)
+    if "days" in body and "to" in body:
+        raise ValidationFailed.field("days", "give either days or to, not both")
+    now, summary = travel.advance(call.services.db, call.services.gateway, call.services.clock.now, call.store.id,
+                                  days=body.get("days"), to=body.get("to"))
+    local = now.astimezone(zone(call.store.timezone))
+    return Reply({"store_clock": {
+        "now": local.isoformat(), "today": local.date().isoformat(), "processed": summary.processed,
+        "paid": summary.paid, "pending": summary.pending, "failed": summary.failed}})

@@ -56,6 +56,7 @@ class Store(msgspec.Struct, kw_only=True, frozen=True):
     rate_limit: str | None
     created_at: datetime
     updated_at: datetime
+    clock_offset_seconds: int = 0
 
     @property
     def currencies(self) -> set[str]:

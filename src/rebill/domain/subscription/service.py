@@ -19,6 +19,7 @@ from ..listing import ListQuery, PageResult
 from ..money import places_problem, quantize
 from ..schedule import pending
 from ..schedule.reconcile import replan
+from ..store import clock as store_clock
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, SUBSCRIPTION, PurchaseItem, SubscriptionCreate, SubscriptionUpdate
@@ -240,7 +241,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         unit.record("subscription/updated", subscription_id)
         if not command.commit:
             # NOTE: decisions §5.3, commit=false: the charges follow after the 5-second window.
-            pending.defer(unit.conn, unit.store_id, current.address_id, unit.now)
+            # The window is real waiting, not the store's test clock (domain/store/clock.py).
+            pending.defer(unit.conn, unit.store_id, current.address_id, unit.now - store_clock.offset(unit.store))
             charges.mark_uncommitted(unit.conn, unit.store_id, current.address_id)
         elif replan_now:
             replan(unit, [current.address_id])

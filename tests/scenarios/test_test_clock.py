@@ -1,0 +1,115 @@
+"""The test clock (decisions §6.11, §6.12): a sandbox store moves its clock forward and
+everything that falls due on the way runs, in order; other stores keep the real time."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+
+from tests.builders import charges_of, make_address, make_customer, make_payment_method, make_subscription
+
+
+def _subscriber(api, token="pm_ok", **kw):
+    customer = make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token=token)
+    address = make_address(api, customer)
+    return address, make_subscription(api, address, **kw)
+
+
+def _advance(api, **body):
+    return api.post("/store/clock/advance", json=body)
+
+
+def test_a_monthly_subscription_renews_for_a_year_as_the_clock_moves(api, at):
+    at(date(2027, 1, 20))
+    address, subscription = _subscriber(api, next_charge_scheduled_at=date(2027, 2, 1))
+    reply = _advance(api, to="2028-01-15")
+    assert reply.status_code == 200, reply.text
+    clock = reply.json()["store_clock"]
+    assert clock["today"] == "2028-01-15" and clock["paid"] == 12 and clock["failed"] == 0
+    paid = [c.scheduled_at for c in charges_of(api, address.id) if c.status == "success"]
+    assert paid == [date(2027, m, 1) for m in range(2, 13)] + [date(2028, 1, 1)]
+    item = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert item["next_charge_scheduled_at"].startswith("2028-02-01")
+    # The store's "today" moved: a date the real clock still calls future is past for it.
+    refused = api.post(f"/subscriptions/{subscription.id}/set_next_charge_date", json={"date": "2027-06-01"})
+    assert refused.status_code == 422
+
+
+def test_a_declined_card_goes_through_every_retry_while_the_clock_moves(api, at):
+    at(date(2027, 1, 20))
+    address, subscription = _subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    clock = _advance(api, days=50).json()["store_clock"]  # to Mar 11: the eighth attempt is Mar 10
+    assert clock["failed"] == 8
+    [charge] = [c for c in charges_of(api, address.id) if c.status == "error"]
+    assert charge.error_type == "CLOSED_MAX_RETRIES_REACHED" and charge.charge_attempts == 8
+    assert api.get(f"/subscriptions/{subscription.id}").json()["subscription"]["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("action, status", [("do_nothing", "active"), ("cancel_subscriptions", "cancelled")])
+def test_the_stores_action_runs_when_the_last_retry_fails(api, at, action, status):
+    from sqlalchemy import update
+
+    from rebill.models import stores
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(
+            dunning={"first_retry_days": 1, "retry_every_days": 2, "max_attempts": 3, "on_max_retries": action}))
+    at(date(2027, 1, 20))
+    address, subscription = _subscriber(api, token="needs_update", next_charge_scheduled_at=date(2027, 2, 1))
+    assert _advance(api, days=20).json()["store_clock"]["failed"] == 3
+    item = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert item["status"] == status and item["max_retries_reached"] is True
+
+
+def test_a_card_updated_mid_dunning_pays_on_the_next_retry(api, at):
+    from sqlalchemy import update
+
+    from rebill.models import payment_methods
+    at(date(2027, 1, 20))
+    address, _ = _subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    assert _advance(api, to="2027-02-03").json()["store_clock"]["failed"] == 2  # Feb 1 and Feb 2
+    with api.db.write() as conn:
+        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
+                     .values(processor_payment_method_token="pm_new_card"))
+    clock = _advance(api, to="2027-02-10").json()["store_clock"]
+    assert clock["paid"] == 1  # the retry of Feb 8
+    [charge] = [c for c in charges_of(api, address.id) if c.scheduled_at == date(2027, 2, 1)]
+    assert charge.status == "success" and charge.charge_attempts == 3
+
+
+def test_only_a_sandbox_store_moves_its_clock_and_the_403_comes_before_validation(api):
+    live = api.other_store(sandbox=False)
+    reply = live.post("/store/clock/advance", json={"days": "not a number"})
+    assert reply.status_code == 403
+    assert "sandbox" in str(reply.json()["errors"])
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"days": 0}, "days"), ({"days": -3}, "days"), ({"days": "two"}, "days"), ({"days": 1.5}, "days"),
+    ({"to": "2020-01-01"}, "to"), ({"to": "someday"}, "to"), ({}, "days"), ({"days": 1, "to": "2099-01-01"}, "days"),
+    ({"days": 10**30}, "days"),
+])
+def test_bad_advances_are_refused_and_move_nothing(api, body, field):
+    before = api.post("/store/clock/advance", json={"days": 1}).json()["store_clock"]["today"]
+    reply = _advance(api, **body)
+    assert reply.status_code == 422, reply.text
+    assert field in reply.json()["errors"]
+    after = _advance(api, days=1).json()["store_clock"]["today"]
+    assert date.fromisoformat(after) == date.fromisoformat(before) + timedelta(days=1)
+
+
+def test_other_stores_keep_the_real_time(api):
+    other = api.other_store()
+    _advance(api, days=30)
+    made = other.post("/customers", json={"email": f"rt{other.store.id}@example.com", "first_name": "R",
+                                          "last_name": "T"}).json()["customer"]
+    assert made["created_at"].startswith(api.clock.now().date().isoformat())
+    mine = api.post("/customers", json={"email": f"tc{api.store.id}@example.com", "first_name": "T",
+                                        "last_name": "C"}).json()["customer"]
+    assert mine["created_at"].startswith((api.clock.now() + timedelta(days=30)).date().isoformat())
+
+
+def test_advancing_needs_the_write_orders_scope(api):
+    reply = api.post("/store/clock/advance", json={"days": 1}, token=api.token_with("read_orders"))
+    assert reply.status_code == 403
