@@ -277,30 +277,34 @@ def bill(
     """Process every due charge: queued charges whose date has come and charges in error whose
     retry date has (decisions §6.5, §6.12). Failed payments are an outcome, not an error: the
     command exits 0 unless it could not run."""
-    from datetime import date
+    from datetime import date, timedelta
 
     from rich.progress import Progress
     from rich.table import Table
 
     from rebill.domain.billing import run as billing
     from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.domain.store import clock as store_clock
     try:
         last = date.fromisoformat(until) if until else None
     except ValueError:
         err.print(f"[red]--until must be a date (YYYY-MM-DD), not {until!r}[/red]")
         raise typer.Exit(2) from None
-    db = Database.from_url(_settings(database).database_url)
+    settings = _settings(database)
+    db = Database.from_url(settings.database_url)
     clock = SystemClock()
     gateway = SandboxGateway(db, clock.now)
+    stale = timedelta(seconds=settings.claim_stale_seconds)
     with db.read() as conn:
         found = _stores(conn, store)
-    due = {s.id: billing.count_due(db, s, clock.now(), last) for s in found}  # type: ignore[attr-defined]
+    due = {s.id: billing.count_due(db, s, store_clock.clock_for(s, clock.now)(), last) for s in found}  # type: ignore[attr-defined]
     summary = billing.Summary()
     with Progress(console=err) as progress:
         task = progress.add_task("billing", total=sum(due.values()))
         for each in found:
-            billing.run_store(db, gateway, each, clock.now, until=last, summary=summary,  # type: ignore[arg-type]
-                              progress=lambda n: progress.advance(task, n))
+            billing.run_store(db, gateway, each, store_clock.clock_for(each, clock.now),  # type: ignore
+                              until=last, summary=summary, progress=lambda n: progress.advance(task, n),
+                              stale_after=stale)
     table = Table(title="billing run")
     for column in ("processed", "paid", "pending", "failed", "of which closed", "retried"):
         table.add_column(column, justify="right")
@@ -356,3 +360,7 @@ def clock_advance(
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

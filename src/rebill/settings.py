@@ -44,6 +44,11 @@ class Settings:
     echo_sql: bool = False
     # Seconds between two looks for deferred regenerations (decisions §5.3); 0 switches it off.
     regenerate_every: float = 1.0
+    # Seconds after which a billing run's claim on a charge counts as abandoned (its process
+    # died) and another run may finish the charge (domain/billing/claim.py).
+    claim_stale_seconds: float = 60.0
+    # Seconds between two billing runs inside `rebill serve`; 0 switches them off.
+    bill_every: float = 60.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -57,6 +62,10 @@ class Settings:
             values["token_cache_seconds"] = float(env["REBILL_TOKEN_CACHE_SECONDS"])
         if env.get("REBILL_REGENERATE_EVERY"):
             values["regenerate_every"] = float(env["REBILL_REGENERATE_EVERY"])
+        if env.get("REBILL_CLAIM_STALE_SECONDS"):
+            values["claim_stale_seconds"] = float(env["REBILL_CLAIM_STALE_SECONDS"])
+        if env.get("REBILL_BILL_EVERY"):
+            values["bill_every"] = float(env["REBILL_BILL_EVERY"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

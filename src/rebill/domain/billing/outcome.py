@@ -46,6 +46,7 @@ class Recorded:
     amount: Decimal
     currency: str
     closed: bool = False  # the last allowed attempt failed
+    retry: bool = False  # it had failed before
 
 
 def record(unit: Unit, charge_id: int, run: str, result: Result, method_id: int | None,
@@ -76,7 +77,8 @@ def record(unit: Unit, charge_id: int, run: str, result: Result, method_id: int 
         else:
             unit.record("charge/updated", charge_id)
         replan(unit, [charge.address_id])
-        return Recorded(charge_id, SUCCESS if paid else PENDING, charge.total_price, charge.currency)
+        return Recorded(charge_id, SUCCESS if paid else PENDING, charge.total_price, charge.currency,
+                        retry=charge.charge_attempts > 0)
     return _failed(unit, charge, base, attempts, result, method_id)
 
 
@@ -188,7 +190,7 @@ def _failed(unit: Unit, charge: Charge, base: dict[str, Any], attempts: int, res
     if closed:
         unit.record("charge/max_retries_reached", charge.id)
         _close(unit, charge)
-    return Recorded(charge.id, ERROR, charge.total_price, charge.currency, closed)
+    return Recorded(charge.id, ERROR, charge.total_price, charge.currency, closed, charge.charge_attempts > 0)
 
 
 def _close(unit: Unit, charge: Charge) -> None:

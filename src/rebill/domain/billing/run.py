@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from rebill import failpoints
 from rebill.db.engine import Database
 from rebill.models import addresses as address_table
 from rebill.models import charges, payment_methods
@@ -79,6 +80,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
         held = [charge_repo.get(conn, store.id, i, now) for i in claimed]
         found = [c for c in held if c is not None]
         methods = _methods(conn, store.id, found)
+    failpoints.hit("billing.after_claim")
     answers: list[tuple[Charge, Result, int | None]] = []
     for charge in found:
         method = methods.get(charge.id)
@@ -86,6 +88,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
             answers.append((charge, _pay(gateway, store, charge, method), method["id"] if method else None))
         except GatewayUnavailable:
             continue  # stays claimed: a later run asks again with the same key
+    failpoints.hit("billing.after_gateway")
     recorded: list[Recorded] = []
     with db.write() as conn:
         unit = Unit(conn, store, now)
@@ -93,8 +96,11 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
             done = record(unit, charge.id, run, result, method_id, gateway.name)
             if done is not None:
                 recorded.append(done)
-                if summary is not None:
-                    summary.add(done, charge.charge_attempts > 0)
+        failpoints.hit("billing.before_commit")
+    failpoints.hit("billing.after_record")
+    if summary is not None:
+        for done in recorded:
+            summary.add(done, done.retry)
     return recorded
 
 
@@ -131,12 +137,13 @@ def _methods(conn: Any, store_id: int, found: list[Charge]) -> dict[int, dict[st
 
 def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], datetime], *,
               until: date | None = None, summary: Summary | None = None,
-              progress: Callable[[int], None] | None = None) -> Summary:
+              progress: Callable[[int], None] | None = None,
+              stale_after: timedelta = claims.STALE_AFTER) -> Summary:
     """The billing run of one store: every charge due on or before ``until`` (default, and at
     most, the store's today), in batches."""
     summary = summary or Summary()
     for batch in _due_batches(db, store, now, until):
-        process(db, gateway, store, batch, now(), summary=summary)
+        process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after)
         if progress is not None:
             progress(len(batch))
     return summary
