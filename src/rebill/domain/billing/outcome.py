@@ -13,14 +13,15 @@ transaction with every event, and only by the run that holds the charge's claim.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 
-from rebill.models import payment_methods
+from rebill.models import charges, payment_methods, purchase_items
 
 from ..address import repository as addresses
 from ..charge import repository as charge_repo
@@ -49,37 +50,138 @@ class Recorded:
     retry: bool = False  # it had failed before
 
 
-def record(unit: Unit, charge_id: int, run: str, result: Result, method_id: int | None,
-           processor: str) -> Recorded | None:
-    """Records ``result`` for the charge this run claimed; None when the claim is no longer
-    this run's (another run took over a claim it thought abandoned and records its own)."""
-    charge = charge_repo.get(unit.conn, unit.store_id, charge_id, unit.now)
-    if charge is None:
-        return None
-    addresses.lock(unit.conn, unit.store_id, [charge.address_id])
-    charge = charge_repo.get(unit.conn, unit.store_id, charge_id, unit.now)
-    if charge is None or charge.claimed_by != run:
-        return None
-    attempts = charge.charge_attempts + 1
-    base = {"claimed_by": None, "claimed_at": None, "charge_attempts": attempts, "last_charge_attempt": unit.now,
-            "payment_method_id": method_id, "payment_processor": processor, "updated_at": unit.now}
-    if result.outcome in (CAPTURED, AUTHORIZED):
-        paid = result.outcome == CAPTURED
-        _save(unit, charge_id, {**base, "status": SUCCESS if paid else PENDING, "processed_at": unit.now,
-                                "external_transaction_id": result.transaction_id, "error": None,
-                                "error_type": None, "retry_date": None,
-                                "authorized_at": None if paid else unit.now})
-        _method_status(unit, method_id, "valid", None)
-        advanced = _advance(unit, charge)
-        if paid:
-            make_orders(unit, charge, advanced)
-            unit.record("charge/paid", charge_id)
-        else:
-            unit.record("charge/updated", charge_id)
-        replan(unit, [charge.address_id])
-        return Recorded(charge_id, SUCCESS if paid else PENDING, charge.total_price, charge.currency,
-                        retry=charge.charge_attempts > 0)
-    return _failed(unit, charge, base, attempts, result, method_id)
+def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]],
+           processor: str) -> list[Recorded]:
+    """Records each answer for the charges this run still holds; a charge whose claim is no
+    longer this run's (another run took over a claim it thought abandoned) is left to it.
+    Set-based: one statement per kind of row for the whole batch, and one replan of every
+    address the batch touched."""
+    if not answers:
+        return []
+    addresses.lock(unit.conn, unit.store_id, sorted({c.address_id for c, _, _ in answers}))
+    fresh = charge_repo.many(unit.conn, unit.store_id, [c.id for c, _, _ in answers])
+    mine = [(fresh[c.id], r, m) for c, r, m in answers if c.id in fresh and fresh[c.id].claimed_by == run]
+    held = items.many(unit.conn, unit.store_id, [i for c, _, _ in mine for i in c.purchase_item_ids])
+    batch = _Batch(unit)
+    recorded = []
+    for charge, result, method_id in mine:
+        recorded.append(batch.add(charge, result, method_id, processor,
+                                  [held[i] for i in charge.purchase_item_ids if i in held]))
+    batch.write()
+    replan(unit, sorted({c.address_id for c, _, _ in mine}))
+    return recorded
+
+
+class _Batch:
+    """The rows one batch of outcomes changes, written together."""
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        self.charges: list[dict[str, Any]] = []
+        self.items: list[dict[str, Any]] = []
+        self.orders: list[tuple[Charge, list[PurchaseItem]]] = []
+        self.valid_methods: set[int] = set()
+        self.events: dict[str, list[int]] = defaultdict(list)
+        self.refresh: set[int] = set()
+        self.closing: list[Charge] = []
+
+    def add(self, charge: Charge, result: Result, method_id: int | None, processor: str,
+            held: list[PurchaseItem]) -> Recorded:
+        unit = self.unit
+        row = {"_id": charge.id, "status": charge.status, "processed_at": charge.processed_at,
+               "external_transaction_id": charge.external_transaction_id, "error": None, "error_type": None,
+               "retry_date": None, "authorized_at": charge.authorized_at, "charge_attempts": charge.charge_attempts + 1,
+               "last_charge_attempt": unit.now, "payment_method_id": method_id, "payment_processor": processor,
+               "orders_count": charge.orders_count, "updated_at": unit.now}
+        self.charges.append(row)
+        retry = charge.charge_attempts > 0
+        if result.outcome in (CAPTURED, AUTHORIZED):
+            paid = result.outcome == CAPTURED
+            row.update(status=SUCCESS if paid else PENDING, processed_at=unit.now,
+                       external_transaction_id=result.transaction_id, authorized_at=None if paid else unit.now)
+            if method_id is not None:
+                self.valid_methods.add(method_id)
+            self._advance(charge, held)
+            if paid:
+                self.orders.append((charge, held))
+                row["orders_count"] = charge.orders_count + _orders_per_charge(held)
+                self.events["charge/paid"].append(charge.id)
+            else:
+                self.events["charge/updated"].append(charge.id)
+            return Recorded(charge.id, row["status"], charge.total_price, charge.currency, retry=retry)
+        attempts = row["charge_attempts"]
+        next_try = dunning.retry_date(unit.store.dunning, attempts, unit.today)
+        closed = next_try is None
+        row.update(status=ERROR, error=result.error, retry_date=next_try,
+                   error_type=dunning.CLOSED_MAX_RETRIES_REACHED if closed else result.error_type)
+        if result.error_type in INVALIDATING:
+            _method_status(unit, method_id, "invalid", result.error)
+        self.events["charge/failed"].append(charge.id)
+        if closed:
+            self.events["charge/max_retries_reached"].append(charge.id)
+            self.closing.append(charge)
+        return Recorded(charge.id, ERROR, charge.total_price, charge.currency, closed, retry)
+
+    def _advance(self, charge: Charge, held: list[PurchaseItem]) -> None:
+        """Each subscription moves one charge interval on from the charge's date, or expires with
+        its Nth charge (decisions §6.12: in this transaction, with no next queued charge); each
+        one-time item is done."""
+        for item in held:
+            if item.status != ACTIVE:
+                continue
+            row = {"_id": item.id, "status": item.status, "charges_count": item.charges_count,
+                   "last_charge_date": charge.scheduled_at, "max_retries_reached": item.max_retries_reached,
+                   "next_charge_scheduled_at": item.next_charge_scheduled_at, "updated_at": self.unit.now}
+            if item.kind != SUBSCRIPTION:
+                row["status"] = PROCESSED
+                self.events["onetime/updated"].append(item.id)
+            else:
+                row.update(charges_count=item.charges_count + 1, max_retries_reached=False)
+                limit = item.expire_after_specific_number_of_charges
+                if limit is not None and row["charges_count"] >= limit:
+                    row.update(status=EXPIRED, next_charge_scheduled_at=None)
+                    self.refresh.add(item.customer_id)
+                else:
+                    assert item.order_interval_unit and item.charge_interval_frequency
+                    row["next_charge_scheduled_at"] = add_interval(
+                        charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency, item.anchor_day)
+                self.events["subscription/updated"].append(item.id)
+            self.items.append(row)
+
+    def write(self) -> None:
+        unit = self.unit
+        if self.charges:
+            unit.conn.execute(_CHARGE_OUTCOME, self.charges)
+        if self.items:
+            unit.conn.execute(_ITEM_ADVANCE, self.items)
+        if self.valid_methods:
+            unit.conn.execute(update(payment_methods).where(
+                payment_methods.c.store_id == unit.store_id, payment_methods.c.id.in_(self.valid_methods),
+                payment_methods.c.status != "valid").values(status="valid", status_reason=None, updated_at=unit.now))
+        made = _insert_orders(unit, self.orders)
+        self.events["order/created"] += made
+        self.events["order/processed"] += [o for o, k in zip(made, self._sequences()) if k == 0]
+        for topic, ids in self.events.items():
+            unit.record_many(topic, ids)
+        for charge in self.closing:
+            _close(unit, charge)
+        for customer_id in self.refresh:
+            activity.refresh(unit, customer_id)
+
+    def _sequences(self) -> list[int]:
+        return [k for _, held in self.orders for k in range(_orders_per_charge(held))]
+
+
+# One statement each for the whole batch: every row sets the same columns.
+_CHARGE_OUTCOME = update(charges).where(charges.c.id == bindparam("_id")).values(
+    {name: bindparam(name) for name in ("status", "processed_at", "external_transaction_id", "error", "error_type",
+                                        "retry_date", "authorized_at", "charge_attempts", "last_charge_attempt",
+                                        "payment_method_id", "payment_processor", "orders_count", "updated_at")}
+    | {"claimed_by": None, "claimed_at": None, "lock_version": charges.c.lock_version + 1})
+_ITEM_ADVANCE = update(purchase_items).where(purchase_items.c.id == bindparam("_id")).values(
+    {name: bindparam(name) for name in ("status", "charges_count", "last_charge_date", "max_retries_reached",
+                                        "next_charge_scheduled_at", "updated_at")}
+    | {"lock_version": purchase_items.c.lock_version + 1})
 
 
 def _save(unit: Unit, charge_id: int, values: dict[str, Any]) -> None:
@@ -95,38 +197,9 @@ def _method_status(unit: Unit, method_id: int | None, status: str, reason: str |
                       .values(status=status, status_reason=reason, updated_at=unit.now))
 
 
-def _items_of(unit: Unit, charge: Charge) -> list[PurchaseItem]:
+def items_of(unit: Unit, charge: Charge) -> list[PurchaseItem]:
     found = items.many(unit.conn, unit.store_id, charge.purchase_item_ids)
     return [found[i] for i in charge.purchase_item_ids if i in found]
-
-
-def _advance(unit: Unit, charge: Charge) -> list[PurchaseItem]:
-    """Each subscription moves one charge interval on from the charge's date, or expires with
-    its Nth charge (decisions §6.12: in this transaction, with no next queued charge); each
-    one-time item is done. Returns the items as they were."""
-    held = _items_of(unit, charge)
-    for item in held:
-        if item.kind != SUBSCRIPTION:
-            if item.status == ACTIVE:
-                _update_item(unit, item, {"status": PROCESSED, "last_charge_date": charge.scheduled_at},
-                             "onetime/updated")
-            continue
-        if item.status != ACTIVE:
-            continue
-        count = item.charges_count + 1
-        changes: dict[str, Any] = {"charges_count": count, "last_charge_date": charge.scheduled_at,
-                                   "max_retries_reached": False}
-        limit = item.expire_after_specific_number_of_charges
-        if limit is not None and count >= limit:
-            changes.update(status=EXPIRED, next_charge_scheduled_at=None)
-        else:
-            assert item.order_interval_unit and item.charge_interval_frequency
-            changes["next_charge_scheduled_at"] = add_interval(
-                charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency, item.anchor_day)
-        _update_item(unit, item, changes, "subscription/updated")
-        if changes.get("status") == EXPIRED:
-            activity.refresh(unit, item.customer_id)
-    return held
 
 
 def _update_item(unit: Unit, item: PurchaseItem, changes: dict[str, Any], topic: str) -> None:
@@ -137,22 +210,30 @@ def _update_item(unit: Unit, item: PurchaseItem, changes: dict[str, Any], topic:
 
 
 def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem]) -> list[int]:
+    """The orders of one paid charge (a capture), with their events and the charge's count."""
+    made = _insert_orders(unit, [(charge, held)])
+    unit.record_many("order/created", made)
+    unit.record_many("order/processed", made[:1])
+    _save(unit, charge.id, {"orders_count": charge.orders_count + len(made)})
+    return made
+
+
+def _orders_per_charge(held: list[PurchaseItem]) -> int:
+    return max((i.orders_per_charge for i in held if i.kind == SUBSCRIPTION and i.is_prepaid), default=1)
+
+
+def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]]) -> list[int]:
     """One order per delivery: a prepaid charge makes one for each order interval it paid for
     (decisions §6.12: order k on the charge's date plus k order intervals, the first `success`,
     the rest `queued`)."""
-    prepaid = [i for i in held if i.kind == SUBSCRIPTION and i.is_prepaid]
-    count = max((i.orders_per_charge for i in prepaid), default=1)
-    rows = []
-    for k in range(count):
-        when = charge.scheduled_at if k == 0 else _nth_order_date(prepaid[0], charge.scheduled_at, k)
-        rows.append(_order_row(unit, charge, k, when, bool(prepaid)))
-    ids = orders.insert_many(unit.conn, rows, [charge.purchase_item_ids] * count)
-    for k, order_id in enumerate(ids):
-        unit.record("order/created", order_id)
-        if k == 0:
-            unit.record("order/processed", order_id)
-    _save(unit, charge.id, {"orders_count": charge.orders_count + count})
-    return ids
+    rows, item_ids = [], []
+    for charge, held in paid:
+        prepaid = [i for i in held if i.kind == SUBSCRIPTION and i.is_prepaid]
+        for k in range(_orders_per_charge(held)):
+            when = charge.scheduled_at if k == 0 else _nth_order_date(prepaid[0], charge.scheduled_at, k)
+            rows.append(_order_row(unit, charge, k, when, bool(prepaid)))
+            item_ids.append(charge.purchase_item_ids)
+    return orders.insert_many(unit.conn, rows, item_ids)
 
 
 def _nth_order_date(item: PurchaseItem, start: date, k: int) -> date:
@@ -177,28 +258,12 @@ def _order_row(unit: Unit, charge: Charge, k: int, when: date, prepaid: bool) ->
     }
 
 
-def _failed(unit: Unit, charge: Charge, base: dict[str, Any], attempts: int, result: Result,
-            method_id: int | None) -> Recorded:
-    retry = dunning.retry_date(unit.store.dunning, attempts, unit.today)
-    closed = retry is None
-    _save(unit, charge.id, {**base, "status": ERROR, "error": result.error,
-                            "error_type": dunning.CLOSED_MAX_RETRIES_REACHED if closed else result.error_type,
-                            "retry_date": retry})
-    if result.error_type in INVALIDATING:
-        _method_status(unit, method_id, "invalid", result.error)
-    unit.record("charge/failed", charge.id)
-    if closed:
-        unit.record("charge/max_retries_reached", charge.id)
-        _close(unit, charge)
-    return Recorded(charge.id, ERROR, charge.total_price, charge.currency, closed, charge.charge_attempts > 0)
-
-
 def _close(unit: Unit, charge: Charge) -> None:
     """NOTE: decisions §6.4, the last attempt failed: every subscription of the charge is marked
     `max_retries_reached`, then the store's action runs."""
     action = dunning.settings(unit.store.dunning)["on_max_retries"]
     customer_ids = set()
-    for item in _items_of(unit, charge):
+    for item in items_of(unit, charge):
         if item.kind != SUBSCRIPTION or item.status != ACTIVE:
             continue
         changes: dict[str, Any] = {"max_retries_reached": True}

@@ -23,7 +23,7 @@ from rebill.models import charges, payment_methods
 from ..charge import repository as charge_repo
 from ..charge.model import Charge
 from ..money import minor_digits
-from ..payment.gateway import FAILED, Gateway, GatewayUnavailable, Payment, Result
+from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all
 from ..schedule.reconcile import replan
 from ..store.model import Store
 from ..unit import Unit
@@ -77,25 +77,14 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
         if waiting:
             replan(unit, waiting)
         claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after)
-        held = [charge_repo.get(conn, store.id, i, now) for i in claimed]
-        found = [c for c in held if c is not None]
+        held = charge_repo.many(conn, store.id, claimed)
+        found = [held[i] for i in claimed if i in held]
         methods = _methods(conn, store.id, found)
     failpoints.hit("billing.after_claim")
-    answers: list[tuple[Charge, Result, int | None]] = []
-    for charge in found:
-        method = methods.get(charge.id)
-        try:
-            answers.append((charge, _pay(gateway, store, charge, method), method["id"] if method else None))
-        except GatewayUnavailable:
-            continue  # stays claimed: a later run asks again with the same key
+    answers = _pay(gateway, store, found, methods)
     failpoints.hit("billing.after_gateway")
-    recorded: list[Recorded] = []
     with db.write() as conn:
-        unit = Unit(conn, store, now)
-        for charge, result, method_id in answers:
-            done = record(unit, charge.id, run, result, method_id, gateway.name)
-            if done is not None:
-                recorded.append(done)
+        recorded = record(Unit(conn, store, now), run, answers, gateway.name)
         failpoints.hit("billing.before_commit")
     failpoints.hit("billing.after_record")
     if summary is not None:
@@ -104,15 +93,27 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     return recorded
 
 
-def _pay(gateway: Gateway, store: Store, charge: Charge, method: dict[str, Any] | None) -> Result:
-    if method is None:
-        return NO_METHOD
-    amount = int(charge.total_price.scaleb(minor_digits(charge.currency)))
-    return gateway.charge(Payment(
-        store_id=store.id, idempotency_key=idempotency_key(charge.id, charge.charge_attempts + 1),
-        reference=f"charge {charge.id}", amount_minor=amount, currency=charge.currency,
-        customer_token=method["processor_customer_token"],
-        payment_method_token=method["processor_payment_method_token"]))
+def _pay(gateway: Gateway, store: Store, found: list[Charge],
+         methods: dict[int, dict[str, Any]]) -> list[tuple[Charge, Result, int | None]]:
+    """Every payment of the batch. A charge whose answer is unknown (the gateway could not be
+    reached) stays claimed and out of the answers: a later run asks again with the same key."""
+    payments = []
+    answers: list[tuple[Charge, Result, int | None]] = []
+    for charge in found:
+        method = methods.get(charge.id)
+        if method is None:
+            answers.append((charge, NO_METHOD, None))
+            continue
+        payments.append((charge, method["id"], Payment(
+            store_id=store.id, idempotency_key=idempotency_key(charge.id, charge.charge_attempts + 1),
+            reference=f"charge {charge.id}", amount_minor=int(charge.total_price.scaleb(minor_digits(charge.currency))),
+            currency=charge.currency, customer_token=method["processor_customer_token"],
+            payment_method_token=method["processor_payment_method_token"])))
+    results = charge_all(gateway, [p for _, _, p in payments])
+    for (charge, method_id, _), result in zip(payments, results):
+        if result is not None:
+            answers.append((charge, result, method_id))
+    return answers
 
 
 def _methods(conn: Any, store_id: int, found: list[Charge]) -> dict[int, dict[str, Any]]:

@@ -61,6 +61,9 @@ class GatewayUnavailable(Exception):
 
 
 class Gateway(Protocol):
+    """A processor's client. It may also offer ``charge_many(payments) -> list[Result]`` when
+    the processor (or the sandbox) can take a batch at once; ``charge_all`` uses it."""
+
     name: str
 
     def charge(self, payment: Payment) -> Result:
@@ -74,3 +77,21 @@ class Gateway(Protocol):
     def refund(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
                currency: str) -> Result:
         ...
+
+
+def charge_all(gateway: Gateway, payments: list[Payment]) -> list[Result | None]:
+    """Each payment's result, in order; None where the gateway could not be asked (unknown:
+    the caller asks again later with the same key)."""
+    many = getattr(gateway, "charge_many", None)
+    if many is not None:
+        try:
+            return list(many(payments))
+        except GatewayUnavailable:
+            return [None] * len(payments)
+    results: list[Result | None] = []
+    for payment in payments:
+        try:
+            results.append(gateway.charge(payment))
+        except GatewayUnavailable:
+            results.append(None)
+    return results

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from rebill.db.engine import Database
@@ -74,6 +74,35 @@ class SandboxGateway:
         return self._once(payment.store_id, payment.idempotency_key, "charge", payment.reference,
                           payment.amount_minor, payment.currency, decided)
 
+    def charge_many(self, payments: list[Payment]) -> list[Result]:
+        """A batch in two statements: what the ledger already answered, then the rest in one
+        transaction (the billing run pays a batch at a time). A key another caller is writing
+        at the same moment sends the batch through ``charge`` one by one."""
+        if not payments:
+            return []
+        store_id = payments[0].store_id
+        if any(p.store_id != store_id for p in payments):
+            return [self.charge(p) for p in payments]
+        earlier = self._answered_many(store_id, [p.idempotency_key for p in payments])
+        fresh: dict[str, Result] = {}
+        rows = []
+        for payment in payments:
+            if payment.idempotency_key in earlier or payment.idempotency_key in fresh:
+                continue
+            decided = decide(payment.payment_method_token, payment.customer_token)
+            result = Result(decided.outcome, None if decided.outcome == FAILED else f"sbx_{uuid.uuid4().hex[:24]}",
+                            decided.error_type, decided.error, decided.retryable)
+            fresh[payment.idempotency_key] = result
+            rows.append(self._row(store_id, payment.idempotency_key, "charge", payment.reference,
+                                  payment.amount_minor, payment.currency, result))
+        if rows:
+            try:
+                with self._db.write() as conn:
+                    conn.execute(insert(sandbox_payments), rows)
+            except IntegrityError:
+                return [self.charge(p) for p in payments]
+        return [earlier.get(p.idempotency_key) or fresh[p.idempotency_key] for p in payments]
+
     def capture(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
                 currency: str) -> Result:
         return self._once(store_id, idempotency_key, "capture", transaction_id, amount_minor, currency,
@@ -91,19 +120,34 @@ class SandboxGateway:
             return earlier
         transaction_id = decided.transaction_id or (
             f"sbx_{uuid.uuid4().hex[:24]}" if decided.outcome != FAILED else None)
+        result = Result(decided.outcome, transaction_id, decided.error_type, decided.error, decided.retryable)
         try:
             with self._db.write() as conn:
-                insert_row(conn, sandbox_payments, {
-                    "store_id": store_id, "idempotency_key": key, "operation": operation, "reference": reference,
-                    "amount": Decimal(amount_minor), "currency": currency, "outcome": decided.outcome,
-                    "transaction_id": transaction_id, "error_type": decided.error_type, "error": decided.error,
-                    "created_at": self._now()})
+                insert_row(conn, sandbox_payments, self._row(store_id, key, operation, reference, amount_minor,
+                                                             currency, result))
         except IntegrityError:
             # The same key, at the same moment, from another caller: its answer is the answer.
             earlier = self._answered(store_id, key)
             assert earlier is not None
             return earlier
-        return Result(decided.outcome, transaction_id, decided.error_type, decided.error, decided.retryable)
+        return result
+
+    def _row(self, store_id: int, key: str, operation: str, reference: str | None, amount_minor: int,
+             currency: str, result: Result) -> dict[str, object]:
+        return {"store_id": store_id, "idempotency_key": key, "operation": operation, "reference": reference,
+                "amount": Decimal(amount_minor), "currency": currency, "outcome": result.outcome,
+                "transaction_id": result.transaction_id, "error_type": result.error_type, "error": result.error,
+                "created_at": self._now()}
+
+    def _answered_many(self, store_id: int, keys: list[str]) -> dict[str, Result]:
+        with self._db.read() as conn:
+            rows = conn.execute(select(sandbox_payments.c.idempotency_key, sandbox_payments.c.outcome,
+                                       sandbox_payments.c.transaction_id, sandbox_payments.c.error_type,
+                                       sandbox_payments.c.error)
+                                .where(sandbox_payments.c.store_id == store_id,
+                                       sandbox_payments.c.idempotency_key.in_(keys))).all()
+        return {r.idempotency_key: Result(r.outcome, r.transaction_id, r.error_type, r.error,
+                                          retryable=r.error_type == PROCESSING_ERROR) for r in rows}
 
     def _answered(self, store_id: int, key: str) -> Result | None:
         with self._db.read() as conn:
