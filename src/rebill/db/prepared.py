@@ -87,6 +87,18 @@ class _Compiled:
             cursor.close()
         return [self._decode(row) for row in rows], count
 
+    def execute_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
+        """One ``executemany`` on the driver: the batch paths of the billing run, where
+        SQLAlchemy's per-row parameter handling cost about 20 µs a row."""
+        dbapi = conn.dialect.loaded_dbapi
+        cursor = conn.connection.dbapi_connection.cursor()
+        try:
+            cursor.executemany(self.sql, [self.arguments(row) for row in rows])
+        except dbapi.Error as exc:
+            raise DBAPIError.instance(self.sql, None, exc, dbapi.Error) from exc
+        finally:
+            cursor.close()
+
 
 class Prepared:
     """A statement whose caller's parameters are ``bindparam``s without a value: a SELECT
@@ -115,6 +127,12 @@ class Prepared:
         compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
         return compiled.execute(conn, params, fetch=False)[1]
 
+    def run_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
+        """An UPDATE, DELETE or INSERT once per row of ``rows``, in one ``executemany``."""
+        if rows:
+            compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
+            compiled.execute_many(conn, rows)
+
 
 class PreparedInsert:
     """``INSERT ... RETURNING id`` for one table, compiled once per dialect and set of columns.
@@ -127,7 +145,18 @@ class PreparedInsert:
         if with_defaults:
             raise TypeError(f"{table.name}: columns with Python-side defaults {with_defaults}")
         self.stmt = insert(table).returning(table.c.id)
+        self.plain = insert(table)
         self._by_columns: dict[tuple[str, ...], _Compiled] = {}
+
+    def run_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
+        """Rows with the same keys in one ``executemany``, without ids (no RETURNING)."""
+        if not rows:
+            return
+        key = ("many", conn.dialect.name, *rows[0])
+        compiled = self._by_columns.get(key)
+        if compiled is None:
+            compiled = self._by_columns[key] = _Compiled(self.plain, conn.dialect, column_keys=list(rows[0]))
+        compiled.execute_many(conn, rows)
 
     def run(self, conn: Connection, values: dict[str, Any]) -> int:
         key = (conn.dialect.name, *values)

@@ -12,9 +12,9 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 
-from rebill.db.statements import insert_row
+from rebill.db.statements import insert_all, insert_row
 from rebill.models import events
 
 from .store.model import Store
@@ -65,7 +65,7 @@ class Unit:
         if not resource_ids:
             return
         resource = topic.split("/", 1)[0]
-        self.conn.execute(insert(events), [
+        insert_all(self.conn, events, [
             {"store_id": self.store.id, "topic": topic, "resource": resource, "resource_id": resource_id,
              "data": {"id": resource_id} if with_id else None, "created_at": self.now}
             for resource_id in resource_ids])

@@ -19,8 +19,9 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import bindparam, null, select, update
 
+from rebill.db.prepared import Prepared
 from rebill.models import charges, payment_methods, purchase_items
 
 from ..address import repository as addresses
@@ -59,8 +60,12 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
     if not answers:
         return []
     addresses.lock(unit.conn, unit.store_id, sorted({c.address_id for c, _, _ in answers}))
-    fresh = charge_repo.many(unit.conn, unit.store_id, [c.id for c, _, _ in answers])
-    mine = [(fresh[c.id], r, m) for c, r, m in answers if c.id in fresh and fresh[c.id].claimed_by == run]
+    # A claimed charge does not change (replans hold it, decisions §6.3): the rows read at the
+    # claim are still its rows, if the claim is still this run's.
+    still = set(unit.conn.execute(select(charges.c.id).where(
+        charges.c.store_id == unit.store_id, charges.c.id.in_([c.id for c, _, _ in answers]),
+        charges.c.claimed_by == run)).scalars())
+    mine = [(c, r, m) for c, r, m in answers if c.id in still]
     held = items.many(unit.conn, unit.store_id, [i for c, _, _ in mine for i in c.purchase_item_ids])
     batch = _Batch(unit)
     recorded = []
@@ -150,10 +155,8 @@ class _Batch:
 
     def write(self) -> None:
         unit = self.unit
-        if self.charges:
-            unit.conn.execute(_CHARGE_OUTCOME, self.charges)
-        if self.items:
-            unit.conn.execute(_ITEM_ADVANCE, self.items)
+        _CHARGE_OUTCOME.run_many(unit.conn, self.charges)
+        _ITEM_ADVANCE.run_many(unit.conn, self.items)
         if self.valid_methods:
             unit.conn.execute(update(payment_methods).where(
                 payment_methods.c.store_id == unit.store_id, payment_methods.c.id.in_(self.valid_methods),
@@ -173,15 +176,15 @@ class _Batch:
 
 
 # One statement each for the whole batch: every row sets the same columns.
-_CHARGE_OUTCOME = update(charges).where(charges.c.id == bindparam("_id")).values(
+_CHARGE_OUTCOME = Prepared(update(charges).where(charges.c.id == bindparam("_id")).values(
     {name: bindparam(name) for name in ("status", "processed_at", "external_transaction_id", "error", "error_type",
                                         "retry_date", "authorized_at", "charge_attempts", "last_charge_attempt",
                                         "payment_method_id", "payment_processor", "orders_count", "updated_at")}
-    | {"claimed_by": None, "claimed_at": None, "lock_version": charges.c.lock_version + 1})
-_ITEM_ADVANCE = update(purchase_items).where(purchase_items.c.id == bindparam("_id")).values(
+    | {"claimed_by": null(), "claimed_at": null(), "lock_version": charges.c.lock_version + 1}))
+_ITEM_ADVANCE = Prepared(update(purchase_items).where(purchase_items.c.id == bindparam("_id")).values(
     {name: bindparam(name) for name in ("status", "charges_count", "last_charge_date", "max_retries_reached",
                                         "next_charge_scheduled_at", "updated_at")}
-    | {"lock_version": purchase_items.c.lock_version + 1})
+    | {"lock_version": purchase_items.c.lock_version + 1}))
 
 
 def _save(unit: Unit, charge_id: int, values: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ from .outcome import Recorded, record
 # NOTE: decisions §6.12, no method to charge: the customer must add or update one.
 NO_METHOD = Result(FAILED, error_type="CUSTOMER_NEEDS_TO_UPDATE_CARD",
                    error="The customer has no payment method to charge.")
-BATCH = 200
+BATCH = 500
 
 
 @dataclass

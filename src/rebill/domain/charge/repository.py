@@ -7,8 +7,10 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, or_, select, update
 
+from rebill.db import statements
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
+from rebill.db.statements import insert_row
 from rebill.models import charge_items, charges, customers, discounts
 
 from ..filters import Filter, time_window, where
@@ -116,10 +118,8 @@ def insert_many(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
     if not rows:
         return []
     if len(rows) == 1:
-        from rebill.db.statements import insert_row
         return [insert_row(conn, charges, rows[0])]
-    result = conn.execute(insert(charges).returning(charges.c.id, sort_by_parameter_order=True), rows)
-    return [row[0] for row in result]
+    return statements.insert_many(conn, charges, rows)
 
 
 def update_many(conn: Connection, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
