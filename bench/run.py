@@ -146,7 +146,7 @@ def main() -> None:
     token, customer_id = seed(url)
     sched = schedule.run(url, args.addresses)
     deep_cursor, address_range = schedule_positions(url, sched["store"])
-    env = {**os.environ, "REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off"}
+    env = {**os.environ, "REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off", "REBILL_BILL_EVERY": "0"}
     server = subprocess.Popen([sys.executable, "-m", "uvicorn", "bench.app:app", "--port", str(PORT),
                               "--log-level", "warning", "--no-access-log"], env=env, cwd=HERE.parent)
     try:

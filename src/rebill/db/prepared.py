@@ -144,7 +144,8 @@ class PreparedInsert:
         with_defaults = [c.name for c in table.columns if c.default is not None or c.onupdate is not None]
         if with_defaults:
             raise TypeError(f"{table.name}: columns with Python-side defaults {with_defaults}")
-        self.stmt = insert(table).returning(table.c.id)
+        # Tables keyed otherwise (charge_items, order_items) are only inserted with run_many.
+        self.stmt = insert(table).returning(table.c.id) if "id" in table.c else None
         self.plain = insert(table)
         self._by_columns: dict[tuple[str, ...], _Compiled] = {}
 
@@ -162,6 +163,7 @@ class PreparedInsert:
         key = (conn.dialect.name, *values)
         compiled = self._by_columns.get(key)
         if compiled is None:
+            assert self.stmt is not None, "a table without an id column has no id to return"
             compiled = self._by_columns[key] = _Compiled(self.stmt, conn.dialect, column_keys=list(values))
         row = compiled.first(conn, values)
         assert row is not None  # RETURNING always answers

@@ -1,0 +1,90 @@
+"""The background jobs of `rebill serve`: APScheduler's asyncio scheduler, embedded in the
+server's event loop, started and stopped with the ASGI lifespan (docs/dependencies.md).
+
+- every ``regenerate_every`` seconds: the deferred regenerations whose window has passed
+  (decisions §5.3, jobs/regenerate.py);
+- every ``bill_every`` seconds: the billing run of every store (decisions §6.5).
+
+The jobs only say "look now": the database says what is due, each job is safe to run twice
+and from several processes (claims, domain/billing/claim.py), so a missed or doubled tick
+delays nothing and pays nothing twice. Each job runs in a worker thread, one at a time
+(``max_instances=1``), and ticks missed while one ran are merged (``coalesce``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from starlette.concurrency import run_in_threadpool
+
+from rebill.clock import Clock
+from rebill.db.engine import Database
+from rebill.domain.billing import run as billing
+from rebill.domain.payment.gateway import Gateway
+from rebill.domain.store import clock as store_clock
+from rebill.domain.store import repository as stores
+from rebill.settings import Settings
+
+from .regenerate import run_due
+
+logger = logging.getLogger("rebill.jobs")
+
+
+def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: timedelta) -> int:
+    """One billing run over every store, each on its own clock; returns the charges processed."""
+    with db.read() as conn:
+        found = stores.all_stores(conn)
+    processed = 0
+    for store in found:
+        summary = billing.run_store(db, gateway, store, store_clock.clock_for(store, clock.now), stale_after=stale_after)
+        processed += summary.processed
+    return processed
+
+
+class Jobs:
+    """ASGI wrapper that runs the scheduler while the server lives and passes every other
+    scope on."""
+
+    def __init__(self, app: Any, db: Database, clock: Clock, gateway: Gateway, settings: Settings) -> None:
+        self.app, self.db, self.clock, self.gateway, self.settings = app, db, clock, gateway, settings
+        self.scheduler: AsyncIOScheduler | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
+
+    def _start(self) -> None:
+        scheduler = self.scheduler = AsyncIOScheduler(job_defaults={"max_instances": 1, "coalesce": True,
+                                                                    "misfire_grace_time": None})
+        stale = timedelta(seconds=self.settings.claim_stale_seconds)
+        if self.settings.regenerate_every > 0:
+            scheduler.add_job(self._run, "interval", seconds=self.settings.regenerate_every, id="regenerate",
+                              args=("deferred regeneration", run_due, self.db, self.clock))
+        if self.settings.bill_every > 0:
+            scheduler.add_job(self._run, "interval", seconds=self.settings.bill_every, id="bill",
+                              args=("billing run", bill_every_store, self.db, self.gateway, self.clock, stale))
+        scheduler.start()
+
+    @staticmethod
+    async def _run(name: str, job: Any, *args: Any) -> None:
+        try:
+            await run_in_threadpool(job, *args)
+        except Exception:  # the next tick tries again; the database says what is still due
+            logger.exception("%s failed", name)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def watch() -> Any:
+            message = await receive()
+            if message["type"] == "lifespan.startup" and self.scheduler is None:
+                self._start()
+            elif message["type"] == "lifespan.shutdown" and self.scheduler is not None:
+                self.scheduler.shutdown(wait=False)
+                self.scheduler = None
+            return message
+        await self.app(scope, watch, send)

@@ -1,0 +1,64 @@
+"""The background jobs of `rebill serve` (jobs/scheduler.py): they start with the server's
+lifespan, bill what is due and run deferred regenerations by themselves, and stop with it."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from starlette.testclient import TestClient
+
+from rebill.app import create_app
+from rebill.jobs.scheduler import Jobs, bill_every_store
+from rebill.settings import RateLimit, Settings
+from tests.builders import charges_of, make_address, make_customer, make_payment_method, make_subscription
+
+
+def _settings(**kw):
+    return Settings(database_url="unused", rate_limit=RateLimit(enabled=False), token_cache_seconds=0.0, **kw)
+
+
+def _due_charge(api):
+    customer = make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token="pm_ok")
+    address = make_address(api, customer)
+    make_subscription(api, address, next_charge_scheduled_at=api.clock.now().date() + timedelta(days=1))
+    api.clock.advance(timedelta(days=1))
+    [charge] = charges_of(api, address.id)
+    return address, charge
+
+
+def _wait_for(check, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_server_bills_due_charges_by_itself_while_it_runs(api):
+    address, charge = _due_charge(api)
+    app = create_app(_settings(regenerate_every=0, bill_every=0.1), db=api.db, clock=api.clock)
+    assert isinstance(app, Jobs)
+    with TestClient(app):
+        assert app.scheduler is not None and app.scheduler.running
+        paid = _wait_for(lambda: [c.status for c in charges_of(api, address.id) if c.id == charge.id] == ["success"])
+    assert paid
+    assert app.scheduler is None  # stopped with the lifespan
+
+
+def test_no_jobs_when_both_are_switched_off(api):
+    app = create_app(_settings(regenerate_every=0, bill_every=0), db=api.db, clock=api.clock)
+    assert not isinstance(app, Jobs)
+
+
+def test_one_billing_pass_covers_every_store_each_on_its_own_clock(api):
+    other = api.other_store()
+    mine, first = _due_charge(api)
+    theirs, second = _due_charge(other)
+    from rebill.domain.payment.sandbox import SandboxGateway
+    processed = bill_every_store(api.db, SandboxGateway(api.db, api.clock.now), api.clock, timedelta(seconds=60))
+    assert processed >= 2
+    assert {c.status for c in charges_of(api, mine.id) if c.id == first.id} == {"success"}
+    assert {c.status for c in charges_of(other, theirs.id) if c.id == second.id} == {"success"}
