@@ -57,14 +57,22 @@ def make_discount(api: Any, **overrides: Any) -> int:
 
 
 def make_payment_method(api: Any, customer: Any, **overrides: Any) -> int:
-    now = api.clock.now()
-    values = {"store_id": api.store.id, "customer_id": customer.id, "billing_address": None, "is_default": True,
-              "payment_type": "CREDIT_CARD", "payment_details": {"brand": "visa", "last4": "4242"},
+    """A payment method through the service (the customer's first becomes its default);
+    ``status``/``status_reason``, which only charges set, are written after it."""
+    from rebill.domain.payment_method import service as payment_method_service
+    from rebill.domain.payment_method.model import PaymentMethodCreate
+    status = {k: overrides.pop(k) for k in ("status", "status_reason") if k in overrides}
+    if "is_default" in overrides:
+        overrides["default"] = overrides.pop("is_default")
+    values = {"customer_id": customer.id, "payment_type": "CREDIT_CARD",
+              "payment_details": {"brand": "visa", "exp_month": 12, "exp_year": 2030, "last4": "4242"},
               "processor_name": "sandbox", "processor_customer_token": "cus_1",
-              "processor_payment_method_token": "pm_ok", "status": "valid", "status_reason": None,
-              "created_at": now, "updated_at": now, **overrides}
+              "processor_payment_method_token": "pm_ok", **overrides}
     with api.db.write() as conn:
-        return pm_repo.insert_payment_method(conn, values)
+        created = payment_method_service.create(_unit(api, conn), PaymentMethodCreate(**values))
+        if status:
+            pm_repo.update_payment_method(conn, api.store.id, created.id, status)
+    return created.id
 
 
 def events_of(api: Any, resource_id: int | None = None) -> list[tuple[str, int]]:
@@ -114,3 +122,31 @@ def charges_of(api: Any, address_id: int) -> list[Any]:
     stmt = select(charges).where(charges.c.store_id == api.store.id, charges.c.address_id == address_id)
     with api.db.read() as conn:
         return list(conn.execute(stmt.order_by(charges.c.scheduled_at, charges.c.id)))
+
+
+def make_orders(api: Any, address: Any = None, **subscription: Any) -> list[Any]:
+    """The orders of a real payment: a subscription due today, its charge paid through the
+    billing run's own path (sandbox gateway). Several orders when ``subscription`` makes it
+    prepaid (``charge_interval_frequency=3``). Without ``address`` a customer with a payment
+    method is made; a given address's customer needs one. Oldest first, as domain orders."""
+    from rebill.domain.billing import run as billing
+    from rebill.domain.order import repository as order_repo
+    from rebill.domain.payment.sandbox import SandboxGateway
+    if address is None:
+        customer = make_customer(api)
+        make_payment_method(api, customer)
+        address = make_address(api, customer)
+    today = _unit(api, None).today
+    item = make_subscription(api, address, **{"next_charge_scheduled_at": today, **subscription})
+    [charge] = [c for c in charges_of(api, address.id)
+                if c.status == "queued" and c.scheduled_at == item.next_charge_scheduled_at]
+    [paid] = billing.process(api.db, SandboxGateway(api.db, api.clock.now), api.store, [charge.id], api.clock.now())
+    assert paid.status == "success", paid
+    with api.db.read() as conn:
+        rows = order_repo.of_charge(conn, api.store.id, charge.id)
+        return [order_repo.get(conn, api.store.id, row.id) for row in rows]
+
+
+def make_order(api: Any, address: Any = None, **subscription: Any) -> Any:
+    """One paid order (the first of its charge): see ``make_orders``."""
+    return make_orders(api, address, **subscription)[0]

@@ -5,7 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from rebill.api.call import Services
-from rebill.api.resources import addresses, charges, customers, onetimes, plans, products, store, subscriptions
+from rebill.api.resources import (
+    addresses,
+    charges,
+    customers,
+    onetimes,
+    orders,
+    payment_methods,
+    plans,
+    products,
+    store,
+    subscriptions,
+)
 from rebill.api.routing import Api
 from rebill.api.versions import VERSIONS
 from rebill.clock import Clock, SystemClock
@@ -15,10 +26,11 @@ from rebill.domain.payment.sandbox import SandboxGateway
 from rebill.http.auth import TokenResolver
 from rebill.http.edge import Edge
 from rebill.http.ratelimit import LeakyBuckets
-from rebill.jobs.regenerate import Ticker
+from rebill.jobs.scheduler import Jobs
 from rebill.settings import Settings
 
-RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges)
+RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
+             orders)
 # When no store is known (401, 426 before auth), responses name the oldest version, the
 # default of new stores (decisions §1.3).
 FALLBACK_VERSION = "2021-01"
@@ -38,6 +50,6 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     buckets = LeakyBuckets(settings.rate_limit, **extra)
     edge = Edge(api, tokens=tokens, buckets=buckets, versions=VERSIONS, fallback_version=FALLBACK_VERSION)
     edge.services = services  # type: ignore[attr-defined]
-    if settings.regenerate_every > 0:
-        return Ticker(edge, db, services.clock, settings.regenerate_every)  # type: ignore[return-value]
+    if settings.regenerate_every > 0 or settings.bill_every > 0:
+        return Jobs(edge, db, clock, services.gateway, settings)  # type: ignore[return-value]
     return edge

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import event
 
-from tests.builders import make_address, make_customer, make_payment_method
+from tests.builders import make_address, make_customer, make_order, make_payment_method
 from tests.conftest import make_api
 
 
@@ -96,3 +96,43 @@ def test_get_one_with_include_is_bounded_too(api):
     assert response.status_code == 200, response.text
     assert len(response.json()["customer"]["include"]["addresses"]) == 3
     assert len(statements) <= 8, statements
+
+
+# Orders (issue 8): include values of an order list load once per page too.
+
+@pytest.fixture(scope="module")
+def small_orders(client, database, clock):
+    api = make_api(client, database, clock)
+    for _ in range(5):
+        make_order(api)
+    return api
+
+
+@pytest.fixture(scope="module")
+def large_orders(client, database, clock):
+    api = make_api(client, database, clock)
+    for _ in range(20):
+        make_order(api)
+    return api
+
+
+def _orders(api, version, include):
+    with counting(api.db.engine) as statements:
+        response = api.get("/orders", version=version, params={"include": include, "limit": 250})
+    assert response.status_code == 200, response.text
+    return response.json()["orders"], list(statements)
+
+
+@pytest.mark.parametrize("version", ["2021-01", "2021-11"])
+def test_order_list_with_includes_issues_the_same_statements_for_5_and_20_rows(small_orders, large_orders, version):
+    few, few_statements = _orders(small_orders, version, "customer,subscriptions")
+    many, many_statements = _orders(large_orders, version, "customer,subscriptions")
+    assert len(few) == 5 and len(many) == 20
+    assert len(many_statements) == len(few_statements), many_statements
+    assert all(len(o["include"]["subscriptions"]) == 1 for o in many)
+
+
+def test_each_order_include_value_adds_one_statement(large_orders):
+    plain = _orders(large_orders, "2021-11", "")[1]
+    assert len(_orders(large_orders, "2021-11", "customer")[1]) == len(plain) + 1
+    assert len(_orders(large_orders, "2021-11", "customer,subscriptions")[1]) == len(plain) + 2

@@ -53,6 +53,13 @@ def _address_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
     return {a.id: [found[a.payment_method_id]] if a.payment_method_id in found else [] for a in items}
 
 
+def _payment_method_addresses(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    """The addresses that name the method: the inverse of an address's `payment_methods`."""
+    found = _grouped(addresses.of_payment_methods(unit.conn, unit.store_id, [m.id for m in items]),
+                     "payment_method_id")
+    return {m.id: found.get(m.id, []) for m in items}
+
+
 def _subscriptions_by(key: str) -> Loader:
     def load(unit: Unit, items: list[Any]) -> dict[int, Any]:
         ids = [item.id for item in items]
@@ -71,6 +78,13 @@ def _customer_of(unit: Unit, items: list[Any]) -> dict[int, Any]:
 def _subscription_address(unit: Unit, items: list[Any]) -> dict[int, Any]:
     found = addresses.many(unit.conn, unit.store_id, [s.address_id for s in items])
     return {s.id: found.get(s.address_id) for s in items}
+
+
+def _order_subscriptions(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    """The subscriptions an order delivers, named by its lines (one statement for the page)."""
+    found = purchase_items.many(unit.conn, unit.store_id, [i for o in items for i in o.purchase_item_ids],
+                                kind="subscription")
+    return {o.id: [found[i] for i in dict.fromkeys(o.purchase_item_ids) if i in found] for o in items}
 
 
 def _charge_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
@@ -95,9 +109,16 @@ LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
         "address": ("address", _subscription_address),
         "customer": ("customer", _customer_of),
     },
+    "payment_method": {
+        "addresses": ("address", _payment_method_addresses),
+    },
     "charge": {
         "customer": ("customer", _customer_of),
         "payment_methods": ("payment_method", _charge_payment_methods),
+    },
+    "order": {
+        "customer": ("customer", _customer_of),
+        "subscriptions": ("subscription", _order_subscriptions),
     },
 }
 

@@ -48,6 +48,8 @@ orders = Table(
     Column("error", String(1024), nullable=True),
     *timestamps(),
     Index("ix_orders_store_charge", "store_id", "charge_id"),
+    # The orders of one address (a list filter), as charges keep theirs.
+    Index("ix_orders_store_address", "store_id", "address_id"),
     Index("ix_orders_store_status_date", "store_id", "status", "scheduled_at"),
     sqlite_autoincrement=True,
 )

@@ -162,8 +162,10 @@ class CustomerStatusAndCounts(Change):
         data["number_subscriptions"] = data.pop("subscriptions_total_count")
         data["has_card_error_in_dunning"] = data.pop("has_payment_method_in_dunning")
         data["accepts_marketing"] = obj.accepts_marketing
-        data["processor_type"] = obj.processor_type
-        data["reason_payment_method_not_valid"] = None
+        # Where the processor customer is kept: as set, else the default payment method's processor.
+        data["processor_type"] = obj.processor_type or obj.default_method_processor
+        # NOTE: decisions §6.12, derived from the customer's payment methods (domain/customer/model.py).
+        data["reason_payment_method_not_valid"] = obj.reason_payment_method_not_valid
         data.pop("tax_exempt", None)
         data.pop("orders_count", None)
         return data
@@ -171,15 +173,16 @@ class CustomerStatusAndCounts(Change):
 
 class CustomerProcessorTokens(Change):
     """Customers still show the deprecated processor tokens `stripe_customer_token`,
-    `braintree_customer_token` and `paypal_customer_token` (null: payment methods hold them,
-    decisions §6.1); they have no `apply_credit_to_next_*` flags."""
+    `braintree_customer_token` and `paypal_customer_token` (payment methods hold them,
+    decisions §6.1: the default method's customer token, when it is that processor's); they
+    have no `apply_credit_to_next_*` flags."""
 
     kinds = ("customer",)
-    TOKENS = ("stripe_customer_token", "braintree_customer_token", "paypal_customer_token")
+    TOKENS = ("stripe", "braintree", "paypal")
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
-        for name in self.TOKENS:
-            data[name] = data.get(name)
+        for processor in self.TOKENS:
+            data[f"{processor}_customer_token"] = obj.customer_token(processor)
         data.pop("apply_credit_to_next_checkout_charge", None)
         data.pop("apply_credit_to_next_recurring_charge", None)
         return data

@@ -51,8 +51,9 @@ def customer(c: Customer) -> dict[str, Any]:
         # NOTE: spec 03 customer (2021-11). Store credit does not exist yet: nothing to apply.
         "apply_credit_to_next_checkout_charge": False,
         "apply_credit_to_next_recurring_charge": False,
-        # NOTE: spec 03 schema only; processor tokens live on payment methods (decisions §6.1).
-        "braintree_customer_token": None,
+        # NOTE: spec 03 schema only; processor tokens live on payment methods (decisions §6.1):
+        # the default method's, when it is that processor's.
+        "braintree_customer_token": c.customer_token("braintree"),
         "created_at": ts(c.created_at),
         "email": c.email,
         "external_customer_id": {"ecommerce": c.external_customer_id},
@@ -63,7 +64,7 @@ def customer(c: Customer) -> dict[str, Any]:
         "hash": c.hash,
         "last_name": c.last_name,
         "orders_count": c.orders_count,
-        "paypal_customer_token": None,
+        "paypal_customer_token": c.customer_token("paypal"),
         "phone": c.phone,
         "subscriptions_active_count": c.subscriptions_active_count,
         "subscriptions_total_count": c.subscriptions_total_count,
@@ -99,25 +100,6 @@ def address(a: Address) -> dict[str, Any]:
         "shipping_lines_override": a.shipping_lines_override,
         "updated_at": ts(a.updated_at),
         "zip": a.zip,
-    }
-
-
-def payment_method(row: Any) -> dict[str, Any]:
-    """Decisions §6.1; the resource gets its endpoints with the payments issue."""
-    return {
-        "id": row.id,
-        "customer_id": row.customer_id,
-        "billing_address": row.billing_address,
-        "created_at": ts(row.created_at),
-        "default": row.is_default,
-        "payment_details": row.payment_details or {},
-        "payment_type": row.payment_type,
-        "processor_customer_token": row.processor_customer_token,
-        "processor_name": row.processor_name,
-        "processor_payment_method_token": row.processor_payment_method_token,
-        "status": row.status,
-        "status_reason": row.status_reason,
-        "updated_at": ts(row.updated_at),
     }
 
 
@@ -198,7 +180,6 @@ def store(s: Store) -> dict[str, Any]:
 SERIALIZERS = {
     "customer": customer,
     "address": address,
-    "payment_method": payment_method,
     "discount": discount,
     "store": store,
 }

@@ -67,6 +67,14 @@ def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> li
     return [to_address(*r) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 
+def of_payment_methods(conn: Connection, store_id: int, payment_method_ids: list[int]) -> list[Address]:
+    """The addresses that name one of the payment methods by `payment_method_id`."""
+    if not payment_method_ids:
+        return []
+    stmt = _select.where(addresses.c.store_id == store_id, addresses.c.payment_method_id.in_(set(payment_method_ids)))
+    return [to_address(*r) for r in conn.execute(stmt.order_by(addresses.c.id))]
+
+
 def delete_of_customer(conn: Connection, store_id: int, customer_id: int) -> list[int]:
     """Delete a customer's addresses; returns the ids actually deleted."""
     stmt = (delete(addresses).where(addresses.c.store_id == store_id, addresses.c.customer_id == customer_id)

@@ -48,9 +48,12 @@ def _discount_id(unit: Unit, entries: list[dict[str, Any]]) -> int | None:
 
 
 def _check_payment_method(unit: Unit, customer_id: int, payment_method_id: int | None) -> None:
+    """NOTE: decisions §6.12, an address may only point at its own customer's methods. The
+    method stays locked against deletion until the reference is written (a delete that came
+    first is waited for, and then the method is not found: 422, never a foreign-key error)."""
     if payment_method_id is None:
         return
-    row = payment_methods.get(unit.conn, unit.store_id, payment_method_id)
+    row = payment_methods.get(unit.conn, unit.store_id, payment_method_id, lock="reference")
     if row is None or row.customer_id != customer_id:
         raise ValidationFailed.field("payment_method_id", "payment method not found for this customer")
 

@@ -38,7 +38,27 @@ class Customer(msgspec.Struct):
     subscriptions_active_count: int = 0
     subscriptions_total_count: int = 0
     has_payment_method_in_dunning: bool = False
+    # The customer's default payment method (decisions §6.12: it pays where an address names none).
+    default_method_processor: str | None = None
+    default_method_customer_token: str | None = None
+    default_method_status: str | None = None
+    default_method_status_reason: str | None = None
     orders_count: int = 0
+
+    def customer_token(self, processor: str) -> str | None:
+        """The processor's customer token, as the deprecated `<processor>_customer_token`
+        fields show it: the default method's, when that method is the processor's."""
+        if (self.default_method_processor or "").lower() != processor:
+            return None
+        return self.default_method_customer_token
+
+    @property
+    def reason_payment_method_not_valid(self) -> str | None:
+        """Why the customer has no valid payment method: the default method's `status_reason`,
+        else its status in words; None while a valid one exists or when it has none at all."""
+        if self.has_valid_payment_method or self.default_method_status is None:
+            return None
+        return self.default_method_status_reason or f"payment method is {self.default_method_status}"
 
 
 class CustomerCreate(msgspec.Struct, kw_only=True):

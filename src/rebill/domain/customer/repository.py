@@ -4,22 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, exists, func, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, exists, func, or_, select, update
 
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
-from rebill.models import customers, payment_methods, purchase_items
+from rebill.models import charges, customers, payment_methods, purchase_items
 
+from ..charge.model import ERROR
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
+from ..payment_method.model import USABLE
 from .model import Customer
 
+# NOTE: decisions §6.12, a customer has a valid payment method while one is `valid` or
+# `unvalidated`, and is in dunning while one of its charges is in error.
 _has_valid_payment_method = (
     exists()
-    .where(payment_methods.c.customer_id == customers.c.id, payment_methods.c.status == "valid")
+    # OR rather than IN: prepared statements (db/prepared.py) take no expanding parameters.
+    .where(payment_methods.c.customer_id == customers.c.id, or_(*(payment_methods.c.status == s for s in USABLE)))
     .label("has_valid_payment_method")
 )
+_in_dunning = (
+    exists()
+    .where(charges.c.customer_id == customers.c.id, charges.c.status == ERROR)
+    .label("has_payment_method_in_dunning")
+)
+# The default method (one per customer, migration 0005) shows the processor fields and the
+# reason a customer has no valid method: one join, never a query per row.
+_default = payment_methods.alias("default_method")
+
 
 def _subscriptions(*conditions: Any) -> Any:
     return (select(func.count()).select_from(purchase_items)
@@ -27,15 +41,22 @@ def _subscriptions(*conditions: Any) -> Any:
                    *conditions).scalar_subquery())
 
 
-# NOTE: orders and dunning arrive with the payments issue; until then no customer has any, so
-# those derived fields keep the struct's defaults (False, 0) and are not selected.
-_not_yet = ("has_payment_method_in_dunning", "orders_count")
+# NOTE: orders arrive with the payments issue; until then no customer has any, so that derived
+# field keeps the struct's default (0) and is not selected.
+_not_yet = ("orders_count",)
 _derived = (
     _has_valid_payment_method,
     _subscriptions(purchase_items.c.status == "active").label("subscriptions_active_count"),
     _subscriptions().label("subscriptions_total_count"),
+    _in_dunning,
+    _default.c.processor_name.label("default_method_processor"),
+    _default.c.processor_customer_token.label("default_method_customer_token"),
+    _default.c.status.label("default_method_status"),
+    _default.c.status_reason.label("default_method_status_reason"),
 )
-_select = select(*columns_for(Customer, [*customers.c, *_derived], leave_out=_not_yet))
+_select = (select(*columns_for(Customer, [*customers.c, *_derived], leave_out=_not_yet))
+           .select_from(customers.outerjoin(_default, and_(_default.c.customer_id == customers.c.id,
+                                                           _default.c.is_default.is_(True)))))
 
 FILTERS: dict[str, Filter] = {
     **time_window(customers),

@@ -1,27 +1,156 @@
-"""Orders in storage (models.orders). The billing run writes them; the orders API reads them."""
+"""Orders in storage (models.orders). The billing run writes them; the orders API reads them.
+Every statement is scoped to one store (decisions §1.1)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, bindparam, delete, func, literal, select, update
 
-from rebill.models import order_items, orders
+from rebill.db import statements
+from rebill.db.prepared import Prepared
+from rebill.db.rows import columns_for
+from rebill.models import addresses, charges, customers, order_items, orders
+from rebill.models.base import UtcDateTime
 
+from ..filters import Filter, time_window, where
+from ..listing import ListQuery, PageResult, count, fetch_page
+from .model import NOT_PROCESSED, Order
+
+_joined = (
+    charges.c.status.label("charge_status"),
+    charges.c.payment_processor.label("payment_processor"),
+    charges.c.external_transaction_id.label("transaction_id"),
+    customers.c.email.label("customer_email"),
+    customers.c.hash.label("customer_hash"),
+    customers.c.external_customer_id.label("customer_external_id"),
+    customers.c.first_name.label("customer_first_name"),
+    customers.c.last_name.label("customer_last_name"),
+    customers.c.phone.label("customer_phone"),
+    customers.c.accepts_marketing.label("customer_accepts_marketing"),
+    addresses.c.id.is_not(None).label("address_exists"),
+)
+# Outer joins: an order outlives its address and customer (money history is kept), and a
+# clone has no charge.
+_select = (select(*columns_for(Order, [*orders.c, *_joined]))
+           .select_from(orders.outerjoin(charges, charges.c.id == orders.c.charge_id)
+                        .outerjoin(customers, customers.c.id == orders.c.customer_id)
+                        .outerjoin(addresses, addresses.c.id == orders.c.address_id)))
+PROCESSED_SORT = "processed_sort"
+_processed_sort = func.coalesce(orders.c.processed_at, literal(NOT_PROCESSED, UtcDateTime())).label(PROCESSED_SORT)
+
+
+def _items(column: Any) -> Any:
+    return select(order_items.c.order_id).where(column)
+
+
+FILTERS: dict[str, Filter] = {
+    **time_window(orders),
+    "address_id": lambda v: orders.c.address_id == v,
+    "customer_id": lambda v: orders.c.customer_id == v,
+    "charge_id": lambda v: orders.c.charge_id == v,
+    "status": lambda v: orders.c.status.in_(v),
+    "scheduled_at_min": lambda v: orders.c.scheduled_at >= v,
+    "scheduled_at_max": lambda v: orders.c.scheduled_at <= v,
+    "processed_at_min": lambda v: orders.c.processed_at >= v,
+    "processed_at_max": lambda v: orders.c.processed_at <= v,
+    "external_order_id": lambda v: orders.c.external_order_id == v,
+    "external_customer_id": lambda v: orders.c.customer_id.in_(
+        select(customers.c.id).where(customers.c.external_customer_id == v)),
+    "purchase_item_id": lambda v: orders.c.id.in_(_items(order_items.c.purchase_item_id == v)),
+    "purchase_item_ids": lambda v: orders.c.id.in_(_items(order_items.c.purchase_item_id.in_(v))),
+}
+
+_by_id = Prepared(_select.where(orders.c.id == bindparam("id"), orders.c.store_id == bindparam("store_id")))
+
+
+def get(conn: Connection, store_id: int, order_id: int, *, lock: bool = False) -> Order | None:
+    if lock:
+        # PostgreSQL: the order's row is held until the write ends (SQLite serializes writers).
+        stmt = select(orders.c.id).where(orders.c.id == order_id, orders.c.store_id == store_id)
+        if conn.execute(stmt.with_for_update()).first() is None:
+            return None
+    row = _by_id.one(conn, id=order_id, store_id=store_id)
+    return Order(*row) if row is not None else None
+
+
+def _filtered(store_id: int, filters: dict[str, Any]) -> Any:
+    return where(_select.where(orders.c.store_id == store_id), FILTERS, filters)
+
+
+def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
+    stmt = _filtered(store_id, query.filters)
+    if query.sort != PROCESSED_SORT:
+        return fetch_page(conn, stmt, orders, query, Order)
+    # `processed_at` is null until an order is processed: the keyset runs on a value that
+    # never is (model.NOT_PROCESSED), carried by a subquery column of that name.
+    inner = stmt.add_columns(_processed_sort).subquery("o")
+    return fetch_page(conn, select(inner), inner, query, lambda *row: Order(*row[:-1]))  # type: ignore[arg-type]
+
+
+def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
+    return count(conn, where(select(orders.c.id).where(orders.c.store_id == store_id), FILTERS, filters))
+
+
+def lock_of_charge(conn: Connection, store_id: int, charge_id: int) -> None:
+    """PostgreSQL: holds every order of a charge, in id order, until the write ends."""
+    stmt = (select(orders.c.id).where(orders.c.store_id == store_id, orders.c.charge_id == charge_id)
+            .order_by(orders.c.id).with_for_update())
+    conn.execute(stmt).all()
+
+
+def later_queued(conn: Connection, store_id: int, order: Order) -> list[Order]:
+    """The queued orders of ``order``'s charge that come after it (by sequence, then id)."""
+    if order.charge_id is None:
+        return []
+    stmt = _select.where(orders.c.store_id == store_id, orders.c.charge_id == order.charge_id,
+                         orders.c.status == "queued", orders.c.id != order.id,
+                         (orders.c.sequence > order.sequence)
+                         | ((orders.c.sequence == order.sequence) & (orders.c.id > order.id)))
+    return [Order(*row) for row in conn.execute(stmt.order_by(orders.c.sequence, orders.c.id))]
+
+
+def item_ids_of(conn: Connection, order_ids: list[int]) -> dict[int, list[int]]:
+    """The purchase items each order holds, in one statement for a page of orders."""
+    found: dict[int, list[int]] = {order_id: [] for order_id in order_ids}
+    if not order_ids:
+        return found
+    stmt = (select(order_items.c.order_id, order_items.c.purchase_item_id)
+            .where(order_items.c.order_id.in_(set(order_ids))).order_by(order_items.c.purchase_item_id))
+    for order_id, item_id in conn.execute(stmt):
+        found[order_id].append(item_id)
+    return found
+
+
+def update_order(conn: Connection, store_id: int, order_id: int, values: dict[str, Any]) -> None:
+    conn.execute(update(orders).where(orders.c.id == order_id, orders.c.store_id == store_id).values(**values))
+
+
+def delete_order(conn: Connection, store_id: int, order_id: int) -> None:
+    conn.execute(delete(order_items).where(order_items.c.order_id == order_id))
+    conn.execute(delete(orders).where(orders.c.id == order_id, orders.c.store_id == store_id))
+
+
+# Writes of the billing run (domain/billing/outcome.py) and of clones ---------------------------
 
 def insert_many(conn: Connection, rows: list[dict[str, Any]], item_ids: list[list[int]]) -> list[int]:
     """Inserts ``rows`` (all with the same keys) and each one's purchase items; their ids in order."""
     if not rows:
         return []
-    result = conn.execute(insert(orders).returning(orders.c.id, sort_by_parameter_order=True), rows)
-    ids = [row[0] for row in result]
-    pairs = [{"order_id": order_id, "purchase_item_id": item_id, "store_id": rows[0]["store_id"]}
-             for order_id, items in zip(ids, item_ids) for item_id in items]
-    if pairs:
-        conn.execute(insert(order_items), pairs)
+    ids = statements.insert_many(conn, orders, rows)
+    statements.insert_all(conn, order_items, [
+        {"order_id": order_id, "purchase_item_id": item_id, "store_id": rows[0]["store_id"]}
+        for order_id, items in zip(ids, item_ids) for item_id in items])
     return ids
 
 
 def of_charge(conn: Connection, store_id: int, charge_id: int) -> list[Any]:
     stmt = select(orders).where(orders.c.store_id == store_id, orders.c.charge_id == charge_id)
     return list(conn.execute(stmt.order_by(orders.c.id)))
+
+
+def row_of(conn: Connection, store_id: int, order_id: int) -> dict[str, Any] | None:
+    """The stored columns of one order, as ``insert_many`` takes them (a clone copies them)."""
+    found = conn.execute(select(orders).where(orders.c.id == order_id, orders.c.store_id == store_id)).mappings()
+    row = found.first()
+    return dict(row) if row is not None else None

@@ -2,7 +2,7 @@
 of charges (the method used, when an authorization was made, the claim of a run).
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-23 14:10:00
 """
 
@@ -11,7 +11,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = '0006'
-down_revision = '0004'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
@@ -79,6 +79,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('orders', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_orders_customer_id'), ['customer_id'], unique=False)
+        batch_op.create_index('ix_orders_store_address', ['store_id', 'address_id'], unique=False)
         batch_op.create_index('ix_orders_store_charge', ['store_id', 'charge_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_orders_store_id'), ['store_id'], unique=False)
         batch_op.create_index('ix_orders_store_status_date', ['store_id', 'status', 'scheduled_at'], unique=False)
@@ -117,6 +118,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_orders_store_id'))
         batch_op.drop_index('ix_orders_store_charge')
         batch_op.drop_index(batch_op.f('ix_orders_customer_id'))
+        batch_op.drop_index('ix_orders_store_address')
 
     op.drop_table('orders')
     with op.batch_alter_table('sandbox_payments', schema=None) as batch_op:

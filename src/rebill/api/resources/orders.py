@@ -1,0 +1,70 @@
+"""Orders, both versions (decisions §6.10, §6.12; docs/api-choices.md, Orders)."""
+
+from __future__ import annotations
+
+from rebill.domain.order import dates, service
+from rebill.domain.order.model import OrderUpdate
+
+from ..call import Call, Reply
+from ..routing import Endpoints
+
+endpoints = Endpoints()
+READ, WRITE = "read_orders", "write_orders"
+
+
+@endpoints.get("/orders", scope=READ)
+def list_orders(call: Call) -> Reply:
+    query = call.list_query("orders")
+    with call.read() as unit:
+        return call.page("orders", service.list_page(unit, query), unit, query)
+
+
+@endpoints.get("/orders/count", scope=READ, versions=("2021-01",))
+def count_orders(call: Call) -> Reply:
+    filters = call.count_filters("orders")
+    with call.read() as unit:
+        return Reply({"count": service.count(unit, filters)})
+
+
+@endpoints.get("/orders/{order_id:id}", scope=READ)
+def get_order(call: Call) -> Reply:
+    include = call.include("orders")
+    with call.read() as unit:
+        return call.one("order", service.get(unit, call.path["order_id"]), unit, include=include)
+
+
+@endpoints.put("/orders/{order_id:id}", scope=WRITE)
+def update_order(call: Call) -> Reply:
+    command = call.command("order.update", OrderUpdate, partial=True)
+    with call.write() as unit:
+        return call.one("order", service.update(unit, call.services.verifier, call.path["order_id"], command))
+
+
+@endpoints.delete("/orders/{order_id:id}", scope=WRITE)
+def delete_order(call: Call) -> Reply:
+    with call.write() as unit:
+        service.delete(unit, call.path["order_id"])
+    return call.deleted()
+
+
+@endpoints.post("/orders/{order_id:id}/delay", scope=WRITE)
+def delay_order(call: Call) -> Reply:
+    """NOTE: decisions §6.12, a queued prepaid order and the later ones of its charge move one
+    order interval; the body is ignored."""
+    with call.write() as unit:
+        return call.one("order", dates.delay(unit, call.path["order_id"]))
+
+
+@endpoints.post("/orders/{order_id:id}/change_date", scope=WRITE, versions=("2021-01",))
+def change_order_date(call: Call) -> Reply:
+    body = call.version.schemas["order.change_date"].parse(call.body)
+    with call.write() as unit:
+        return call.one("order", dates.change_date(unit, call.path["order_id"], body["scheduled_at"]))
+
+
+@endpoints.post("/orders/{order_id:id}/clone", scope=WRITE, versions=("2021-11",))
+def clone_order(call: Call) -> Reply:
+    """NOTE: decisions §6.12, a queued copy on the given date; 201 with the new order."""
+    body = call.version.schemas["order.clone"].parse(call.body)
+    with call.write() as unit:
+        return call.created("order", service.clone(unit, call.path["order_id"], body["scheduled_at"]))

@@ -1,0 +1,178 @@
+"""How 2021-01 differs from the head for orders (decisions §6.10, 03-real-fields "order
+(2021-01)"): the old order shape, its list contract and its bodies, merged by
+``contract.py``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rebill.api import query as q
+from rebill.api.contract import Change, ListContract
+from rebill.api.fields import Field, Schema
+from rebill.api.v2021_11 import charges as head_charges
+from rebill.api.v2021_11 import orders as head
+from rebill.api.v2021_11.parsers import ATTRIBUTE
+from rebill.domain.geo import country_code_for_name, country_name
+from rebill.domain.order.model import STATUSES, Order
+from rebill.domain.order.repository import PROCESSED_SORT
+
+from .purchases import naive, platform_id
+
+
+def _old_address(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    if document is None:
+        return None
+    old = {k: v for k, v in document.items() if k != "country_code"}
+    old["country"] = country_name(document.get("country_code") or "")
+    return old
+
+
+def _old_line(line: dict[str, Any], head_line: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "external_inventory_policy": line["external_inventory_policy"],
+        "grams": line["grams"],
+        "images": line["images"],
+        "original_price": line["original_price"],
+        "platform_product_id": platform_id(head_line["external_product_id"]),
+        "platform_variant_id": platform_id(head_line["external_variant_id"]),
+        "price": line["unit_price"],
+        "product_title": line["title"],
+        "properties": line["properties"],
+        "quantity": line["quantity"],
+        "sku": line["sku"],
+        "subscription_id": line["purchase_item_id"],
+        "tax_lines": line["tax_lines"],
+        "title": line["title"],
+        "variant_title": line["variant_title"],
+    }
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() and len(value) < 19 else None
+
+
+class OrderOldShape(Change):
+    """Orders show upper-case `status` and `type`, `charge_id` and `charge_status` instead of
+    the `charge` object, the customer flat (`customer_id`, `email`, names, `hash`,
+    `platform_customer_id`) beside a `customer` object, `platform_*` order ids, `note_attributes`,
+    `shipping_date` (the scheduled date) and `shipped_date` (when it was processed), `country`
+    names in the addresses, naive datetimes and `total_weight`."""
+
+    kinds = ("order",)
+
+    def response(self, data: dict[str, Any], obj: Order) -> dict[str, Any]:
+        scheduled = naive(data["scheduled_at"])
+        return {
+            "id": data["id"],
+            "address_id": data["address_id"],
+            "address_is_active": bool(obj.address_exists),
+            "billing_address": _old_address(data["billing_address"]),
+            "browser_ip": None,
+            "charge_id": obj.charge_id,
+            "charge_status": obj.charge_status.upper() if obj.charge_status else None,
+            "created_at": naive(data["created_at"]),
+            "currency": data["currency"],
+            "customer": {"accepts_marketing": bool(obj.customer_accepts_marketing), "email": obj.customer_email,
+                         "first_name": obj.customer_first_name, "last_name": obj.customer_last_name,
+                         "phone": obj.customer_phone, "send_email_welcome": False, "verified_email": False},
+            "customer_id": obj.customer_id,
+            "discount_codes": [{"amount": data["total_discounts"], "code": d["code"], "type": d["value_type"]}
+                               for d in data["discounts"]],
+            "email": obj.customer_email,
+            "error": data["error"],
+            "first_name": obj.customer_first_name,
+            "hash": obj.customer_hash,
+            "is_prepaid": data["is_prepaid"],
+            "last_name": obj.customer_last_name,
+            "line_items": [_old_line(line, raw) for line, raw in zip(data["line_items"], obj.line_items)],
+            "note": data["note"],
+            "note_attributes": data["order_attributes"],
+            "payment_processor": obj.payment_processor,
+            "platform_cart_token": None,
+            "platform_customer_id": platform_id(obj.customer_external_id),
+            "platform_id": obj.external_order_id,
+            "platform_order_id": platform_id(obj.external_order_id),
+            "platform_order_number": _number(obj.external_order_number),
+            "processed_at": naive(data["processed_at"]),
+            "scheduled_at": scheduled,
+            "shipped_date": naive(data["processed_at"]),
+            "shipping_address": _old_address(data["shipping_address"]),
+            "shipping_date": scheduled,
+            "shipping_lines": [{"code": s["code"], "price": s["price"], "source": s["source"], "title": s["title"]}
+                               for s in data["shipping_lines"]],
+            "status": data["status"].upper(),
+            "subtotal_price": data["subtotal_price"],
+            "tags": data["tags"],
+            "tax_lines": data["tax_lines"],
+            "total_discounts": data["total_discounts"],
+            "total_duties": data["total_duties"],
+            "total_line_items_price": data["total_line_items_price"],
+            "total_price": data["total_price"],
+            # NOTE: 03-real-fields, null in 2021-01: refunds are made on charges (decisions §6.12).
+            "total_refunds": None,
+            "total_tax": data["total_tax"],
+            "total_weight": data["total_weight_grams"],
+            "transaction_id": obj.transaction_id,
+            "type": data["type"].upper(),
+            "updated_at": naive(data["updated_at"]),
+        }
+
+
+CHANGES: tuple[Change, ...] = (OrderOldShape(),)
+
+
+def _country(value: str) -> str:
+    code = country_code_for_name(value)
+    if code is None:
+        raise ValueError("is not a known country")
+    return code
+
+
+# NOTE: decisions §4.5, each version takes its own country field; 2021-01 takes both.
+OLD_ADDRESS = Schema(*head.ADDRESS.fields,
+                     Field("country", "str", nullable=False, key="country_code", convert=_country))
+WRITABLE = ("scheduled_at", "shipping_date", "note", "tags", "note_attributes", "shipping_address",
+            "billing_address", "platform_order_id")
+READ_ONLY = frozenset({
+    "id", "address_id", "address_is_active", "browser_ip", "charge_id", "charge_status", "created_at", "currency",
+    "customer", "customer_id", "discount_codes", "email", "error", "first_name", "hash", "is_prepaid", "last_name",
+    "line_items", "payment_processor", "platform_cart_token", "platform_customer_id", "platform_id",
+    "platform_order_number", "processed_at", "shipped_date", "shipping_lines", "status", "subtotal_price",
+    "tax_lines", "total_discounts", "total_duties", "total_line_items_price", "total_price", "total_refunds",
+    "total_tax", "total_weight", "transaction_id", "type", "updated_at"})
+
+SCHEMAS: dict[str, Schema] = {
+    "order.update": head.OrderUpdateSchema(
+        Field("scheduled_at", "date", nullable=False),
+        # `shipping_date` is the scheduled date under its 2021-01 name; both may be sent.
+        Field("shipping_date", "date", nullable=False, key="scheduled_at"),
+        Field("note", "str", max_length=4096),
+        Field("tags", "str", max_length=1024),
+        Field("note_attributes", "list", nullable=False, items=ATTRIBUTE, key="order_attributes"),
+        Field("shipping_address", "object", nullable=False, items=OLD_ADDRESS),
+        Field("billing_address", "object", nullable=False, items=OLD_ADDRESS),
+        Field("platform_order_id", "external_id", max_length=64, key="external_order_id"),
+        read_only=READ_ONLY,
+    ),
+    "order.change_date": Schema(head.SCHEDULED_AT),
+}
+
+_orders = head.LISTS["orders"]
+_filters = {k: v for k, v in _orders.filters.items()
+            if k not in ("purchase_item_id", "purchase_item_ids", "external_order_id", "external_customer_id",
+                         "processed_at_min", "processed_at_max", "status")}
+_filters.update({
+    "subscription_id": ("purchase_item_id", q.integer),
+    "platform_order_id": ("external_order_id", q.text),
+    "platform_customer_id": ("external_customer_id", q.text),
+    "shipped_date_min": ("processed_at_min", q.datetime_),
+    "shipped_date_max": ("processed_at_max", q.datetime_),
+    "status": ("status", head_charges.statuses(*(s.upper() for s in STATUSES), *STATUSES)),
+})
+LISTS: dict[str, ListContract] = {
+    # NOTE: spec 02 Sorting and include (Order); a count takes every filter of the list.
+    "orders": replace(_orders, filters=_filters, sorts=("id", "created_at", "shipped_date", "shipping_date", "updated_at"),
+                      sort_columns={"shipped_date": PROCESSED_SORT, "shipping_date": "scheduled_at"},
+                      count_filters=tuple(_filters)),
+}

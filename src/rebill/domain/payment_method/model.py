@@ -1,0 +1,80 @@
+"""The payment method as the domain sees it, and its commands (decisions §6.1, §6.12)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+# NOTE: decisions §6.1, the payment types and statuses of a payment method.
+PAYMENT_TYPES = ("CREDIT_CARD", "PAYPAL", "APPLE_PAY", "GOOGLE_PAY", "SEPA_DEBIT")
+UNVALIDATED, VALID, INVALID, EMPTY = "unvalidated", "valid", "invalid", "empty"
+STATUSES = (UNVALIDATED, VALID, INVALID, EMPTY)
+# NOTE: decisions §6.12, a customer "has a valid payment method" while one of these exists.
+USABLE = (VALID, UNVALIDATED)
+# NOTE: decisions §6.12, `processor_name` is optional and the sandbox gateway serves every
+# label; a method created without one names the built-in gateway (the store shows it as its
+# `payment_processor`, api/v2021_01/changes.py StoreAsShop).
+DEFAULT_PROCESSOR = "sandbox"
+# The processor fields: changing one points the method at another instrument, whose outcome
+# is unknown until it is charged (decisions §6.12: a new method is `unvalidated`).
+PROCESSOR_FIELDS = ("processor_name", "processor_customer_token", "processor_payment_method_token")
+
+
+class PaymentMethod(msgspec.Struct):
+    """Positional, so a row builds it in field order (db/rows.py). `is_default` is the column's
+    name; the API calls it `default`."""
+
+    id: int
+    store_id: int
+    customer_id: int
+    billing_address: dict[str, Any] | None
+    is_default: bool
+    payment_type: str
+    payment_details: dict[str, Any] | None
+    processor_name: str
+    processor_customer_token: str | None
+    processor_payment_method_token: str | None
+    status: str
+    status_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class PaymentSource(msgspec.Struct):
+    """A payment method as the deprecated 2021-01 payment sources show it: with its customer's
+    dunning flag (spec 02 Payment source `has_card_error_in_dunning`)."""
+
+    method: PaymentMethod
+    has_card_error_in_dunning: bool
+
+
+class PaymentMethodCreate(msgspec.Struct, kw_only=True):
+    customer_id: int
+    payment_type: str
+    # NOTE: decisions §6.12, a charge uses the method token, else the customer token: one of
+    # the two is required.
+    processor_customer_token: str | None = None
+    processor_payment_method_token: str | None = None
+    processor_name: str | None = None
+    default: bool | None = None
+    billing_address: dict[str, Any] | None = None
+    payment_details: dict[str, Any] | None = None
+
+
+class PaymentMethodUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Only the fields that were sent are set. The customer and the status are not writable:
+    a method stays with its customer, and its status comes from its charges (decisions §6.12)."""
+
+    payment_type: str | UnsetType = UNSET
+    processor_customer_token: str | None | UnsetType = UNSET
+    processor_payment_method_token: str | None | UnsetType = UNSET
+    processor_name: str | None | UnsetType = UNSET
+    default: bool | None | UnsetType = UNSET
+    billing_address: dict[str, Any] | None | UnsetType = UNSET
+    payment_details: dict[str, Any] | None | UnsetType = UNSET
+
+    def changes(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__struct_fields__ if getattr(self, f) is not UNSET}
