@@ -20,6 +20,8 @@ from typing import Any
 from rich.progress import Progress
 from sqlalchemy import delete, func, select, update
 
+from bench import schedule
+from bench.schedule import _bulk
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 from rebill.domain.billing import run as billing
@@ -37,9 +39,6 @@ from rebill.models import (
     purchase_items,
     sandbox_payments,
 )
-
-from . import schedule
-from .schedule import _bulk
 
 TABLES = (("orders", orders, orders.c.id), ("order_items", order_items, order_items.c.order_id),
           ("events", events, events.c.id), ("sandbox_payments", sandbox_payments, sandbox_payments.c.id),
@@ -122,7 +121,7 @@ def main() -> None:
     parser.add_argument("--charges", type=int, default=100_000)
     parser.add_argument("--database", help="PostgreSQL admin URL; default: a fresh SQLite file")
     args = parser.parse_args()
-    from .run import fresh_database
+    from bench.run import fresh_database
     url, cleanup = fresh_database(args.database)
     try:
         run(url, args.charges)
