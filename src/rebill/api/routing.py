@@ -43,6 +43,7 @@ from rebill.errors import (
 from rebill.http.context import RequestContext
 from rebill.http.render import decode_object, send_error, send_json
 
+from . import idempotency
 from .call import Call, Reply, Services
 
 ALL_VERSIONS = frozenset(API_VERSIONS)
@@ -187,6 +188,22 @@ class Api:
             # DELETE too: the 2021-01 bulk delete names its subscriptions in the body.
             if operation.method == "POST" or operation.method == "PUT" or operation.method == "DELETE":
                 call.body = await _json_body(call.request)
+            key = idempotency.key_of(scope["headers"]) if operation.method == "POST" else None
+        except ServiceError as exc:
+            await send_error(send, exc, ctx.headers)
+            return
+        except Exception:
+            logger.exception("unhandled error in %s %s (request %s)", scope["method"], scope["path"], ctx.request_id)
+            await send_json(send, 500, {"errors": ServiceError.default}, None, ctx.headers)
+            return
+        if key is None:
+            await self._respond(operation, call, ctx, send)
+        else:
+            await self._idempotent(key, operation, call, ctx, send)
+
+    async def _respond(self, operation: Operation, call: Call, ctx: RequestContext, send: Send) -> None:
+        scope = call.scope
+        try:
             try:
                 if self.services.db.inline_reads and not operation.calls_out:
                     reply = await self._on_loop(operation, call)
@@ -204,6 +221,25 @@ class Api:
             await send_json(send, 500, {"errors": ServiceError.default}, None, ctx.headers)
             return
         await send_json(send, reply.status, reply.body, reply.headers, ctx.headers)
+
+    async def _idempotent(self, key: str, operation: Operation, call: Call, ctx: RequestContext, send: Send) -> None:
+        """NOTE: decisions §9.2, §6.12: the first answer to a key, replayed to its repeats."""
+        db, clock = self.services.db, self.services.clock
+        owner = (ctx.store.id, ctx.token.id, key)
+        print_ = idempotency.fingerprint(operation.method, call.scope["path"], call.body)
+        try:
+            stored = await run_in_threadpool(idempotency.begin, db, *owner, print_, clock.now())
+        except ServiceError as exc:
+            await send_error(send, exc, ctx.headers)
+            return
+        if stored is not None:
+            await idempotency.replay(send, stored, ctx.headers)
+            return
+        recorder = idempotency.Recorder(send)
+        try:
+            await self._respond(operation, call, ctx, recorder)
+        finally:
+            await run_in_threadpool(idempotency.finish, db, *owner, recorder.answer(), clock.now())
 
     async def _on_loop(self, operation: Operation, call: Call) -> Reply:
         """SQLite: run the handler on the event loop, its reads and its write included

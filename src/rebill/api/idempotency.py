@@ -1,0 +1,130 @@
+"""`Idempotency-Key` on every POST (decisions §9.2, §6.12; a Rebill extension, docs/api-choices.md).
+
+A key belongs to its store and token. The first request with a key runs and its answer is
+stored; the same request again (same method, path and parsed JSON body) within 24 hours gets
+that answer back, status, body and headers, with a fresh `X-Request-Id`. Another request with
+the key answers 422; a repeat while the first is still running answers 409. Answers with a
+5xx status or 409 are not stored (the key is free again at once), and a key whose first
+request died while running is free again after 60 seconds. Expiry is real time, never a
+sandbox store's test clock.
+
+Keys are kept in their own transactions, before and after the request's: a process that dies
+between the request's commit and the storing of its answer leaves a running key, which frees
+itself after 60 seconds (decisions §6.12 accepts exactly this).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from rebill.db.engine import Database
+from rebill.errors import Conflict, ValidationFailed
+from rebill.models import idempotency_keys
+
+HEADER = b"idempotency-key"
+KEPT = timedelta(hours=24)
+ABANDONED = timedelta(seconds=60)
+# Headers of an answer that belong to the moment, not to the answer.
+NOT_REPLAYED = frozenset({"x-request-id", "x-service-limit", "retry-after"})
+
+
+def key_of(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The request's key, checked: 1-255 printable ASCII characters (else 422)."""
+    for name, value in headers:
+        if name == HEADER:
+            if not 1 <= len(value) <= 255 or any(b < 0x20 or b > 0x7E for b in value):
+                raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+            return value.decode("ascii")
+    return None
+
+
+def fingerprint(method: str, path: str, body: Any) -> str:
+    """The same request: method, path and the parsed JSON body (key order and spacing aside)."""
+    canonical = msgspec.json.encode([method, path, body], order="sorted")
+    return hashlib.sha256(canonical).hexdigest()
+
+
+@dataclass(frozen=True)
+class Stored:
+    status: int
+    headers: list[list[str]]
+    body: bytes
+
+
+def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now: datetime) -> Stored | None:
+    """Takes the key for this request (None: run it) or returns the answer to replay."""
+    table = idempotency_keys
+    where = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)
+    with db.write() as conn:
+        row = conn.execute(select(table).where(*where)).first()
+        if row is None:
+            try:
+                conn.execute(insert(table).values(store_id=store_id, token_id=token_id, key=key, fingerprint=print_,
+                                                  state="running", created_at=now, updated_at=now))
+            except IntegrityError:  # the same key, at the same moment, from another request
+                raise Conflict("A request with this Idempotency-Key is still running") from None
+            return None
+        fresh = now - row.created_at < KEPT
+        if fresh and row.fingerprint != print_:
+            raise ValidationFailed.field("Idempotency-Key", "was already used for another request")
+        if fresh and row.state == "done":
+            return Stored(row.status, row.headers or [], row.body or b"")
+        if fresh and row.state == "running" and now - row.updated_at < ABANDONED:
+            raise Conflict("A request with this Idempotency-Key is still running")
+        # Expired, or its first request died: the key starts over for this request.
+        taken = conn.execute(update(table).where(*where, table.c.updated_at == row.updated_at).values(
+            fingerprint=print_, state="running", status=None, headers=None, body=None,
+            created_at=now if not fresh else row.created_at, updated_at=now)).rowcount
+        if taken != 1:
+            raise Conflict("A request with this Idempotency-Key is still running")
+        return None
+
+
+def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None, now: datetime) -> None:
+    """Stores the answer, or frees the key when there is none to keep (5xx, 409, no answer)."""
+    table = idempotency_keys
+    where = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
+             table.c.state == "running")
+    with db.write() as conn:
+        if answer is None or answer.status >= 500 or answer.status == 409:
+            conn.execute(delete(table).where(*where))
+            return
+        conn.execute(update(table).where(*where).values(state="done", status=answer.status,
+                                                        headers=answer.headers, body=answer.body, updated_at=now))
+
+
+class Recorder:
+    """Wraps ``send``: passes every message on and keeps the answer to store."""
+
+    def __init__(self, send: Any) -> None:
+        self._send = send
+        self.status: int | None = None
+        self.headers: list[list[str]] = []
+        self.body = bytearray()
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = [[k.decode("latin-1"), v.decode("latin-1")] for k, v in message.get("headers", [])
+                            if k.decode("latin-1").lower() not in NOT_REPLAYED]
+        elif message["type"] == "http.response.body":
+            self.body += message.get("body", b"")
+        await self._send(message)
+
+    def answer(self) -> Stored | None:
+        return None if self.status is None else Stored(self.status, self.headers, bytes(self.body))
+
+
+async def replay(send: Any, stored: Stored, common: list[tuple[bytes, bytes]]) -> None:
+    """The stored answer, with this request's own moment headers (a fresh X-Request-Id)."""
+    own = [(k, v) for k, v in common if k.decode("latin-1").lower() in NOT_REPLAYED]
+    kept = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in stored.headers]
+    await send({"type": "http.response.start", "status": stored.status, "headers": [*kept, *own]})
+    await send({"type": "http.response.body", "body": stored.body})

@@ -1,0 +1,141 @@
+"""`Idempotency-Key` on every POST (decisions §9.2, §6.12), both versions, both databases."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, insert, select
+
+from rebill.api.idempotency import fingerprint
+from rebill.models import customers, idempotency_keys
+
+
+# 2021-01 needs the billing address on create; 2021-11 takes it too.
+BILLING = {"billing_address1": "1 Main St", "billing_city": "Boston", "billing_first_name": "I",
+           "billing_last_name": "K", "billing_province": "Massachusetts", "billing_zip": "02110",
+           "billing_country": "United States"}
+
+
+def _body(n="a", **extra):
+    return {"email": f"idem-{n}@example.com", "first_name": "I", "last_name": "K", **extra}
+
+
+def _count(api):
+    with api.db.read() as conn:
+        return conn.execute(select(func.count()).select_from(customers)
+                            .where(customers.c.store_id == api.store.id)).scalar()
+
+
+def _post(api, body, key="k-1", **kw):
+    return api.post("/customers", json=body, headers={"Idempotency-Key": key}, **kw)
+
+
+def test_the_same_key_and_body_replays_the_first_answer_with_a_fresh_request_id(vapi):
+    body = {**_body(), **BILLING} if vapi.version == "2021-01" else _body()
+    first = _post(vapi, body)
+    again = _post(vapi, dict(reversed(list(body.items()))))  # the same body, its keys in another order
+    assert first.status_code == again.status_code == vapi.post("/customers", json={**body, **_body("b")}).status_code
+    assert first.status_code in (200, 201), first.text
+    assert again.content == first.content
+    assert again.headers["content-type"] == first.headers["content-type"]
+    assert again.headers["x-request-id"] != first.headers["x-request-id"]
+    assert _count(vapi) == 2  # the replay created nothing; the last, keyless, post did
+
+
+def test_the_same_key_with_another_body_is_refused_and_changes_nothing(vapi):
+    extra = BILLING if vapi.version == "2021-01" else {}
+    assert _post(vapi, _body(**extra)).status_code in (200, 201)
+    other = _post(vapi, _body("other", **extra))
+    assert other.status_code == 422
+    assert "Idempotency-Key" in other.json()["errors"]
+    assert _count(vapi) == 1
+
+
+def test_an_error_answer_is_replayed_too(api):
+    first = _post(api, {"email": "nobody@example.com"})
+    assert first.status_code == 422
+    again = _post(api, {"email": "nobody@example.com"})
+    assert (again.status_code, again.content) == (422, first.content)
+
+
+@pytest.mark.parametrize("key", ["", "x" * 256, "caf\u00e9", "tab\there"])
+def test_a_key_must_be_1_to_255_printable_ascii_characters(api, key):
+    reply = api.post("/customers", json=_body(), headers={"Idempotency-Key": key.encode("utf-8")})
+    assert reply.status_code == 422
+    assert reply.json()["errors"] == {"Idempotency-Key": ["must be 1 to 255 printable ASCII characters"]}
+    assert _count(api) == 0
+
+
+def test_a_key_still_running_answers_409_and_is_free_again_after_60_seconds(api):
+    with api.db.write() as conn:
+        conn.execute(insert(idempotency_keys).values(
+            store_id=api.store.id, token_id=_token_id(api), key="k-1",
+            fingerprint=fingerprint("POST", "/customers", _body()), state="running",
+            created_at=api.clock.now(), updated_at=api.clock.now()))
+    busy = _post(api, _body())
+    assert busy.status_code == 409 and _count(api) == 0
+    api.clock.advance(timedelta(seconds=61))  # its request died: the key starts over
+    assert _post(api, _body()).status_code == 201 and _count(api) == 1
+
+
+def test_a_server_error_is_not_stored_and_frees_the_key(api, monkeypatch):
+    from rebill.domain.customer import service
+
+    def broken(*args, **kw):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(service, "create", broken)
+    assert _post(api, _body()).status_code == 500
+    monkeypatch.undo()
+    assert _post(api, _body()).status_code == 201
+
+
+def test_keys_expire_after_24_hours(api):
+    _post(api, _body())
+    api.clock.advance(timedelta(hours=24, seconds=1))
+    fresh = _post(api, _body("new"))
+    assert fresh.status_code == 201 and fresh.json()["customer"]["email"] == "idem-new@example.com"
+
+
+def test_a_key_belongs_to_its_token_and_store(api):
+    _post(api, _body())
+    other_token = api.token_with("write_customers")
+    assert _post(api, _body("t"), token=other_token).status_code == 201
+    other_store = api.other_store()
+    assert _post(other_store, _body("s")).status_code == 201
+    assert _count(api) == 2
+
+
+def test_requests_without_a_key_and_other_methods_are_not_kept(api):
+    created = api.post("/customers", json=_body()).json()["customer"]
+    reply = api.put(f"/customers/{created['id']}", json={"first_name": "J"}, headers={"Idempotency-Key": "k-1"})
+    assert reply.status_code == 200
+    with api.db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(idempotency_keys)
+                            .where(idempotency_keys.c.store_id == api.store.id)).scalar() == 0
+
+
+def test_two_requests_with_one_key_at_once_run_once(api):
+    replies = _concurrently_with_key(api)
+    codes = sorted(r.status_code for r in replies)
+    assert codes in ([201, 201], [201, 409])
+    assert _count(api) == 1
+
+
+def _concurrently_with_key(api):
+    import asyncio
+
+    import httpx2 as httpx
+
+    async def main():
+        transport = httpx.ASGITransport(app=api.client.app)
+        headers = {"X-Service-Access-Token": api.token, "X-Service-Version": api.version, "Idempotency-Key": "k-c"}
+        async with httpx.AsyncClient(transport=transport, base_url="http://rebill.test", headers=headers) as http:
+            return await asyncio.gather(*(http.post("/customers", json=_body("c")) for _ in range(2)))
+    return asyncio.run(main())
+
+
+def _token_id(api):
+    from rebill.models import tokens
+    with api.db.read() as conn:
+        return conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)).scalar()
