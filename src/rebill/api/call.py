@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -112,6 +113,10 @@ class Call:
             self.wrote = True
             return unit
         return self._unit(db.write())
+
+    def now(self) -> datetime:
+        """The store's time: the real one, or a sandbox store's test clock."""
+        return store_clock.clock_for(self.store, self.services.clock.now)()
 
     def _unit(self, opened: AbstractContextManager[Connection]) -> Unit:
         now = store_clock.clock_for(self.store, self.services.clock.now)

@@ -92,7 +92,7 @@ def process_charge(call: Call) -> Reply:
     failed payment still answers 200, with the charge in error); a paid one answers 422 and
     the loser of two calls at once 409."""
     charge = manual.process(call.services.db, call.services.gateway, call.store, call.path["charge_id"],
-                            call.services.clock.now())
+                            call.now())
     return call.one("charge", charge)
 
 
@@ -100,7 +100,7 @@ def process_charge(call: Call) -> Reply:
 def capture_payment(call: Call) -> Reply:
     """NOTE: decisions §6.6, §6.7: plan tier A, a `pending` charge within 7 days."""
     return call.one("charge", money_back.capture(call.services.db, call.services.gateway, call.store,
-                                                 call.path["charge_id"], call.services.clock.now()))
+                                                 call.path["charge_id"], call.now()))
 
 
 @endpoints.post("/charges/{charge_id:id}/refund", scope="write_orders", calls_out=True)
@@ -109,4 +109,4 @@ def refund_charge(call: Call) -> Reply:
     body = call.version.schemas["charge.refund"].parse(call.body)
     return call.one("charge", money_back.refund(call.services.db, call.services.gateway, call.store,
                                                 call.path["charge_id"], body.get("amount"),
-                                                bool(body.get("full_refund")), call.services.clock.now()))
+                                                bool(body.get("full_refund")), call.now()))
