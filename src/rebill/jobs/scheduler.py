@@ -31,6 +31,9 @@ from rebill.settings import Settings
 from .regenerate import run_due
 
 logger = logging.getLogger("rebill.jobs")
+# A tick that finds the previous run of its job still going is skipped on purpose
+# (max_instances=1); APScheduler would warn about each one.
+logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
 
 
 def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: timedelta) -> int:
