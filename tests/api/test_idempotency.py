@@ -10,7 +10,6 @@ from sqlalchemy import func, insert, select
 from rebill.api.idempotency import fingerprint
 from rebill.models import customers, idempotency_keys
 
-
 # 2021-01 needs the billing address on create; 2021-11 takes it too.
 BILLING = {"billing_address1": "1 Main St", "billing_city": "Boston", "billing_first_name": "I",
            "billing_last_name": "K", "billing_province": "Massachusetts", "billing_zip": "02110",

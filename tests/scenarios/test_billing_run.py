@@ -79,6 +79,8 @@ def test_a_due_charge_is_paid_once_makes_its_order_and_the_next_charge_appears(a
     assert _bill(api).processed == 0  # a second run finds nothing due
     assert _money_taken(api, queued.id) == 1
     assert_schedule_consistent(api, address.id)
+    customer = api.get(f"/customers/{queued.customer_id}").json()["customer"]
+    assert customer["orders_count"] == 1 and customer["first_charge_processed_at"] is not None
 
 
 def test_a_declined_card_retries_on_the_dunning_days_then_closes_and_cancels(api, at):

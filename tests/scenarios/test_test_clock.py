@@ -47,7 +47,8 @@ def test_a_declined_card_goes_through_every_retry_while_the_clock_moves(api, at)
     assert api.get(f"/subscriptions/{subscription.id}").json()["subscription"]["status"] == "cancelled"
 
 
-@pytest.mark.parametrize("action, status", [("do_nothing", "active"), ("cancel_subscriptions", "cancelled")])
+@pytest.mark.parametrize("action, status", [("do_nothing", "active"), ("cancel_subscriptions", "cancelled"),
+                                            ("cancel_subscriptions_and_customer", "cancelled")])
 def test_the_stores_action_runs_when_the_last_retry_fails(api, at, action, status):
     from sqlalchemy import update
 

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import bindparam, null, select, update
 
 from rebill.db.prepared import Prepared
-from rebill.models import charges, payment_methods, purchase_items
+from rebill.models import charges, customers, payment_methods, purchase_items
 
 from ..address import repository as addresses
 from ..charge import repository as charge_repo
@@ -162,6 +162,11 @@ class _Batch:
                 payment_methods.c.store_id == unit.store_id, payment_methods.c.id.in_(self.valid_methods),
                 payment_methods.c.status != "valid").values(status="valid", status_reason=None, updated_at=unit.now))
         made = _insert_orders(unit, self.orders)
+        if self.orders:
+            # A customer's first paid charge stamps it (customer `first_charge_processed_at`).
+            unit.conn.execute(update(customers).where(
+                customers.c.store_id == unit.store_id, customers.c.id.in_({c.customer_id for c, _ in self.orders}),
+                customers.c.first_charge_processed_at.is_(None)).values(first_charge_processed_at=unit.now))
         self.events["order/created"] += made
         self.events["order/processed"] += [o for o, k in zip(made, self._sequences()) if k == 0]
         for topic, ids in self.events.items():

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, and_, bindparam, delete, exists, func, or_, s
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
-from rebill.models import charges, customers, payment_methods, purchase_items
+from rebill.models import charges, customers, orders, payment_methods, purchase_items
 
 from ..charge.model import ERROR
 from ..filters import Filter, time_window, where
@@ -41,9 +41,10 @@ def _subscriptions(*conditions: Any) -> Any:
                    *conditions).scalar_subquery())
 
 
-# NOTE: orders arrive with the payments issue; until then no customer has any, so that derived
-# field keeps the struct's default (0) and is not selected.
-_not_yet = ("orders_count",)
+# NOTE: docs/api-choices.md (Billing), a customer's orders_count counts its processed orders.
+_orders_count = (select(func.count()).select_from(orders)
+                 .where(orders.c.customer_id == customers.c.id, orders.c.status == "success")
+                 .scalar_subquery().label("orders_count"))
 _derived = (
     _has_valid_payment_method,
     _subscriptions(purchase_items.c.status == "active").label("subscriptions_active_count"),
@@ -53,8 +54,9 @@ _derived = (
     _default.c.processor_customer_token.label("default_method_customer_token"),
     _default.c.status.label("default_method_status"),
     _default.c.status_reason.label("default_method_status_reason"),
+    _orders_count,
 )
-_select = (select(*columns_for(Customer, [*customers.c, *_derived], leave_out=_not_yet))
+_select = (select(*columns_for(Customer, [*customers.c, *_derived]))
            .select_from(customers.outerjoin(_default, and_(_default.c.customer_id == customers.c.id,
                                                            _default.c.is_default.is_(True)))))
 
