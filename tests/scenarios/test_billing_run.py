@@ -165,6 +165,35 @@ def test_authorize_only_leaves_the_charge_pending_advances_and_makes_no_order_ye
     assert _item(api, subscription.id)["next_charge_scheduled_at"].startswith("2027-04-10")
 
 
+def test_an_authorization_left_uncaptured_for_6_days_is_told_once(api, at):
+    at(START)
+    address = _customer_with(api, token="authorize_only")
+    _subscription(api, address)
+    [queued] = charges_of(api, address.id)
+    _bill(api)
+    at(START + timedelta(days=5))
+    _bill(api)
+    assert ("charge/uncaptured", queued.id) not in events_of(api, queued.id)
+    at(START + timedelta(days=6))
+    _bill(api)
+    _bill(api)
+    assert events_of(api, queued.id).count(("charge/uncaptured", queued.id)) == 1
+
+
+def test_a_prepaid_charges_later_orders_are_processed_on_their_dates(api, at):
+    at(START)
+    address = _customer_with(api)
+    _subscription(api, address, charge_interval_frequency=3, order_interval_frequency=1)
+    [queued] = charges_of(api, address.id)
+    _bill(api)
+    at(date(2027, 4, 10))
+    _bill(api)
+    with api.db.read() as conn:
+        made = orders.of_charge(conn, api.store.id, queued.id)
+    assert [o.status for o in made] == ["success", "success", "queued"]
+    assert ("order/processed", made[1].id) in events_of(api, made[1].id)
+
+
 def test_a_prepaid_charge_makes_one_order_per_order_interval(api, at):
     at(START)
     address = _customer_with(api)

@@ -28,6 +28,7 @@ from ..schedule.reconcile import replan
 from ..store.model import Store
 from ..unit import Unit
 from . import claim as claims
+from . import sweep
 from .outcome import Recorded, record
 
 # NOTE: decisions §6.12, no method to charge: the customer must add or update one.
@@ -143,6 +144,10 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
     """The billing run of one store: every charge due on or before ``until`` (default, and at
     most, the store's today), in batches."""
     summary = summary or Summary()
+    with db.write() as conn:
+        unit = Unit(conn, store, now())
+        sweep.release_prepaid_orders(unit)
+        sweep.flag_uncaptured(unit)
     for batch in _due_batches(db, store, now, until):
         process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after)
         if progress is not None:

@@ -1,0 +1,42 @@
+"""What a billing run does besides paying charges, once per store and run:
+
+- a prepaid charge's later orders (`queued`, made when the charge was paid) are processed when
+  their date comes: `success`, `processed_at`, `order/processed` (decisions §6.12, Prepaid);
+- an authorization still uncaptured 6 days after it was made fires `charge/uncaptured`, once
+  (decisions §6.7).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import and_, exists, select, update
+
+from rebill.models import charges, events, orders
+
+from ..charge.model import PENDING
+from ..unit import Unit
+
+UNCAPTURED_AFTER = timedelta(days=6)
+
+
+def release_prepaid_orders(unit: Unit) -> list[int]:
+    due = list(unit.conn.execute(select(orders.c.id).where(
+        orders.c.store_id == unit.store_id, orders.c.status == "queued", orders.c.is_prepaid.is_(True),
+        orders.c.charge_id.is_not(None), orders.c.scheduled_at <= unit.today)).scalars())
+    if due:
+        unit.conn.execute(update(orders).where(orders.c.id.in_(due), orders.c.status == "queued")
+                          .values(status="success", processed_at=unit.now, updated_at=unit.now))
+        unit.record_many("order/processed", due)
+    return due
+
+
+def flag_uncaptured(unit: Unit) -> list[int]:
+    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == "charge/uncaptured",
+                          events.c.resource_id == charges.c.id)
+    waiting = list(unit.conn.execute(select(charges.c.id).where(
+        charges.c.store_id == unit.store_id, charges.c.status == PENDING,
+        and_(charges.c.authorized_at.is_not(None), charges.c.authorized_at <= unit.now - UNCAPTURED_AFTER),
+        ~told)).scalars())
+    unit.record_many("charge/uncaptured", waiting)
+    return waiting
