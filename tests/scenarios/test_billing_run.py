@@ -165,6 +165,20 @@ def test_authorize_only_leaves_the_charge_pending_advances_and_makes_no_order_ye
     assert _item(api, subscription.id)["next_charge_scheduled_at"].startswith("2027-04-10")
 
 
+def test_a_charge_with_uncommitted_changes_is_regenerated_before_it_is_paid(api, at):
+    at(START)
+    address = _customer_with(api)
+    subscription = _subscription(api, address)
+    reply = api.put(f"/subscriptions/{subscription.id}", json={"price": "20.00"}, params={"commit": "false"})
+    assert reply.status_code == 200
+    [queued] = charges_of(api, address.id)
+    assert queued.has_uncommitted_changes and queued.total_price == Decimal("12.50")
+    summary = _bill(api)  # inside the 5-second window: decisions §6.3 regenerates first
+    assert summary.amounts == {"USD": Decimal("20.00")}
+    charge = api.get(f"/charges/{queued.id}").json()["charge"]
+    assert charge["status"] == "success" and charge["total_price"] == "20.00"
+
+
 def test_an_authorization_left_uncaptured_for_6_days_is_told_once(api, at):
     at(START)
     address = _customer_with(api, token="authorize_only")
