@@ -322,7 +322,7 @@ def test_include_customer_and_payment_methods_embeds_them_in_list_and_get(world)
     assert "include" not in api.get(f"/charges/{world.ids['c']}").json()["charge"]
 
 
-@pytest.mark.parametrize("version, value", [(V11, "metafields"), (V11, "charge_activities"), (V01, "metafields")])
+@pytest.mark.parametrize("version, value", [(V11, "charge_activities")])
 def test_include_values_not_built_yet_answer_422(api, version, value):
     for path in ("/charges", "/charges/1"):
         assert errors_of(api.get(path, params={"include": value}, version=version)) == {

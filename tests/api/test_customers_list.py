@@ -328,8 +328,6 @@ def test_without_include_records_carry_no_include_key(vapi):
 
 
 @pytest.mark.parametrize("value,message", [
-    ("metafields", "metafields is not available yet"),
-    ("addresses,metafields", "metafields is not available yet"),
     ("bogus", "Invalid value: bogus"),
     ("addresses,bogus", "Invalid value: bogus"),
     ("customer", "Invalid value: customer"),

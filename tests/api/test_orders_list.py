@@ -245,9 +245,8 @@ def test_get_one_takes_include_too(world):
 
 @pytest.mark.parametrize("version", [V11, V01])
 @pytest.mark.parametrize("path", ["/orders", "/orders/{id}"])
-def test_include_metafields_is_not_available_yet_and_unknown_values_are_refused(world, version, path):
+def test_unknown_include_values_are_refused(world, version, path):
     path = path.format(id=world.ids["a"])
-    assert errors(world.api, version, path, include="metafields") == {"include": ["metafields is not available yet"]}
     assert errors(world.api, version, path, include="customer,charges") == {
         "include": ["Invalid value: charges. Must be one of customer, metafields, subscriptions"]}
 

@@ -13,6 +13,7 @@ from rebill.errors import NotFound, ValidationFailed
 
 from ..address import repository as addresses
 from ..listing import ListQuery, PageResult
+from ..metafield import service as metafields
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
@@ -122,6 +123,7 @@ def delete(unit: Unit, customer_id: int) -> None:
         unit.record("address/deleted", address_id, {"id": address_id})
     repository.delete_customer(unit.conn, unit.store_id, customer_id)
     unit.record("customer/deleted", customer_id, {"id": customer_id})
+    metafields.forget(unit, customer=[customer_id])
 
 
 def list_page(unit: Unit, query: ListQuery) -> PageResult:

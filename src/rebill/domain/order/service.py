@@ -15,6 +15,7 @@ from ..address.rules import check_location
 from ..address.verifier import AddressVerifier
 from ..geo import country
 from ..listing import ListQuery, PageResult
+from ..metafield import service as metafields
 from ..unit import Unit
 from . import repository
 from .model import QUEUED, UNPAID, Order, OrderUpdate
@@ -92,6 +93,7 @@ def delete(unit: Unit, order_id: int) -> None:
                                                f"{current.status}")
     repository.delete_order(unit.conn, unit.store_id, order_id)
     unit.record("order/deleted", order_id, {"id": order_id})
+    metafields.forget(unit, order=[order_id])  # NOTE: decisions §7.6
 
 
 def clone(unit: Unit, order_id: int, when: date) -> Order:

@@ -16,6 +16,7 @@ from ..catalog import service as catalog
 from ..charge import repository as charges
 from ..customer import activity
 from ..listing import ListQuery, PageResult
+from ..metafield import service as metafields
 from ..money import places_problem, quantize
 from ..schedule import pending
 from ..schedule.reconcile import replan
@@ -255,6 +256,7 @@ def delete(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION, *, replan
     repository.delete_item(unit.conn, unit.store_id, subscription_id)
     unit.record(f"{kind}/deleted", subscription_id, {"id": subscription_id})
     if kind == SUBSCRIPTION:
+        metafields.forget(unit, subscription=[subscription_id])  # NOTE: decisions §7.6
         activity.refresh(unit, current.customer_id)
     if replan_now:
         replan(unit, [current.address_id])

@@ -1,0 +1,120 @@
+"""Metafield use cases (spec 02 Metafields, decisions §7.2, §7.6). Field names are the head
+(2021-11) names; both versions share every rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from sqlalchemy.exc import IntegrityError
+
+from rebill.errors import NotFound, ValidationFailed
+
+from ..listing import ListQuery, PageResult
+from ..unit import Unit
+from . import owners, repository
+from .model import MAX_PER_OWNER, Metafield, MetafieldCreate, MetafieldUpdate
+from .rules import check_value
+
+TAKEN = "has already been taken for this owner and namespace"
+
+
+def get(unit: Unit, metafield_id: int) -> Metafield:
+    found = repository.get(unit.conn, unit.store_id, metafield_id)
+    if found is None:
+        raise NotFound()
+    return found
+
+
+def _require_owner_resource(filters: dict[str, Any]) -> None:
+    # NOTE: decisions §7.2, `GET /metafields` needs `owner_resource` (a cursor carries it).
+    if "owner_resource" not in filters:
+        raise ValidationFailed.field("owner_resource", "is required")
+
+
+def list_page(unit: Unit, query: ListQuery) -> PageResult:
+    _require_owner_resource(query.filters)
+    return repository.page(unit.conn, unit.store_id, query)
+
+
+def count(unit: Unit, filters: dict[str, Any]) -> int:
+    # NOTE: decisions §7.6, the count takes the list's filters, the required one included.
+    _require_owner_resource(filters)
+    return repository.count_where(unit.conn, unit.store_id, filters)
+
+
+def _check_owner(unit: Unit, resource: str, owner_id: int) -> None:
+    """NOTE: decisions §7.2, the owner must exist in the store, and spec 02 Limits, it holds
+    at most 50 metafields (both 422). The owner stays locked until the unit ends."""
+    if not owners.exists_locked(unit.conn, unit.store_id, resource, owner_id, unit.now):
+        raise ValidationFailed.field("owner_id", f"{resource} not found")
+    if repository.count_of_owner(unit.conn, unit.store_id, resource, owner_id) >= MAX_PER_OWNER:
+        raise ValidationFailed.field("owner_id", f"already has {MAX_PER_OWNER} metafields, the most an owner can have")
+
+
+def _duplicate(exc: IntegrityError) -> Exception:
+    """A concurrent write won the (owner, namespace, key) race after our check passed."""
+    if "uq_metafields_owner_key" in str(exc.orig) or "metafields.store_id" in str(exc.orig):
+        return ValidationFailed.field("key", TAKEN)
+    return exc
+
+
+def create(unit: Unit, command: MetafieldCreate) -> Metafield:
+    check_value(command.value, command.value_type)
+    _check_owner(unit, command.owner_resource, command.owner_id)
+    # NOTE: decisions §7.6, (owner, namespace, key) is unique: a duplicate is 422, not an upsert.
+    if repository.taken(unit.conn, unit.store_id, command.owner_resource, command.owner_id, command.namespace,
+                        command.key):
+        raise ValidationFailed.field("key", TAKEN)
+    values = msgspec.structs.asdict(command)
+    values.update(store_id=unit.store_id, description=command.description or "", created_at=unit.now,
+                  updated_at=unit.now)
+    try:
+        metafield_id = repository.insert_metafield(unit.conn, values)
+    except IntegrityError as exc:
+        raise _duplicate(exc) from None
+    unit.record("metafield/created", metafield_id)
+    return get(unit, metafield_id)
+
+
+def update(unit: Unit, metafield_id: int, command: MetafieldUpdate) -> Metafield:
+    current = repository.get(unit.conn, unit.store_id, metafield_id, lock=True)
+    if current is None:
+        raise NotFound()
+    changes = command.changes()
+    if "description" in changes:
+        changes["description"] = changes["description"] or ""
+    # Sending what is already stored changes nothing: no event, same updated_at.
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    if not changes:
+        return current
+    check_value(changes.get("value", current.value), changes.get("value_type", current.value_type))
+    resource = changes.get("owner_resource", current.owner_resource)
+    owner_id = changes.get("owner_id", current.owner_id)
+    if (resource, owner_id) != (current.owner_resource, current.owner_id):
+        # NOTE: decisions §7.6, a PUT that moves the owner checks the new owner and its limit.
+        _check_owner(unit, resource, owner_id)
+        if repository.taken(unit.conn, unit.store_id, resource, owner_id, current.namespace, current.key,
+                            other_than=metafield_id):
+            raise ValidationFailed.field("key", TAKEN)
+    changes["updated_at"] = unit.now
+    try:
+        repository.update_metafield(unit.conn, unit.store_id, metafield_id, changes)
+    except IntegrityError as exc:
+        raise _duplicate(exc) from None
+    unit.record("metafield/updated", metafield_id)
+    return get(unit, metafield_id)
+
+
+def delete(unit: Unit, metafield_id: int) -> None:
+    if repository.get(unit.conn, unit.store_id, metafield_id, lock=True) is None:
+        raise NotFound()
+    repository.delete_metafield(unit.conn, unit.store_id, metafield_id)
+    unit.record("metafield/deleted", metafield_id, {"id": metafield_id})
+
+
+def forget(unit: Unit, **owners_by_resource: list[int]) -> None:
+    """NOTE: decisions §7.6, deleting an owner deletes its metafields: called by the owners'
+    delete paths in their own transaction, one statement and one event insert for all."""
+    gone = repository.delete_of_owners(unit.conn, unit.store_id, owners_by_resource)
+    unit.record_many("metafield/deleted", gone, with_id=True)
