@@ -150,3 +150,19 @@ def make_orders(api: Any, address: Any = None, **subscription: Any) -> list[Any]
 def make_order(api: Any, address: Any = None, **subscription: Any) -> Any:
     """One paid order (the first of its charge): see ``make_orders``."""
     return make_orders(api, address, **subscription)[0]
+
+
+def make_metafield(api: Any, owner: Any = None, owner_resource: str = "customer", **overrides: Any) -> Any:
+    """A metafield through the service, on ``owner`` (a record with an ``id``; a new customer
+    when none is given; the store itself for ``owner_resource="store"``)."""
+    from rebill.domain.metafield import service as metafield_service
+    from rebill.domain.metafield.model import MetafieldCreate
+    if owner_resource == "store":
+        owner_id = api.store.id
+    else:
+        owner_id = (owner or make_customer(api)).id
+    n = next(_seq)
+    values = {"owner_resource": owner_resource, "owner_id": owner_id, "namespace": "loyalty", "key": f"key{n}",
+              "value": "gold", "value_type": "string", **overrides}
+    with api.db.write() as conn:
+        return metafield_service.create(_unit(api, conn), MetafieldCreate(**values))

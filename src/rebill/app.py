@@ -9,6 +9,8 @@ from rebill.api.resources import (
     addresses,
     charges,
     customers,
+    discounts,
+    metafields,
     onetimes,
     orders,
     payment_methods,
@@ -30,7 +32,7 @@ from rebill.jobs.scheduler import Jobs
 from rebill.settings import Settings
 
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
-             orders)
+             orders, metafields, discounts)
 # When no store is known (401, 426 before auth), responses name the oldest version, the
 # default of new stores (decisions §1.3).
 FALLBACK_VERSION = "2021-01"

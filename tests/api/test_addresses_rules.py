@@ -453,7 +453,9 @@ def test_another_stores_discount_is_refused_as_unknown(api):
 def test_disabled_discount_is_refused(api, status):
     discount = make_discount(api, status=status)
     response = create(api, make_customer(api), discounts=[{"id": discount}])
-    assert errors_of(response) == {"errors": {"discounts": ["discount is not active"]}}
+    # NOTE: issue 9, the refusal names why (tests/api/test_discounts_apply.py has every reason).
+    why = "discount is disabled" if status == "disabled" else "discount is fully disabled"
+    assert errors_of(response) == {"errors": {"discounts": [why]}}
 
 
 def test_discount_that_has_ended_or_not_started_is_refused(api):
@@ -461,9 +463,9 @@ def test_discount_that_has_ended_or_not_started_is_refused(api):
     now = api.clock.now()
     ended = make_discount(api, ends_at=now - timedelta(days=1))
     future = make_discount(api, starts_at=now + timedelta(days=1))
-    for discount in (ended, future):
+    for discount, why in ((ended, "discount has ended"), (future, "discount has not started yet")):
         response = create(api, make_customer(api), discounts=[{"id": discount}])
-        assert errors_of(response) == {"errors": {"discounts": ["discount is not active"]}}
+        assert errors_of(response) == {"errors": {"discounts": [why]}}
 
 
 def test_discount_reference_without_id_or_code_is_refused(api):
@@ -501,7 +503,7 @@ def test_update_with_a_disabled_discount_is_refused_and_keeps_the_old_one(api):
     disabled = make_discount(api, status="disabled")
     address = make_address(api, discounts=[{"id": kept}])
     response = api.put(f"/addresses/{address.id}", json={"discounts": [{"id": disabled}]})
-    assert errors_of(response) == {"errors": {"discounts": ["discount is not active"]}}
+    assert errors_of(response) == {"errors": {"discounts": ["discount is disabled"]}}
     assert api.get(f"/addresses/{address.id}").json()["address"]["discounts"] == _discount_view(api, kept, "OLD")
 
 

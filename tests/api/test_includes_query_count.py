@@ -136,3 +136,62 @@ def test_each_order_include_value_adds_one_statement(large_orders):
     plain = _orders(large_orders, "2021-11", "")[1]
     assert len(_orders(large_orders, "2021-11", "customer")[1]) == len(plain) + 1
     assert len(_orders(large_orders, "2021-11", "customer,subscriptions")[1]) == len(plain) + 2
+
+
+# Metafields (issue 9): `include=metafields` loads the metafields of a whole page in one statement.
+
+def _with_metafields(api, n: int) -> None:
+    from tests.builders import charges_of, make_metafield, make_subscription
+    for _ in range(n):
+        customer = make_customer(api)
+        make_payment_method(api, customer)
+        address = make_address(api, customer)
+        subscription = make_subscription(api, address)
+        [charge] = charges_of(api, address.id)
+        make_metafield(api, customer)
+        make_metafield(api, subscription, owner_resource="subscription")
+        make_metafield(api, charge, owner_resource="charge")
+    for order in [make_order(api) for _ in range(n)]:
+        make_metafield(api, order, owner_resource="order")
+
+
+@pytest.fixture(scope="module")
+def small_metafields(client, database, clock):
+    api = make_api(client, database, clock)
+    _with_metafields(api, 3)
+    return api
+
+
+@pytest.fixture(scope="module")
+def large_metafields(client, database, clock):
+    api = make_api(client, database, clock)
+    _with_metafields(api, 12)
+    return api
+
+
+METAFIELD_LISTS = ["/customers", "/subscriptions", "/charges", "/orders"]
+
+
+def _listed(api, path, version, include):
+    with counting(api.db.engine) as statements:
+        response = api.get(path, version=version, params={"include": include, "limit": 250})
+    assert response.status_code == 200, response.text
+    return response.json()[path.strip("/")], list(statements)
+
+
+@pytest.mark.parametrize("version", ["2021-01", "2021-11"])
+@pytest.mark.parametrize("path", METAFIELD_LISTS)
+def test_include_metafields_issues_the_same_statements_for_few_and_many_rows(small_metafields, large_metafields,
+                                                                              path, version):
+    few, few_statements = _listed(small_metafields, path, version, "metafields")
+    many, many_statements = _listed(large_metafields, path, version, "metafields")
+    assert len(many) > len(few) >= 3
+    assert len(many_statements) == len(few_statements), many_statements
+    with_one = [r for r in many if r["include"]["metafields"]]
+    assert with_one and all(len(r["include"]["metafields"]) == 1 for r in with_one)
+
+
+@pytest.mark.parametrize("path", METAFIELD_LISTS)
+def test_include_metafields_adds_one_statement(large_metafields, path):
+    plain = _listed(large_metafields, path, "2021-11", "")[1]
+    assert len(_listed(large_metafields, path, "2021-11", "metafields")[1]) == len(plain) + 1

@@ -11,6 +11,7 @@ from rebill.domain.address import repository as addresses
 from rebill.domain.customer import repository as customers
 from rebill.domain.discount import repository as discounts
 from rebill.domain.discount.model import Discount
+from rebill.domain.metafield import repository as metafields
 from rebill.domain.payment_method import repository as payment_methods
 from rebill.domain.subscription import repository as purchase_items
 from rebill.domain.unit import Unit
@@ -44,8 +45,8 @@ def _address_customer(unit: Unit, items: list[Any]) -> dict[int, Any]:
 
 def _address_discount(unit: Unit, items: list[Any]) -> dict[int, Any]:
     found = discounts.many(unit.conn, unit.store_id, [a.discount_id for a in items if a.discount_id])
-    return {a.id: Discount.from_row(found[a.discount_id], a.presentment_currency) if a.discount_id in found else None
-            for a in items}
+    return {a.id: Discount.from_row(found[a.discount_id], a.presentment_currency, unit.now)
+            if a.discount_id in found else None for a in items}
 
 
 def _address_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
@@ -93,9 +94,20 @@ def _charge_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
     return {c.id: found.get(c.customer_id, []) for c in items}
 
 
+def _metafields_of(owner_resource: str) -> Loader:
+    """NOTE: spec 01 and 02 include tables, `metafields`: the records' own, one statement for
+    the page."""
+    def load(unit: Unit, items: list[Any]) -> dict[int, Any]:
+        grouped = _grouped(metafields.of_owners(unit.conn, unit.store_id, owner_resource, [i.id for i in items]),
+                           "owner_id")
+        return {item.id: grouped.get(item.id, []) for item in items}
+    return load
+
+
 LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
     "customer": {
         "addresses": ("address", _customer_addresses),
+        "metafields": ("metafield", _metafields_of("customer")),
         "payment_methods": ("payment_method", _customer_payment_methods),
         "subscriptions": ("subscription", _subscriptions_by("customer_id")),
     },
@@ -108,16 +120,19 @@ LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
     "subscription": {
         "address": ("address", _subscription_address),
         "customer": ("customer", _customer_of),
+        "metafields": ("metafield", _metafields_of("subscription")),
     },
     "payment_method": {
         "addresses": ("address", _payment_method_addresses),
     },
     "charge": {
         "customer": ("customer", _customer_of),
+        "metafields": ("metafield", _metafields_of("charge")),
         "payment_methods": ("payment_method", _charge_payment_methods),
     },
     "order": {
         "customer": ("customer", _customer_of),
+        "metafields": ("metafield", _metafields_of("order")),
         "subscriptions": ("subscription", _order_subscriptions),
     },
 }

@@ -5,14 +5,16 @@ from .base import metadata
 from .catalog import plans, products
 from .charge import charge_items, charges, pending_regenerations
 from .customer import customers
-from .discount import discounts
+from .discount import charge_discounts, discount_redemptions, discounts
 from .event import events
 from .gateway import sandbox_payments
 from .idempotency import idempotency_keys
+from .metafield import metafields
 from .order import order_items, orders
 from .payment_method import payment_methods
 from .purchase_item import purchase_items, skips
 from .store import stores, tokens
 
 __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods",
-           "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys"]
+           "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys",
+           "charge_discounts", "discount_redemptions", "metafields"]

@@ -1,9 +1,10 @@
-"""Discounts (spec 02 Discount). The endpoints come with the discounts issue; addresses
-already carry one (spec 01 Address ``discounts``)."""
+"""Discounts (spec 02 Discount, decisions §7.1, §7.5), and the two inputs of the plan they
+add: a discount applied to one queued charge, and the uses (redemptions) of a discount by
+successful charges."""
 
-from sqlalchemy import Boolean, Column, Integer, String, Table, UniqueConstraint
+from sqlalchemy import Boolean, Column, Date, ForeignKey, Index, Integer, String, Table, UniqueConstraint
 
-from .base import DecimalText, JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
+from .base import DecimalText, IdType, JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
 
 discounts = Table(
     "discounts",
@@ -11,6 +12,8 @@ discounts = Table(
     id_column(),
     store_column(),
     Column("code", String(255), nullable=False),
+    # NOTE: decisions §7.5, codes are unique per store, matched case-insensitively.
+    Column("code_key", String(255), nullable=False),
     Column("discount_type", String(16), nullable=False),
     Column("value", DecimalText(), nullable=False),
     Column("status", String(16), nullable=False),
@@ -28,6 +31,43 @@ discounts = Table(
     Column("starts_at", UtcDateTime(), nullable=True),
     Column("ends_at", UtcDateTime(), nullable=True),
     *timestamps(),
-    UniqueConstraint("store_id", "code", name="uq_discounts_store_code"),
+    UniqueConstraint("store_id", "code_key", name="uq_discounts_store_code_key"),
+    sqlite_autoincrement=True,
+)
+
+# NOTE: spec 02 Charges rule 2, a discount applied to one queued charge only. An input of the
+# plan keyed like a planned charge (address, date), so the plan stays a pure function; the
+# reconciler drops it when no queued charge of that date remains.
+charge_discounts = Table(
+    "charge_discounts",
+    metadata,
+    id_column(),
+    store_column(),
+    Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), nullable=False),
+    Column("scheduled_at", Date, nullable=False),
+    Column("discount_id", IdType, ForeignKey("discounts.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("created_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("address_id", "scheduled_at", name="uq_charge_discounts_address_date"),
+    sqlite_autoincrement=True,
+)
+
+# NOTE: decisions §7.5, one use per successful charge carrying a code, exactly once (the unique
+# charge id). Written by the billing outcome in the transaction that records the payment; the
+# plan counts an address's uses against the discount's duration. No foreign key to the address
+# or the charge: money history outlives both.
+discount_redemptions = Table(
+    "discount_redemptions",
+    metadata,
+    id_column(),
+    store_column(),
+    Column("discount_id", IdType, ForeignKey("discounts.id", ondelete="CASCADE"), nullable=False),
+    Column("charge_id", IdType, nullable=False),
+    Column("customer_id", IdType, nullable=False),
+    Column("address_id", IdType, nullable=False),
+    Column("via", String(8), nullable=False),  # address | charge
+    Column("created_at", UtcDateTime(), nullable=False),
+    UniqueConstraint("charge_id", name="uq_discount_redemptions_charge"),
+    Index("ix_discount_redemptions_discount_customer", "discount_id", "customer_id"),
+    Index("ix_discount_redemptions_address_discount", "address_id", "discount_id"),
     sqlite_autoincrement=True,
 )

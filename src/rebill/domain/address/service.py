@@ -10,8 +10,9 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..charge import repository as charges
 from ..customer import repository as customers
-from ..discount import repository as discounts
+from ..discount import apply as discount_apply
 from ..listing import ListQuery, PageResult
+from ..metafield import service as metafields
 from ..money import format_amount
 from ..payment_method import repository as payment_methods
 from ..schedule.reconcile import replan
@@ -32,19 +33,18 @@ def get(unit: Unit, address_id: int) -> Address:
     return address
 
 
-def _discount_id(unit: Unit, entries: list[dict[str, Any]]) -> int | None:
-    """NOTE: spec 01 Address ``discounts``, only the first entry applies; [] removes it."""
+def _discount_id(unit: Unit, entries: list[dict[str, Any]], address: Address | None, customer_id: int,
+                 currency: str) -> int | None:
+    """NOTE: spec 01 Address ``discounts``, only the first entry applies; [] removes it. A new
+    code obeys every rule of applying one (domain/discount/apply.py)."""
     if not entries:
         return None
     first = entries[0]
     if first.get("id") is None and not first.get("code"):
         raise ValidationFailed({"discounts": ["each discount needs an id or a code"]})
-    row = discounts.find(unit.conn, unit.store_id, discount_id=first.get("id"), code=first.get("code"))
-    if row is None:
-        raise ValidationFailed({"discounts": ["discount not found"]})
-    if not discounts.usable_now(row, unit.now):
-        raise ValidationFailed({"discounts": ["discount is not active"]})
-    return int(row.id)
+    # The array sets the address's discount: a new code replaces the current one.
+    return discount_apply.address_discount(unit, address, customer_id, currency, "discounts", first.get("id"),
+                                           first.get("code"), replacing=True)
 
 
 def _check_payment_method(unit: Unit, customer_id: int, payment_method_id: int | None) -> None:
@@ -75,7 +75,8 @@ def create(unit: Unit, verifier: AddressVerifier, command: AddressCreate) -> Add
     _check_payment_method(unit, command.customer_id, command.payment_method_id)
     values.update(
         store_id=unit.store_id,
-        discount_id=_discount_id(unit, entries) if entries is not msgspec.UNSET else None,
+        discount_id=(_discount_id(unit, entries, None, command.customer_id, values["presentment_currency"])
+                     if entries is not msgspec.UNSET else None),
         shipping_lines_override=_normalize_shipping_lines(command.shipping_lines_override,
                                                           values["presentment_currency"]),
         shipping_lines_conserved=[],
@@ -103,7 +104,8 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
     if "payment_method_id" in changes:
         _check_payment_method(unit, current.customer_id, changes["payment_method_id"])
     if "discounts" in changes:
-        changes["discount_id"] = _discount_id(unit, changes.pop("discounts"))
+        changes["discount_id"] = _discount_id(unit, changes.pop("discounts"), current, current.customer_id,
+                                              current.presentment_currency)
     if "shipping_lines_override" in changes:
         new = _normalize_shipping_lines(changes["shipping_lines_override"], current.presentment_currency)
         changes["shipping_lines_override"] = new
@@ -136,13 +138,18 @@ def delete(unit: Unit, address_id: int) -> None:
 def forget(unit: Unit, address_ids: list[int]) -> None:
     """What goes with deleted addresses, each with its event: their purchase items and their
     queued and skipped charges (processed charges stay: money history is kept)."""
+    subscription_ids: list[int] = []
     for kind in ("subscription", "onetime"):
         for item in items.of(unit.conn, unit.store_id, kind, address_ids=address_ids):
             unit.record(f"{kind}/deleted", item.id, {"id": item.id})
+            if kind == "subscription":
+                subscription_ids.append(item.id)
     gone = [c.id for c in charges.of_addresses(unit.conn, unit.store_id, address_ids, ("queued", "skipped"))]
     charges.delete_many(unit.conn, unit.store_id, gone)
     for charge_id in gone:
         unit.record("charge/deleted", charge_id, {"id": charge_id})
+    # NOTE: decisions §7.6, the metafields of the addresses and of what goes with them.
+    metafields.forget(unit, address=address_ids, subscription=subscription_ids, charge=gone)
 
 
 def list_page(unit: Unit, query: ListQuery) -> PageResult:

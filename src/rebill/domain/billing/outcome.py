@@ -28,6 +28,7 @@ from ..address import repository as addresses
 from ..charge import repository as charge_repo
 from ..charge.model import ERROR, PENDING, SUCCESS, Charge
 from ..customer import activity
+from ..discount import repository as discounts
 from ..order import repository as orders
 from ..payment.gateway import AUTHORIZED, CAPTURED, CARD_EXPIRED, CUSTOMER_NEEDS_TO_UPDATE_CARD, Result
 from ..schedule.dates import add_interval
@@ -68,6 +69,7 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
     mine = [(c, r, m) for c, r, m in answers if c.id in still]
     held = items.many(unit.conn, unit.store_id, [i for c, _, _ in mine for i in c.purchase_item_ids])
     batch = _Batch(unit)
+    batch.applied = _applied_to_charges(unit, [c for c, _, _ in mine])
     recorded = []
     for charge, result, method_id in mine:
         recorded.append(batch.add(charge, result, method_id, processor,
@@ -89,6 +91,9 @@ class _Batch:
         self.events: dict[str, list[int]] = defaultdict(list)
         self.refresh: set[int] = set()
         self.closing: list[Charge] = []
+        # NOTE: decisions §7.5, one use per successful charge carrying a code (its redemption).
+        self.uses: list[dict[str, Any]] = []
+        self.applied: dict[int, dict[date, int]] = {}
 
     def add(self, charge: Charge, result: Result, method_id: int | None, processor: str,
             held: list[PurchaseItem]) -> Recorded:
@@ -108,6 +113,7 @@ class _Batch:
                 self.valid_methods.add(method_id)
             self._advance(charge, held)
             if paid:
+                self._use(charge)
                 self.orders.append((charge, held))
                 row["orders_count"] = charge.orders_count + _orders_per_charge(held)
                 self.events["charge/paid"].append(charge.id)
@@ -126,6 +132,13 @@ class _Batch:
             self.events["charge/max_retries_reached"].append(charge.id)
             self.closing.append(charge)
         return Recorded(charge.id, ERROR, charge.total_price, charge.currency, closed, retry)
+
+    def _use(self, charge: Charge) -> None:
+        if charge.discount_id is None:
+            return
+        on_charge = self.applied.get(charge.address_id, {}).get(charge.scheduled_at) == charge.discount_id
+        self.uses.append({"discount_id": charge.discount_id, "charge_id": charge.id, "customer_id": charge.customer_id,
+                          "address_id": charge.address_id, "via": "charge" if on_charge else "address"})
 
     def _advance(self, charge: Charge, held: list[PurchaseItem]) -> None:
         """Each subscription moves one charge interval on from the charge's date, or expires with
@@ -157,6 +170,9 @@ class _Batch:
         unit = self.unit
         _CHARGE_OUTCOME.run_many(unit.conn, self.charges)
         _ITEM_ADVANCE.run_many(unit.conn, self.items)
+        # In this transaction, only for charges whose claim is still this run's: a charge paid
+        # twice at once or retried counts once (and the redemption is unique per charge).
+        discounts.record_uses(unit.conn, unit.store_id, self.uses, unit.now)
         if self.valid_methods:
             unit.conn.execute(update(payment_methods).where(
                 payment_methods.c.store_id == unit.store_id, payment_methods.c.id.in_(self.valid_methods),
@@ -215,6 +231,20 @@ def _update_item(unit: Unit, item: PurchaseItem, changes: dict[str, Any], topic:
     # The address lock is held: nothing else writes this item now, so its version holds.
     items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes)
     unit.record(topic, item.id)
+
+
+def _applied_to_charges(unit: Unit, paid: list[Charge]) -> dict[int, dict[date, int]]:
+    """The codes applied to single charges of the batch (the rest carry their address's)."""
+    with_code = sorted({c.address_id for c in paid if c.discount_id is not None})
+    return discounts.charge_inputs(unit.conn, with_code) if with_code else {}
+
+
+def count_use(unit: Unit, charge: Charge) -> None:
+    """A captured charge is a successful one: its code's use (decisions §7.5)."""
+    batch = _Batch(unit)
+    batch.applied = _applied_to_charges(unit, [charge])
+    batch._use(charge)
+    discounts.record_uses(unit.conn, unit.store_id, batch.uses, unit.now)
 
 
 def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem]) -> list[int]:

@@ -3,11 +3,12 @@ computed once"): line totals, the discount, shipping, tax and the total, each ro
 up to the currency's minor units. Pure: no I/O, Decimal only.
 
 - A line costs unit price x quantity; the subtotal is the sum of the lines (decisions §5.9).
-- A percentage discount takes ``value`` % of the lines, rounded once; a fixed amount takes
-  ``value`` once per charge; neither touches shipping, and neither takes more than the lines
-  cost, so the total never goes below zero (decisions §7.5).
-- The discount is shared among the lines in proportion to their totals (largest remainder,
-  in minor units), so each line's taxable amount is what it really costs.
+- A percentage discount takes ``value`` % of the eligible lines, rounded once; a fixed amount
+  takes ``value`` once per charge; neither touches shipping, and neither takes more than the
+  eligible lines cost, so the total never goes below zero (decisions §7.5). A `shipping`
+  discount takes ``value`` % of the shipping lines and no more than they cost.
+- The discount is shared among the eligible lines in proportion to their totals (largest
+  remainder, in minor units), so each line's taxable amount is what it really costs.
 - Tax is ``rate`` x each taxable line's discounted amount, rounded per line; with taxes
   included the tax is the part of that amount the rate accounts for (amount x rate / (1 +
   rate)) and is not added to the total. Shipping is not taxed.
@@ -28,6 +29,14 @@ class LineInput:
     unit_price: Decimal
     quantity: int
     taxable: bool
+
+
+@dataclass(frozen=True)
+class DiscountInput:
+    kind: str  # percentage | fixed_amount | shipping
+    value: Decimal
+    # Per line, whether the discount applies to it (decisions §7.5 `applies_to_*`); None: all.
+    eligible: tuple[bool, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,12 +84,23 @@ def share(amount: Decimal, weights: list[Decimal], currency: str) -> list[Decima
     return floors
 
 
-def compute(lines: list[LineInput], *, currency: str, discount: tuple[str, Decimal] | None,
+def compute(lines: list[LineInput], *, currency: str, discount: DiscountInput | tuple[str, Decimal] | None,
             shipping: list[Decimal], tax_rate: Decimal | None, taxes_included: bool) -> Totals:
     totals = [quantize(line.unit_price * line.quantity, currency) for line in lines]
     line_sum = sum(totals, ZERO)
-    taken = discount_amount(discount[0], discount[1], line_sum, currency) if discount else ZERO
-    shares = share(taken, totals, currency)
+    total_shipping = quantize(sum(shipping, ZERO), currency)
+    if isinstance(discount, tuple):
+        discount = DiscountInput(discount[0], discount[1])
+    taken = shipping_off = ZERO
+    weights = totals
+    if discount is not None and discount.kind == "shipping":
+        # NOTE: decisions §7.5, value % off the shipping lines (100 = free shipping).
+        shipping_off = min(quantize(total_shipping * discount.value / 100, currency), total_shipping)
+    elif discount is not None:
+        if discount.eligible is not None:
+            weights = [t if ok else ZERO for t, ok in zip(totals, discount.eligible)]
+        taken = discount_amount(discount.kind, discount.value, sum(weights, ZERO), currency)
+    shares = share(taken, weights, currency)
     rate = tax_rate or ZERO
     amounts = []
     for line, total, off in zip(lines, totals, shares):
@@ -90,14 +110,13 @@ def compute(lines: list[LineInput], *, currency: str, discount: tuple[str, Decim
             continue
         tax = quantize(base * rate / (1 + rate) if taxes_included else base * rate, currency)
         amounts.append(LineAmounts(total, off, base, tax))
-    total_shipping = quantize(sum(shipping, ZERO), currency)
     total_tax = sum((a.tax_due for a in amounts), ZERO)
-    total = line_sum - taken + total_shipping + (ZERO if taxes_included else total_tax)
+    total = line_sum - taken + total_shipping - shipping_off + (ZERO if taxes_included else total_tax)
     return Totals(
         lines=amounts,
         total_line_items_price=line_sum,
         subtotal_price=line_sum,
-        total_discounts=taken,
+        total_discounts=taken + shipping_off,
         total_shipping=total_shipping,
         total_tax=quantize(total_tax, currency),
         total_price=max(quantize(total, currency), ZERO),

@@ -1,40 +1,201 @@
-"""Discount look-ups needed before the discounts resource has its endpoints."""
+"""Discounts in the database, with the two plan inputs they own (a discount applied to one
+queued charge; the uses of a discount). Every statement is scoped to one store."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
 
-from rebill.db.statements import insert_row
-from rebill.models import discounts
+from rebill.db.prepared import Prepared
+from rebill.db.statements import insert_all, insert_row
+from rebill.models import addresses, charge_discounts, charges, discount_redemptions, discounts
+
+from ..filters import Filter, time_window, where
+from ..listing import ListQuery, PageResult, count, fetch_page
+from .model import DISABLED, ENABLED
+
+
+def _status(value: tuple[str, datetime]) -> Any:
+    """NOTE: spec 02 Discount status, an enabled code whose `ends_at` has passed is disabled."""
+    wanted, now = value
+    live = or_(discounts.c.ends_at.is_(None), discounts.c.ends_at > now)
+    if wanted == ENABLED:
+        return and_(discounts.c.status == ENABLED, live)
+    if wanted == DISABLED:
+        return or_(discounts.c.status == DISABLED, and_(discounts.c.status == ENABLED, ~live))
+    return discounts.c.status == wanted
+
+
+COLUMNS = tuple(discounts.c.keys())
+FILTERS: dict[str, Filter] = {
+    **time_window(discounts),
+    "discount_code": lambda v: discounts.c.code_key == v.lower(),
+    "discount_type": lambda v: discounts.c.discount_type == v,
+    "status": _status,
+}
+
+def get(conn: Connection, store_id: int, discount_id: int, *, lock: bool = False) -> Any:
+    stmt = select(discounts).where(discounts.c.id == discount_id, discounts.c.store_id == store_id)
+    return conn.execute(stmt.with_for_update() if lock else stmt).first()
 
 
 def find(conn: Connection, store_id: int, *, discount_id: int | None = None, code: str | None = None) -> Any:
-    stmt = select(discounts).where(discounts.c.store_id == store_id)
+    """By id, else by code (case-insensitively, decisions §7.5)."""
     if discount_id is not None:
-        stmt = stmt.where(discounts.c.id == discount_id)
-    else:
-        stmt = stmt.where(discounts.c.code == code)
+        return get(conn, store_id, discount_id)
+    stmt = select(discounts).where(discounts.c.store_id == store_id, discounts.c.code_key == (code or "").lower())
     return conn.execute(stmt).first()
 
 
-def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Any]:
-    if not ids:
+def many(conn: Connection, store_id: int, ids: Iterable[int]) -> dict[int, Any]:
+    wanted = {i for i in ids if i is not None}
+    if not wanted:
         return {}
-    stmt = select(discounts).where(discounts.c.store_id == store_id, discounts.c.id.in_(set(ids)))
+    stmt = select(discounts).where(discounts.c.store_id == store_id, discounts.c.id.in_(wanted))
     return {row.id: row for row in conn.execute(stmt)}
 
 
-def usable_now(row: Any, now: datetime) -> bool:
-    """Enabled and within its start and end (spec 02 Discount status)."""
-    if row.status != "enabled":
-        return False
-    if row.starts_at is not None and row.starts_at > now:
-        return False
-    return row.ends_at is None or row.ends_at > now
-
-
 def insert_discount(conn: Connection, values: dict[str, Any]) -> int:
-    return insert_row(conn, discounts, values)
+    return insert_row(conn, discounts, {**values, "code_key": values["code"].lower()})
+
+
+def update_discount(conn: Connection, store_id: int, discount_id: int, values: dict[str, Any]) -> None:
+    conn.execute(update(discounts).where(discounts.c.id == discount_id, discounts.c.store_id == store_id)
+                 .values(**values))
+
+
+def delete_discount(conn: Connection, store_id: int, discount_id: int) -> None:
+    conn.execute(delete(discounts).where(discounts.c.id == discount_id, discounts.c.store_id == store_id))
+
+
+def page(conn: Connection, store_id: int, query: ListQuery, build: Any) -> PageResult:
+    stmt = where(select(discounts).where(discounts.c.store_id == store_id), FILTERS, query.filters)
+    return fetch_page(conn, stmt, discounts, query, build)
+
+
+def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int:
+    return count(conn, where(select(discounts.c.id).where(discounts.c.store_id == store_id), FILTERS, filters))
+
+
+# Who holds a code ---------------------------------------------------------------------
+
+def addresses_holding(conn: Connection, store_id: int, discount_id: int) -> list[int]:
+    stmt = select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.discount_id == discount_id)
+    return sorted(conn.execute(stmt).scalars())
+
+
+def charge_inputs_holding(conn: Connection, store_id: int, discount_id: int) -> list[int]:
+    """The addresses with a queued charge the discount was applied to."""
+    stmt = select(charge_discounts.c.address_id).where(charge_discounts.c.store_id == store_id,
+                                                       charge_discounts.c.discount_id == discount_id)
+    return sorted(set(conn.execute(stmt).scalars()))
+
+
+def addresses_of_charges(conn: Connection, store_id: int, discount_id: int, statuses: tuple[str, ...]) -> list[int]:
+    stmt = select(charges.c.address_id).where(charges.c.store_id == store_id, charges.c.discount_id == discount_id,
+                                              charges.c.status.in_(statuses))
+    return sorted(set(conn.execute(stmt).scalars()))
+
+
+def charges_holding(conn: Connection, store_id: int, discount_id: int, statuses: tuple[str, ...]) -> list[int]:
+    stmt = select(charges.c.id).where(charges.c.store_id == store_id, charges.c.discount_id == discount_id,
+                                      charges.c.status.in_(statuses))
+    return sorted(conn.execute(stmt).scalars())
+
+
+def clear_addresses(conn: Connection, store_id: int, discount_id: int, now: datetime) -> None:
+    conn.execute(update(addresses).where(addresses.c.store_id == store_id, addresses.c.discount_id == discount_id)
+                 .values(discount_id=None, updated_at=now, lock_version=addresses.c.lock_version + 1))
+
+
+def customer_holds(conn: Connection, store_id: int, customer_id: int, discount_id: int, *,
+                   except_address: int | None = None) -> bool:
+    """NOTE: decisions §7.5 once_per_customer, an address or open charge of the customer holds
+    the code, or a successful charge of the customer used it."""
+    on_address = select(addresses.c.id).where(addresses.c.store_id == store_id,
+                                              addresses.c.customer_id == customer_id,
+                                              addresses.c.discount_id == discount_id,
+                                              addresses.c.id != (except_address or 0)).limit(1)
+    on_charge = select(charges.c.id).where(charges.c.store_id == store_id, charges.c.customer_id == customer_id,
+                                           charges.c.discount_id == discount_id,
+                                           charges.c.status.in_(("queued", "error"))).limit(1)
+    used = select(discount_redemptions.c.id).where(discount_redemptions.c.discount_id == discount_id,
+                                                   discount_redemptions.c.customer_id == customer_id).limit(1)
+    return any(conn.execute(stmt).first() is not None for stmt in (on_address, on_charge, used))
+
+
+# Discounts applied to one charge (a plan input) -------------------------------------------
+
+def charge_input(conn: Connection, address_id: int, when: date) -> Any:
+    stmt = select(charge_discounts).where(charge_discounts.c.address_id == address_id,
+                                          charge_discounts.c.scheduled_at == when)
+    return conn.execute(stmt).first()
+
+
+def add_charge_input(conn: Connection, store_id: int, address_id: int, when: date, discount_id: int,
+                     now: datetime) -> None:
+    insert_row(conn, charge_discounts, {"store_id": store_id, "address_id": address_id, "scheduled_at": when,
+                                        "discount_id": discount_id, "created_at": now})
+
+
+def remove_charge_input(conn: Connection, address_id: int, when: date) -> bool:
+    result = conn.execute(delete(charge_discounts).where(charge_discounts.c.address_id == address_id,
+                                                         charge_discounts.c.scheduled_at == when))
+    return result.rowcount > 0
+
+
+def remove_charge_inputs_of(conn: Connection, store_id: int, discount_id: int) -> None:
+    conn.execute(delete(charge_discounts).where(charge_discounts.c.store_id == store_id,
+                                                charge_discounts.c.discount_id == discount_id))
+
+
+def charge_inputs(conn: Connection, address_ids: list[int]) -> dict[int, dict[date, int]]:
+    """address -> date -> discount id."""
+    found: dict[int, dict[date, int]] = {}
+    if not address_ids:
+        return found
+    stmt = select(charge_discounts.c.address_id, charge_discounts.c.scheduled_at, charge_discounts.c.discount_id
+                  ).where(charge_discounts.c.address_id.in_(address_ids))
+    for address_id, when, discount_id in conn.execute(stmt):
+        found.setdefault(address_id, {})[when] = discount_id
+    return found
+
+
+def drop_charge_inputs(conn: Connection, pairs: list[tuple[int, date]]) -> None:
+    """Inputs whose charge is gone (processed, moved, deleted): spec 02 Charges rule 2, a
+    discount applied to a charge only goes with that charge."""
+    for address_id, when in pairs:
+        remove_charge_input(conn, address_id, when)
+
+
+# Uses ----------------------------------------------------------------------------------
+
+def address_uses(conn: Connection, pairs: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """(address, discount) -> successful charges of the address that carried the address's code."""
+    if not pairs:
+        return {}
+    address_ids = {a for a, _ in pairs}
+    stmt = (select(discount_redemptions.c.address_id, discount_redemptions.c.discount_id, func.count())
+            .where(discount_redemptions.c.address_id.in_(address_ids), discount_redemptions.c.via == "address")
+            .group_by(discount_redemptions.c.address_id, discount_redemptions.c.discount_id))
+    wanted = set(pairs)
+    return {(a, d): n for a, d, n in conn.execute(stmt) if (a, d) in wanted}
+
+
+_COUNT_USES = Prepared(update(discounts).where(discounts.c.id == bindparam("_id")).values(
+    times_used=discounts.c.times_used + bindparam("_n"), updated_at=bindparam("_now")))
+
+
+def record_uses(conn: Connection, store_id: int, rows: list[dict[str, Any]], now: datetime) -> None:
+    """NOTE: decisions §7.5, one use per successful charge carrying a code, exactly once: the
+    redemption rows (unique per charge) and one set-based count per batch."""
+    if not rows:
+        return
+    insert_all(conn, discount_redemptions, [{**row, "store_id": store_id, "created_at": now} for row in rows])
+    per: dict[int, int] = {}
+    for row in rows:
+        per[row["discount_id"]] = per.get(row["discount_id"], 0) + 1
+    _COUNT_USES.run_many(conn, [{"_id": d, "_n": n, "_now": now} for d, n in sorted(per.items())])

@@ -17,7 +17,8 @@ from typing import Any
 from ..address.model import Address
 from ..charge import rates
 from ..charge.totals import LineInput, compute
-from ..money import format_amount
+from ..discount.terms import AddressDiscounts, Terms
+from ..money import format_amount, quantize
 from ..store.model import Store
 from ..subscription.model import PurchaseItem
 from .dates import add_interval
@@ -77,12 +78,18 @@ def _line(item: PurchaseItem, unit_price: Decimal, amounts: Any, currency: str, 
 
 
 def build_charge(store: Store, address: Address, billing: dict[str, Any] | None, when: date, status: str,
-                 items: list[PurchaseItem]) -> PlannedCharge:
+                 items: list[PurchaseItem], terms: Terms | None = None) -> PlannedCharge:
+    """``terms``: the discount the charge may carry (decisions §7.5); it carries it only when
+    some line qualifies (``PlannedCharge.values["discount_id"]`` says whether it did)."""
     currency = address.presentment_currency
     items = sorted(items, key=lambda i: i.id)
     # NOTE: decisions §5.4, a prepaid line pays for every order of its charge interval.
     unit_prices = [item.price * item.orders_per_charge for item in items]
-    discount = address.discount
+    offer = None
+    if terms is not None:
+        offer = terms.offer(items, [quantize(p * item.quantity, currency) for item, p in zip(items, unit_prices)])
+        if offer is None:
+            terms = None
     if address.shipping_lines_override is not None:
         shipping_lines = [{"code": line.get("code"), "price": line["price"], "title": line.get("title"),
                            "source": "override", "taxable": False, "tax_lines": []}
@@ -96,7 +103,7 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
     totals = compute(
         [LineInput(price, item.quantity, item.taxable) for item, price in zip(items, unit_prices)],
         currency=currency,
-        discount=(discount.value_type, Decimal(discount.value)) if discount is not None else None,
+        discount=offer,
         shipping=[Decimal(line["price"]) for line in shipping_lines],
         tax_rate=rates.rate_value(tax),
         taxes_included=store.taxes_included,
@@ -106,8 +113,7 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
     tax_lines = [] if tax is None or not totals.total_tax else [
         {"price": format_amount(totals.total_tax, currency), "rate": str(tax["rate"]),
          "title": tax.get("title") or "Tax"}]
-    discounts = [] if discount is None else [
-        {"id": discount.id, "code": discount.code, "value": discount.value, "value_type": discount.value_type}]
+    discounts = [] if terms is None else [terms.line()]
     values = {
         "customer_id": address.customer_id,
         "address_id": address.id,
@@ -119,7 +125,7 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
         "shipping_lines": shipping_lines,
         "tax_lines": tax_lines,
         "discounts": discounts,
-        "discount_id": discount.id if discount is not None else None,
+        "discount_id": terms.id if terms is not None else None,
         "billing_address": billing or shipping_address(address),
         "shipping_address": shipping_address(address),
         "order_attributes": address.order_attributes,
@@ -139,8 +145,9 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
 
 
 def plan_address(store: Store, address: Address, billing: dict[str, Any] | None, items: list[PurchaseItem],
-                 skips: list[tuple[int, date]]) -> list[PlannedCharge]:
-    """Every charge the address should have, queued and skipped, ordered by date."""
+                 skips: list[tuple[int, date]], offers: AddressDiscounts | None = None) -> list[PlannedCharge]:
+    """Every charge the address should have, queued and skipped, ordered by date. ``offers``:
+    the discounts of the address and of its charges (decisions §7.5; skipped charges carry none)."""
     groups: dict[tuple[date, str], list[PurchaseItem]] = defaultdict(list)
     by_id = {item.id: item for item in items}
     skipped = set()
@@ -159,5 +166,12 @@ def plan_address(store: Store, address: Address, billing: dict[str, Any] | None,
             when = add_interval(when, item.order_interval_unit, item.charge_interval_frequency or 1, item.anchor_day)
         if (item.id, when) not in skipped:
             groups[(when, QUEUED)].append(item)
-    return [build_charge(store, address, billing, when, status, members)
-            for (when, status), members in sorted(groups.items())]
+    planned = []
+    for (when, status), members in sorted(groups.items()):
+        terms, of_address = offers.for_charge(when) if offers is not None and status == QUEUED else (None, False)
+        charge = build_charge(store, address, billing, when, status, members, terms)
+        if of_address and charge.values["discount_id"] is not None:
+            # NOTE: spec 02 Discount duration, each new queued charge is one more application.
+            offers.used_one()  # type: ignore[union-attr]
+        planned.append(charge)
+    return planned

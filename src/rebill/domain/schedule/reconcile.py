@@ -19,6 +19,9 @@ from ..address import repository as addresses
 from ..charge import repository as charges
 from ..charge.model import ERROR, OPEN, Charge
 from ..customer import repository as customers
+from ..discount import inputs as discount_inputs
+from ..discount import repository as discounts
+from ..metafield import service as metafields
 from ..store import repository as stores
 from ..subscription import repository as items
 from ..unit import Unit
@@ -81,12 +84,21 @@ def held(open_charges: list[Charge]) -> tuple[list[Charge], set[int]]:
     return free, taken
 
 
-def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = None) -> list[PlannedCharge]:
-    """The plan of these addresses from what is stored now (also what tests compare with)."""
+def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = None,
+            open_charges: list[Charge] | None = None, offers_out: dict[int, Any] | None = None
+            ) -> list[PlannedCharge]:
+    """The plan of these addresses from what is stored now (also what tests compare with).
+    ``offers_out`` receives the discount inputs the plan used."""
     store = stores.get(unit.conn, unit.store_id) or unit.store
     found = addresses.many(unit.conn, unit.store_id, address_ids)
+    if open_charges is None:
+        open_charges = charges.of_addresses(unit.conn, unit.store_id, list(found), OPEN)
     if held_items is None:
-        held_items = held(charges.of_addresses(unit.conn, unit.store_id, list(found), OPEN))[1]
+        held_items = held(open_charges)[1]
+    # NOTE: design guide, discounts are inputs of the plan, never patches on stored charges.
+    offers = discount_inputs.load(unit.conn, unit.store_id, found, open_charges)
+    if offers_out is not None:
+        offers_out.update(offers)
     billing = customers.billing_addresses(unit.conn, unit.store_id, [a.customer_id for a in found.values()])
     by_address: dict[int, list[Any]] = defaultdict(list)
     for item in items.for_plan(unit.conn, unit.store_id, list(found)):
@@ -99,7 +111,7 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
     for address_id in sorted(found):
         address = found[address_id]
         planned += plan_address(store, address, _billing(billing.get(address.customer_id)),
-                                by_address[address_id], skips[address_id])
+                                by_address[address_id], skips[address_id], offers.get(address_id))
     return planned
 
 
@@ -115,8 +127,12 @@ def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] 
 
 def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date]) -> dict[Key, int]:
     addresses.lock(unit.conn, unit.store_id, ids)
-    stored, held_items = held(charges.of_addresses(unit.conn, unit.store_id, ids, OPEN))
-    planned = plan_of(unit, ids, held_items)
+    open_charges = charges.of_addresses(unit.conn, unit.store_id, ids, OPEN)
+    stored, held_items = held(open_charges)
+    offers: dict[int, Any] = {}
+    planned = plan_of(unit, ids, held_items, open_charges, offers)
+    if offers:
+        discounts.drop_charge_inputs(unit.conn, discount_inputs.stale(offers, {p.key for p in planned}, open_charges))
     by_date: dict[tuple[int, date], list[Charge]] = defaultdict(list)
     for charge in stored:
         by_date[(charge.address_id, charge.scheduled_at)].append(charge)
@@ -180,6 +196,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     gone = [c.id for c in stored if c.id not in used]
     charges.delete_many(unit.conn, unit.store_id, gone)
     unit.record_many("charge/deleted", gone, with_id=True)
+    metafields.forget(unit, charge=gone)  # NOTE: decisions §7.6, one statement for all
 
     new_ids = charges.insert_many(unit.conn, [_new_row(unit, plan, None) for plan in inserts])
     for plan, charge_id in zip(inserts, new_ids):

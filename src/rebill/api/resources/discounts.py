@@ -1,0 +1,90 @@
+"""Discounts, both versions (spec 02 Discounts, decisions §7.1, §7.5), and the discount
+application endpoints of addresses and charges (spec 02 Discount application endpoints,
+Charges)."""
+
+from __future__ import annotations
+
+from rebill.domain.discount import apply, service
+from rebill.domain.discount.model import DiscountCreate, DiscountUpdate
+
+from ..call import Call, Reply
+from ..routing import Endpoints
+
+endpoints = Endpoints()
+READ, WRITE = "read_discounts", "write_discounts"
+
+
+@endpoints.get("/discounts", scope=READ)
+def list_discounts(call: Call) -> Reply:
+    query = call.list_query("discounts")
+    with call.read() as unit:
+        return call.page("discounts", service.list_page(unit, query), unit, query)
+
+
+@endpoints.get("/discounts/count", scope=READ, versions=("2021-01",))
+def count_discounts(call: Call) -> Reply:
+    filters = call.count_filters("discounts")
+    with call.read() as unit:
+        return Reply({"count": service.count(unit, filters)})
+
+
+@endpoints.post("/discounts", scope=WRITE)
+def create_discount(call: Call) -> Reply:
+    command = call.command("discount.create", DiscountCreate)
+    with call.write() as unit:
+        return call.created("discount", service.create(unit, command))
+
+
+@endpoints.get("/discounts/{discount_id:id}", scope=READ)
+def get_discount(call: Call) -> Reply:
+    with call.read() as unit:
+        return call.one("discount", service.get(unit, call.path["discount_id"]))
+
+
+@endpoints.put("/discounts/{discount_id:id}", scope=WRITE)
+def update_discount(call: Call) -> Reply:
+    command = call.command("discount.update", DiscountUpdate, partial=True)
+    with call.write() as unit:
+        return call.one("discount", service.update(unit, call.path["discount_id"], command))
+
+
+@endpoints.delete("/discounts/{discount_id:id}", scope=WRITE)
+def delete_discount(call: Call) -> Reply:
+    with call.write() as unit:
+        service.delete(unit, call.path["discount_id"])
+    return call.deleted()
+
+
+def _chosen(call: Call) -> tuple[int | None, str | None]:
+    """NOTE: spec 02, `discount_code` or `discount_id`; when both, `discount_id` wins."""
+    body = call.version.schemas["discount.apply"].parse(call.body)
+    discount_id = body.get("discount_id")
+    return discount_id, None if discount_id is not None else body.get("discount_code")
+
+
+@endpoints.post("/addresses/{address_id:id}/apply_discount", scope=WRITE)
+def apply_to_address(call: Call) -> Reply:
+    discount_id, code = _chosen(call)
+    with call.write() as unit:
+        return call.one("address", apply.apply_to_address(unit, call.path["address_id"], discount_id, code))
+
+
+@endpoints.post("/addresses/{address_id:id}/remove_discount", scope=WRITE)
+def remove_from_address(call: Call) -> Reply:
+    with call.write() as unit:
+        return call.one("address", apply.remove_from_address(unit, call.path["address_id"]))
+
+
+@endpoints.post("/charges/{charge_id:id}/apply_discount", scope=WRITE)
+def apply_to_charge(call: Call) -> Reply:
+    discount_id, code = _chosen(call)
+    with call.write() as unit:
+        return call.one("charge", apply.apply_to_charge(unit, call.path["charge_id"], discount_id, code))
+
+
+@endpoints.post("/charges/{charge_id:id}/remove_discount", scope=WRITE)
+def remove_from_charge(call: Call) -> Reply:
+    """NOTE: spec 02, `address_id` or `charge_id`; with both, the address's code is removed."""
+    body = call.version.schemas["discount.remove"].parse(call.body)
+    with call.write() as unit:
+        return call.one("charge", apply.remove_from_charge(unit, call.path["charge_id"], body.get("address_id")))

@@ -1,0 +1,91 @@
+"""How 2021-01 differs from the head for discounts (spec 02 Discount, decisions §7.1, §7.5):
+the flat shape with `discount_type`, `duration`, `times_used` and `applies_to_*`, flat request
+bodies (`duration` required), and `GET /discounts/count`. Merged by ``contract.py``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+from rebill.api.contract import Change, ListContract
+from rebill.api.fields import Field, Schema
+from rebill.api.v2021_11 import discounts as head
+
+_head_list = head.LISTS["discounts"]
+
+
+def _number(value: Decimal | None) -> int | str | None:
+    """NOTE: spec 02 Discount `prerequisite_subtotal_min` is an integer; a minimum with cents
+    is shown as its decimal text rather than rounded."""
+    if value is None:
+        return None
+    return int(value) if value == value.to_integral_value() else str(value)
+
+
+def _platform_id(value: str | None) -> int | str | None:
+    """NOTE: spec 02 Discount `applies_to_id` is an integer; a non-numeric platform id stays text."""
+    if value is None:
+        return None
+    return int(value) if value.isdigit() and len(value) < 19 else value
+
+
+class DiscountOldShape(Change):
+    """Discounts are flat: `discount_type`, `duration`/`duration_usage_limit`, `usage_limit`,
+    `once_per_customer`, `first_time_customer_restriction`, `applies_to_id`/`_resource`/
+    `_product_type` and `times_used` instead of `value_type`, `applies_to{}` and `usage_limits{}`."""
+
+    kinds = ("discount",)
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        return {
+            "id": obj.id,
+            "applies_to": None,
+            "applies_to_id": _platform_id(obj.applies_to_id),
+            "applies_to_product_type": obj.applies_to_product_type,
+            "applies_to_resource": obj.applies_to_resource,
+            "channel_settings": data["channel_settings"],
+            "code": data["code"],
+            "created_at": data["created_at"],
+            "discount_type": obj.value_type,
+            "duration": obj.duration,
+            "duration_usage_limit": obj.duration_usage_limit,
+            "ends_at": data["ends_at"],
+            "first_time_customer_restriction": obj.first_time_customer_restriction,
+            "once_per_customer": obj.once_per_customer,
+            "prerequisite_subtotal_min": _number(obj.prerequisite_subtotal_min),
+            "starts_at": data["starts_at"],
+            "status": data["status"],
+            "times_used": obj.times_used,
+            "updated_at": data["updated_at"],
+            "usage_limit": obj.usage_limit,
+            "value": data["value"],
+        }
+
+
+CHANGES: tuple[Change, ...] = (DiscountOldShape(),)
+SCHEMAS: dict[str, Schema] = {
+    # NOTE: spec 02 Discounts create: `code`, `discount_type`, `duration`, `value` required.
+    "discount.create": Schema(
+        Field("code", "str", required=True, nullable=False, min_length=1),
+        Field("discount_type", "str", required=True, nullable=False, convert=head._types()),
+        Field("value", "money", required=True, nullable=False, decimals=None),
+        *(f if f.name != "duration" else Field("duration", "str", required=True, nullable=False,
+                                               convert=f.convert) for f in head.FLAT),
+        *head.COMMON,
+    ),
+    "discount.update": Schema(
+        Field("channel_settings", "object", nullable=False, items=head.CHANNEL_SETTINGS),
+        Field("starts_at", "str", convert=head.when),
+        Field("ends_at", "str", convert=head.when),
+        Field("status", "str", nullable=False, convert=head.COMMON[-1].convert),
+        head.COUNT,
+    ),
+    "discount.apply": head.APPLY,
+    "discount.remove": head.REMOVE,
+}
+LISTS: dict[str, ListContract] = {
+    # NOTE: spec 02 Discounts list and count; a count takes every list filter (as customers do,
+    # docs/api-choices.md).
+    "discounts": replace(_head_list, count_filters=tuple(_head_list.filters)),
+}

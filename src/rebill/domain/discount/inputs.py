@@ -1,0 +1,59 @@
+"""The discount inputs of a plan, read for a batch of addresses in at most four queries (none
+beyond the first when no address of the batch has a discount): the address's code, the codes
+applied to single charges, and how many more new queued charges an address's code may reach
+(decisions §7.5: uses so far, and charges being paid or retried that carry it)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from sqlalchemy import Connection
+
+from ..address.model import Address
+from ..charge.model import ERROR, QUEUED, Charge
+from . import repository
+from .terms import AddressDiscounts, Terms, allowed_uses
+
+
+def load(conn: Connection, store_id: int, found: dict[int, Address],
+         open_charges: list[Charge]) -> dict[int, AddressDiscounts]:
+    by_date = repository.charge_inputs(conn, list(found))
+    wanted = {a.discount_id for a in found.values() if a.discount_id is not None}
+    wanted |= {d for dates in by_date.values() for d in dates.values()}
+    if not wanted:
+        return {}
+    rows = repository.many(conn, store_id, wanted)
+    limited = [(a.id, a.discount_id) for a in found.values()
+               if a.discount_id in rows and allowed_uses(rows[a.discount_id]) is not None]
+    uses = repository.address_uses(conn, limited)  # type: ignore[arg-type]
+    # A charge in retry or being paid that carries the address's code may still use it.
+    flying: dict[tuple[int, int], int] = {}
+    for charge in open_charges:
+        if charge.discount_id is not None and (charge.status == ERROR or charge.claimed_by is not None):
+            key = (charge.address_id, charge.discount_id)
+            flying[key] = flying.get(key, 0) + 1
+    offers: dict[int, AddressDiscounts] = {}
+    for address in found.values():
+        currency = address.presentment_currency
+        entry = AddressDiscounts(by_date={when: Terms.of(rows[d], currency)
+                                          for when, d in by_date.get(address.id, {}).items() if d in rows})
+        row = rows.get(address.discount_id) if address.discount_id is not None else None
+        if row is not None:
+            entry.address = Terms.of(row, currency)
+            allowed = allowed_uses(row)
+            if allowed is not None:
+                key = (address.id, row.id)
+                entry.remaining = max(allowed - uses.get(key, 0) - flying.get(key, 0), 0)
+        if entry.address is not None or entry.by_date:
+            offers[address.id] = entry
+    return offers
+
+
+def stale(offers: dict[int, AddressDiscounts], planned_keys: set[Any],
+          open_charges: list[Charge]) -> list[tuple[int, date]]:
+    """Codes applied to a charge whose date no longer has a queued charge (nor one being paid
+    or retried): spec 02 Charges rule 2, they go with their charge."""
+    kept = {(c.address_id, c.scheduled_at) for c in open_charges if c.status == ERROR or c.claimed_by is not None}
+    return [(address_id, when) for address_id, entry in offers.items() for when in entry.by_date
+            if (address_id, when, QUEUED) not in planned_keys and (address_id, when) not in kept]

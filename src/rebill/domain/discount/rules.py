@@ -1,0 +1,57 @@
+"""When a discount may be applied (spec 02 Discount, Charges rule 2, Discount application
+endpoints; decisions §7.5). Every refusal is a 422 naming the field the caller used and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rebill.errors import ValidationFailed
+
+from ..customer import repository as customers
+from ..unit import Unit
+from . import repository
+from .model import ENABLED, FIRST_TIME, FULLY_DISABLED, channels, ended
+
+
+def resolve(unit: Unit, field: str, discount_id: int | None, code: str | None) -> Any:
+    """NOTE: spec 02, `discount_id` wins when both are sent; unknown: 422 naming the field."""
+    row = repository.find(unit.conn, unit.store_id, discount_id=discount_id, code=code)
+    if row is None:
+        raise ValidationFailed.field(field, "discount not found")
+    return row
+
+
+def refusal(unit: Unit, row: Any, *, customer_id: int, currency: str, except_address: int | None = None) -> str | None:
+    """Why the code cannot be applied now for this customer, or None."""
+    if row.status == FULLY_DISABLED:
+        return "discount is fully disabled"
+    if row.status != ENABLED:
+        return "discount is disabled"
+    if ended(row, unit.now):
+        return "discount has ended"
+    if row.starts_at is not None and row.starts_at > unit.now:
+        return "discount has not started yet"
+    # NOTE: spec 02 Discount channel_settings, this API is the `api` channel.
+    if not channels(row.channel_settings)["api"]["can_apply"]:
+        return "discount cannot be applied through the API"
+    if row.usage_limit is not None and row.times_used >= row.usage_limit:
+        return "discount has reached its usage limit"
+    if row.discount_type == "fixed_amount" and currency != unit.store.currency:
+        return f"a fixed amount discount applies only to charges in {unit.store.currency}"
+    if row.once_per_customer:
+        # The customer's lock: two applications to two of its addresses at once run one after
+        # the other, so the second sees the first (PostgreSQL; SQLite serializes writers).
+        customers.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update")
+        if repository.customer_holds(unit.conn, unit.store_id, customer_id, row.id, except_address=except_address):
+            return "discount can be used once per customer"
+    if row.first_time_customer_restriction == FIRST_TIME:
+        customer = customers.get(unit.conn, unit.store_id, customer_id)
+        if customer is not None and customer.first_charge_processed_at is not None:
+            return "discount is for first-time customers only"
+    return None
+
+
+def check(unit: Unit, row: Any, field: str, **kw: Any) -> None:
+    problem = refusal(unit, row, **kw)
+    if problem:
+        raise ValidationFailed.field(field, problem)

@@ -1,0 +1,196 @@
+"""Discount use cases (spec 02 Discounts and Discount status, decisions §7.1, §7.5). Field
+names are the stored (2021-01) names; the 2021-11 contract maps its nested ones onto them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+
+from rebill.errors import NotFound, ValidationFailed, add_error
+
+from ..charge.model import ERROR, QUEUED
+from ..listing import ListQuery, PageResult
+from ..money import places_problem
+from ..schedule.reconcile import replan
+from ..unit import Unit
+from . import repository
+from .errored import strip_errored
+from .model import (
+    DISABLED,
+    DURATIONS,
+    ENABLED,
+    FIRST_TIME,
+    FULLY_DISABLED,
+    PRODUCT_TYPES,
+    RESOURCES,
+    TYPES,
+    USAGE_LIMIT,
+    Discount,
+    DiscountCreate,
+    DiscountUpdate,
+    channels,
+)
+
+# NOTE: spec 02 Discount status table: the transitions an update may make.
+TRANSITIONS = {ENABLED: {DISABLED, FULLY_DISABLED}, DISABLED: {ENABLED, FULLY_DISABLED}, FULLY_DISABLED: {ENABLED}}
+
+
+def _shown(unit: Unit, row: Any) -> Discount:
+    return Discount.from_row(row, unit.store.currency, unit.now)
+
+
+def get(unit: Unit, discount_id: int) -> Discount:
+    row = repository.get(unit.conn, unit.store_id, discount_id)
+    if row is None:
+        raise NotFound()
+    return _shown(unit, row)
+
+
+def _filters(unit: Unit, filters: dict[str, Any]) -> dict[str, Any]:
+    if "status" in filters:
+        return {**filters, "status": (filters["status"], unit.now)}
+    return filters
+
+
+def list_page(unit: Unit, query: ListQuery) -> PageResult:
+    query = replace(query, filters=_filters(unit, query.filters))
+    names = repository.COLUMNS
+    return repository.page(unit.conn, unit.store_id, query,
+                           lambda *row: _shown(unit, SimpleNamespace(**dict(zip(names, row)))))
+
+
+def count(unit: Unit, filters: dict[str, Any]) -> int:
+    return repository.count_where(unit.conn, unit.store_id, _filters(unit, filters))
+
+
+def _check(unit: Unit, values: dict[str, Any]) -> None:
+    """Every problem at once (decisions §2.3)."""
+    errors: dict[str, list[str]] = {}
+    kind, value = values["discount_type"], values["value"]
+    if kind not in TYPES:
+        add_error(errors, "discount_type", f"must be one of: {', '.join(TYPES)}")
+    elif kind == "fixed_amount":
+        # NOTE: decisions §7.5, a fixed amount is in the store's currency, > 0, its minor digits.
+        problem = places_problem(value, unit.store.currency)
+        if value <= 0:
+            add_error(errors, "value", "must be greater than 0")
+        elif problem:
+            add_error(errors, "value", problem)
+    elif not 0 < value <= 100:
+        add_error(errors, "value", "must be greater than 0 and at most 100 for a percentage")
+    if values["duration"] not in DURATIONS:
+        add_error(errors, "duration", f"must be one of: {', '.join(DURATIONS)}")
+    elif values["duration"] == USAGE_LIMIT:
+        if values["duration_usage_limit"] is None:
+            add_error(errors, "duration_usage_limit", "is required when duration is usage_limit")
+        elif values["duration_usage_limit"] < 1:
+            add_error(errors, "duration_usage_limit", "must be at least 1")
+    elif values["duration_usage_limit"] is not None:
+        add_error(errors, "duration_usage_limit", "applies only when duration is usage_limit")
+    if values["usage_limit"] is not None and values["usage_limit"] < 1:
+        add_error(errors, "usage_limit", "must be at least 1")
+    if values["applies_to_product_type"] not in PRODUCT_TYPES:
+        add_error(errors, "applies_to_product_type", f"must be one of: {', '.join(PRODUCT_TYPES)}")
+    if values["applies_to_resource"] is not None and values["applies_to_resource"] not in RESOURCES:
+        add_error(errors, "applies_to_resource", f"must be one of: {', '.join(RESOURCES)}")
+    if values["applies_to_resource"] is not None and values["applies_to_id"] is None:
+        add_error(errors, "applies_to_id", "is required with applies_to_resource")
+    if values["first_time_customer_restriction"] not in (None, FIRST_TIME):
+        add_error(errors, "first_time_customer_restriction", f"must be null or {FIRST_TIME}")
+    minimum = values["prerequisite_subtotal_min"]
+    if minimum is not None and minimum < 0:
+        add_error(errors, "prerequisite_subtotal_min", "must not be negative")
+    _check_window(values, errors)
+    if errors:
+        raise ValidationFailed(errors)
+
+
+def _check_window(values: dict[str, Any], errors: dict[str, list[str]]) -> None:
+    starts, ends = values.get("starts_at"), values.get("ends_at")
+    if starts is not None and ends is not None and ends <= starts:
+        add_error(errors, "ends_at", "must be after starts_at")
+
+
+def _check_code(unit: Unit, code: str, discount_id: int | None = None) -> str:
+    code = code.strip()
+    if not code:
+        raise ValidationFailed.field("code", "cannot be blank")
+    found = repository.find(unit.conn, unit.store_id, code=code)
+    if found is not None and found.id != discount_id:
+        # NOTE: decisions §7.5, unique per store, case-insensitively.
+        raise ValidationFailed.field("code", "has already been taken")
+    return code
+
+
+def create(unit: Unit, command: DiscountCreate) -> Discount:
+    values = msgspec.structs.asdict(command)
+    values["code"] = _check_code(unit, command.code)
+    values["channel_settings"] = channels(values["channel_settings"])
+    if values["applies_to_id"] is not None and values["applies_to_resource"] is None:
+        values["applies_to_resource"] = "platform_product"
+    _check(unit, values)
+    if values["status"] not in (ENABLED, DISABLED):
+        # NOTE: decisions §7.5, a discount may be created disabled (not fully disabled).
+        raise ValidationFailed.field("status", "must be enabled or disabled")
+    values.update(store_id=unit.store_id, times_used=0, created_at=unit.now, updated_at=unit.now)
+    discount_id = repository.insert_discount(unit.conn, values)
+    unit.record("discount/created", discount_id)
+    return get(unit, discount_id)
+
+
+def update(unit: Unit, discount_id: int, command: DiscountUpdate) -> Discount:
+    current = repository.get(unit.conn, unit.store_id, discount_id, lock=True)
+    if current is None:
+        raise NotFound()
+    changes = command.changes()
+    if "channel_settings" in changes:
+        # Channels not sent keep their setting.
+        changes["channel_settings"] = channels({**channels(current.channel_settings), **changes["channel_settings"]})
+    errors: dict[str, list[str]] = {}
+    if "status" in changes and changes["status"] != current.status:
+        if changes["status"] not in TRANSITIONS.get(current.status, set()):
+            add_error(errors, "status", f"cannot change from {current.status} to {changes['status']}")
+    if changes.get("usage_limit") is not None and changes["usage_limit"] < 1:
+        add_error(errors, "usage_limit", "must be at least 1")
+    _check_window({"starts_at": changes.get("starts_at", current.starts_at),
+                   "ends_at": changes.get("ends_at", current.ends_at)}, errors)
+    if errors:
+        raise ValidationFailed(errors)
+    # Sending what is stored changes nothing: no event, same updated_at (decisions §7.5).
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    if not changes:
+        return _shown(unit, current)
+    changes["updated_at"] = unit.now
+    repository.update_discount(unit.conn, unit.store_id, discount_id, changes)
+    unit.record("discount/updated", discount_id)
+    if changes.get("status") == FULLY_DISABLED:
+        fully_disable(unit, discount_id)
+    return get(unit, discount_id)
+
+
+def fully_disable(unit: Unit, discount_id: int) -> None:
+    """NOTE: spec 02 Discount status, removed from every queued charge for good: from the
+    addresses holding it, the charges it was applied to, and charges in retry (never from
+    processed ones). Re-enabling later gives nothing back."""
+    address_ids = repository.addresses_holding(unit.conn, unit.store_id, discount_id)
+    touched = set(address_ids) | set(repository.charge_inputs_holding(unit.conn, unit.store_id, discount_id))
+    touched |= set(repository.addresses_of_charges(unit.conn, unit.store_id, discount_id, (QUEUED,)))
+    repository.clear_addresses(unit.conn, unit.store_id, discount_id, unit.now)
+    unit.record_many("address/updated", address_ids)
+    repository.remove_charge_inputs_of(unit.conn, unit.store_id, discount_id)
+    replan(unit, sorted(touched))
+    strip_errored(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)))
+
+
+def delete(unit: Unit, discount_id: int) -> None:
+    current = repository.get(unit.conn, unit.store_id, discount_id, lock=True)
+    if current is None:
+        raise NotFound()
+    if current.status != FULLY_DISABLED:
+        # NOTE: spec 02 Discounts, the status must first be set to fully_disabled.
+        raise ValidationFailed.field("status", "must be fully_disabled before the discount is deleted")
+    repository.delete_discount(unit.conn, unit.store_id, discount_id)
+    unit.record("discount/deleted", discount_id, {"id": discount_id})

@@ -1,0 +1,90 @@
+"""What a discount does to one planned charge: which lines it applies to, its minimum, and how
+many more new queued charges of an address may carry it (decisions §7.5). Pure: the plan
+(``domain/schedule/plan.py``) calls it with rows read by the reconciler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from ..charge.totals import DiscountInput
+from .model import FOREVER, SINGLE_USE, value_text
+
+
+@dataclass(frozen=True)
+class Terms:
+    id: int
+    code: str
+    kind: str
+    value: Decimal
+    shown: str  # the value as a charge shows it
+    product_type: str
+    applies_to_id: str | None
+    applies_to_resource: str | None
+    minimum: Decimal | None
+
+    @classmethod
+    def of(cls, row: Any, currency: str) -> "Terms":
+        return cls(id=row.id, code=row.code, kind=row.discount_type, value=row.value,
+                   shown=value_text(row.discount_type, row.value, currency),
+                   product_type=row.applies_to_product_type, applies_to_id=row.applies_to_id,
+                   applies_to_resource=row.applies_to_resource, minimum=row.prerequisite_subtotal_min)
+
+    def eligible(self, item: Any) -> bool:
+        """NOTE: spec 02 Discount `applies_to_product_type`, `applies_to_id`/`_resource`."""
+        if self.product_type == "SUBSCRIPTION" and item.kind != "subscription":
+            return False
+        if self.product_type == "ONETIME" and item.kind != "onetime":
+            return False
+        if self.applies_to_id is None:
+            return True
+        # The catalog has no collections: a collection-targeted code matches no line
+        # (docs/api-choices.md, Discounts).
+        return self.applies_to_resource == "platform_product" and item.external_product_id == self.applies_to_id
+
+    def offer(self, items: list[Any], line_totals: list[Decimal]) -> DiscountInput | None:
+        """The input of ``totals.compute``, or None when the charge qualifies for nothing (no
+        matching line, or the eligible subtotal below the minimum: it takes 0, counts no use)."""
+        flags = tuple(self.eligible(item) for item in items)
+        if self.kind != "shipping" and not any(flags):
+            return None
+        eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
+        if self.minimum is not None and eligible < self.minimum:
+            return None
+        return DiscountInput(self.kind, self.value, None if all(flags) else flags)
+
+    def line(self) -> dict[str, Any]:
+        return {"id": self.id, "code": self.code, "value": self.shown, "value_type": self.kind}
+
+
+def allowed_uses(row: Any) -> int | None:
+    """NOTE: spec 02 Discount `duration`: forever is unlimited, single_use one charge,
+    usage_limit N the first use plus N re-applications (decisions §7.5)."""
+    if row.duration == FOREVER:
+        return None
+    if row.duration == SINGLE_USE:
+        return 1
+    return 1 + int(row.duration_usage_limit or 0)
+
+
+@dataclass
+class AddressDiscounts:
+    """The discount inputs of one address's plan."""
+
+    address: Terms | None = None
+    remaining: int | None = None  # new queued charges that may still carry `address`; None: no end
+    by_date: dict[date, Terms] = field(default_factory=dict)  # applied to the queued charge of a date
+
+    def for_charge(self, when: date) -> tuple[Terms | None, bool]:
+        """The terms for the queued charge of ``when`` and whether they are the address's."""
+        if when in self.by_date:
+            return self.by_date[when], False
+        if self.address is not None and (self.remaining is None or self.remaining > 0):
+            return self.address, True
+        return None, False
+
+    def used_one(self) -> None:
+        if self.remaining is not None:
+            self.remaining -= 1

@@ -1,0 +1,189 @@
+"""Discounts told through HTTP while a sandbox store's clock moves (decisions §7.5, spec 02
+Discount and its status table): durations, a code that ends mid-dunning, a fully disabled code
+vanishing, once per customer, exact amounts on a multi-item charge, and uses counted exactly
+once by parallel billing runs."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+from sqlalchemy import select, update
+
+from rebill.models import discount_redemptions, payment_methods
+from tests.api.test_charges_totals import set_rates
+from tests.builders import (
+    charges_of,
+    make_address,
+    make_customer,
+    make_discount,
+    make_onetime,
+    make_payment_method,
+    make_subscription,
+)
+from tests.scenarios.conftest import assert_schedule_consistent
+from tests.scenarios.test_billing_crash import _bill
+
+V01 = "2021-01"
+
+
+def _subscriber(api, token="pm_ok", customer=None, **kw):
+    customer = customer or make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token=token)
+    address = make_address(api, customer)
+    return address, make_subscription(api, address, **kw)
+
+
+def _advance(api, **body):
+    reply = api.post("/store/clock/advance", json=body)
+    assert reply.status_code == 200, reply.text
+    return reply.json()["store_clock"]
+
+
+def _apply(api, address, discount_id):
+    reply = api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id})
+    assert reply.status_code == 200, reply.text
+
+
+def _times_used(api, discount_id):
+    return api.get(f"/discounts/{discount_id}", version=V01).json()["discount"]["times_used"]
+
+
+def test_a_usage_limit_code_on_a_monthly_subscription_stops_after_three_paid_charges(api, at):
+    # NOTE: spec 02 duration usage_limit: the first use plus duration_usage_limit (2) re-applications.
+    at(date(2027, 1, 20))
+    discount_id = make_discount(api, duration="usage_limit", duration_usage_limit=2, value="10")
+    address, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 2, 1))
+    _apply(api, address, discount_id)
+    assert _advance(api, to="2027-07-15")["paid"] == 6
+    paid = [(c.scheduled_at.month, c.total_discounts) for c in charges_of(api, address.id) if c.status == "success"]
+    assert paid == [(2, Decimal("1.25")), (3, Decimal("1.25")), (4, Decimal("1.25")),
+                    (5, Decimal("0.00")), (6, Decimal("0.00")), (7, Decimal("0.00"))]
+    assert _times_used(api, discount_id) == 3
+    [queued] = [c for c in charges_of(api, address.id) if c.status == "queued"]
+    assert queued.discount_id is None and queued.total_price == Decimal("12.50")
+    assert_schedule_consistent(api, address.id)
+
+
+def test_a_code_that_ends_mid_dunning_stays_on_the_retried_charge_and_later_ones(api, at):
+    at(date(2027, 1, 20))
+    discount_id = make_discount(api, value="20", ends_at=datetime(2027, 2, 5, tzinfo=timezone.utc))
+    address, _ = _subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    _apply(api, address, discount_id)
+    assert _advance(api, to="2027-02-06")["failed"] == 2
+    assert api.get(f"/discounts/{discount_id}").json()["discount"]["status"] == "disabled"
+    with api.db.write() as conn:
+        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
+                     .values(processor_payment_method_token="pm_new_card"))
+    assert _advance(api, to="2027-03-02")["paid"] == 2  # the Feb 8 retry, then Mar 1
+    paid = [c for c in charges_of(api, address.id) if c.status == "success"]
+    assert [(c.scheduled_at, c.total_discounts) for c in paid] == [
+        (date(2027, 2, 1), Decimal("2.50")), (date(2027, 3, 1), Decimal("2.50"))]
+    assert _times_used(api, discount_id) == 2
+    # Ended: no new application.
+    other, _ = _subscriber(api)
+    refused = api.post(f"/addresses/{other.id}/apply_discount", json={"discount_id": discount_id})
+    assert refused.json() == {"errors": {"discount_id": ["discount has ended"]}}
+    assert_schedule_consistent(api, address.id)
+
+
+def test_a_fully_disabled_code_vanishes_from_queued_and_retried_charges(api, at):
+    at(date(2027, 1, 20))
+    discount_id = make_discount(api, value="20")
+    failing, _ = _subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    waiting, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 3, 1))
+    for address in (failing, waiting):
+        _apply(api, address, discount_id)
+    assert _advance(api, to="2027-02-02")["failed"] == 2  # Feb 1 and its first retry
+    [in_retry] = [c for c in charges_of(api, failing.id) if c.status == "error"]
+    assert in_retry.total_discounts == Decimal("2.50")
+    assert api.put(f"/discounts/{discount_id}", json={"status": "fully_disabled"}).status_code == 200
+    for address in (failing, waiting):
+        for charge in charges_of(api, address.id):
+            assert charge.discount_id is None and charge.total_discounts == 0 and charge.discounts == []
+    api.put(f"/discounts/{discount_id}", json={"status": "enabled"})
+    _advance(api, to="2027-03-02")
+    assert all(c.discount_id is None for a in (failing, waiting) for c in charges_of(api, a.id))
+    assert_schedule_consistent(api, failing.id, waiting.id)
+
+
+def test_a_once_per_customer_code_is_refused_on_the_second_address(api, at):
+    at(date(2027, 1, 20))
+    discount_id = make_discount(api, once_per_customer=True)
+    customer = make_customer(api)
+    first, _ = _subscriber(api, customer=customer, next_charge_scheduled_at=date(2027, 2, 1))
+    _apply(api, first, discount_id)
+    _advance(api, to="2027-02-02")
+    api.post(f"/addresses/{first.id}/remove_discount", json={})
+    second = make_address(api, customer)
+    make_subscription(api, second)
+    refused = api.post(f"/addresses/{second.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
+    assert refused.status_code == 422
+    assert refused.json() == {"errors": {"discount_id": ["discount can be used once per customer"]}}
+
+
+def _multi_item_charge(api, discount_id):
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "5.00"}],
+              tax=[{"country_code": "US", "rate": "0.0825", "title": "Sales tax"}])
+    address = make_address(api)
+    when = date(2027, 2, 1)
+    make_subscription(api, address, price="12.50", next_charge_scheduled_at=when)
+    make_subscription(api, address, price="4.00", quantity=3, next_charge_scheduled_at=when)
+    make_onetime(api, address, price="7.99", next_charge_scheduled_at=when)
+    _apply(api, address, discount_id)
+    [charge] = charges_of(api, address.id)
+    return charge
+
+
+def test_a_percentage_discount_on_a_multi_item_charge_with_shipping_and_tax_is_exact(api, at):
+    at(date(2027, 1, 20))
+    charge = _multi_item_charge(api, make_discount(api, value="15"))
+    # 32.49 x 15% = 4.8735 -> 4.87, shared 1.87 / 1.80 / 1.20; tax 8.25% per discounted line.
+    assert [line["taxable_amount"] for line in charge.line_items] == ["10.63", "10.20", "6.79"]
+    assert [line["tax_due"] for line in charge.line_items] == ["0.88", "0.84", "0.56"]
+    assert (charge.subtotal_price, charge.total_discounts, charge.total_shipping, charge.total_tax,
+            charge.total_price) == (Decimal("32.49"), Decimal("4.87"), Decimal("5.00"), Decimal("2.28"),
+                                    Decimal("34.90"))
+    body = api.get(f"/charges/{charge.id}", version=V01).json()["charge"]
+    assert body["discount_codes"][0]["amount"] == "4.87" and body["total_price"] == "34.90"
+
+
+def test_a_fixed_discount_on_a_multi_item_charge_with_shipping_and_tax_is_exact(api, at):
+    at(date(2027, 1, 20))
+    charge = _multi_item_charge(api, make_discount(api, discount_type="fixed_amount", value="5"))
+    # 5.00 shared 1.92 / 1.85 / 1.23 (largest remainder); shipping untouched.
+    assert [line["taxable_amount"] for line in charge.line_items] == ["10.58", "10.15", "6.76"]
+    assert (charge.total_discounts, charge.total_tax, charge.total_price) == (
+        Decimal("5.00"), Decimal("2.27"), Decimal("34.76"))
+    body = api.get(f"/charges/{charge.id}").json()["charge"]
+    assert body["discounts"][0]["value"] == "5.00" and body["total_discounts"] == "5.00"
+
+
+def test_two_billing_runs_paying_at_once_use_a_usage_limit_1_code_once(api):
+    discount_id = make_discount(api, usage_limit=1, duration="single_use")
+    address, _ = _subscriber(api)
+    _apply(api, address, discount_id)
+    others = [_subscriber(api)[0] for _ in range(6)]
+    runs = [_bill(api, stale="60"), _bill(api, stale="60")]
+    for proc in runs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    assert _times_used(api, discount_id) == 1
+    with api.db.read() as conn:
+        used = conn.execute(select(discount_redemptions.c.charge_id).where(
+            discount_redemptions.c.discount_id == discount_id)).all()
+    assert len(used) == 1
+    assert all(c.status == "success" for a in [address, *others] for c in charges_of(api, a.id)
+               if c.status != "queued")
+
+
+def test_a_run_killed_after_the_payment_is_finished_by_the_next_and_counts_the_use_once(api):
+    discount_id = make_discount(api, duration="single_use")
+    address, _ = _subscriber(api)
+    _apply(api, address, discount_id)
+    crashed = _bill(api, failpoint="billing.after_gateway")
+    crashed.communicate(timeout=120)
+    restarted = _bill(api)
+    _, err = restarted.communicate(timeout=120)
+    assert restarted.returncode == 0, err
+    assert _times_used(api, discount_id) == 1
