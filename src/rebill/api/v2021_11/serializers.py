@@ -16,7 +16,6 @@ import msgspec
 
 from rebill.domain.address.model import Address
 from rebill.domain.customer.model import Customer
-from rebill.domain.discount.model import Discount
 from rebill.domain.store.model import Store
 
 _encode = msgspec.json.Encoder().encode
@@ -103,21 +102,6 @@ def address(a: Address) -> dict[str, Any]:
     }
 
 
-def discount(d: Discount) -> dict[str, Any]:
-    """The stored discount (decisions §7.1); the full contract lands with the discounts issue."""
-    return {
-        "id": d.id,
-        "code": d.code,
-        "value": d.value,
-        "value_type": d.value_type,
-        "status": d.status,
-        "starts_at": ts(d.starts_at),
-        "ends_at": ts(d.ends_at),
-        "created_at": ts(d.created_at),
-        "updated_at": ts(d.updated_at),
-    }
-
-
 _NOT_IN_HOST = re.compile(r"[^a-z0-9]+")
 STORE_DOMAIN_SUFFIX = "rebill.test"
 # NOTE: spec 03 store, `external_platform` names the e-commerce platform behind the checkout
@@ -180,6 +164,5 @@ def store(s: Store) -> dict[str, Any]:
 SERIALIZERS = {
     "customer": customer,
     "address": address,
-    "discount": discount,
     "store": store,
 }

@@ -11,7 +11,7 @@ from ..charge import repository as charges
 from ..charge.model import ERROR
 from ..customer import repository as customers
 from ..schedule.plan import build_charge
-from ..schedule.reconcile import _billing
+from ..schedule.reconcile import billing_of
 from ..store import repository as stores
 from ..subscription import repository as items
 from ..unit import Unit
@@ -35,7 +35,7 @@ def strip_errored(unit: Unit, charge_ids: list[int]) -> None:
         lines = items.many(unit.conn, unit.store_id, charge.purchase_item_ids)
         if address is None or not lines:
             continue
-        planned = build_charge(store, address, _billing(billing.get(charge.customer_id)), charge.scheduled_at,
+        planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,
                                ERROR, list(lines.values()), None)
         rows.append({**{name: planned.values[name] for name in MONEY}, "charge_id": charge.id,
                      "updated_at": unit.now})

@@ -62,7 +62,7 @@ def _new_row(unit: Unit, planned: PlannedCharge, original: date | None) -> dict[
     }
 
 
-def _billing(document: dict[str, Any] | None) -> dict[str, Any] | None:
+def billing_of(document: dict[str, Any] | None) -> dict[str, Any] | None:
     """A customer's 2021-01 billing address, when it has one, is the charge's billing address."""
     if not document or not document.get("address1"):
         return None
@@ -110,7 +110,7 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
     planned: list[PlannedCharge] = []
     for address_id in sorted(found):
         address = found[address_id]
-        planned += plan_address(store, address, _billing(billing.get(address.customer_id)),
+        planned += plan_address(store, address, billing_of(billing.get(address.customer_id)),
                                 by_address[address_id], skips[address_id], offers.get(address_id))
     return planned
 
