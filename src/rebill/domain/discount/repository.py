@@ -152,14 +152,22 @@ def remove_charge_inputs_of(conn: Connection, store_id: int, discount_id: int) -
                                                 charge_discounts.c.discount_id == discount_id))
 
 
+_INPUT_COLUMNS = (charge_discounts.c.address_id, charge_discounts.c.scheduled_at, charge_discounts.c.discount_id)
+# Prepared: every subscription write replans one address (building the statement per call
+# cost a fifth of a POST /subscriptions, docs/performance.md).
+_inputs_of_one = Prepared(select(*_INPUT_COLUMNS).where(charge_discounts.c.address_id == bindparam("address_id")))
+
+
 def charge_inputs(conn: Connection, address_ids: list[int]) -> dict[int, dict[date, int]]:
     """address -> date -> discount id."""
     found: dict[int, dict[date, int]] = {}
     if not address_ids:
         return found
-    stmt = select(charge_discounts.c.address_id, charge_discounts.c.scheduled_at, charge_discounts.c.discount_id
-                  ).where(charge_discounts.c.address_id.in_(address_ids))
-    for address_id, when, discount_id in conn.execute(stmt):
+    if len(address_ids) == 1:
+        rows: Any = _inputs_of_one.all(conn, address_id=address_ids[0])
+    else:
+        rows = conn.execute(select(*_INPUT_COLUMNS).where(charge_discounts.c.address_id.in_(address_ids)))
+    for address_id, when, discount_id in rows:
         found.setdefault(address_id, {})[when] = discount_id
     return found
 
