@@ -307,3 +307,21 @@ def test_amounts_go_to_the_gateway_in_minor_units(api, at):
     [queued] = charges_of(api, address.id)
     _bill(api, Spy())
     assert seen == [(int(queued.total_price * 100), "USD", f"rebill-charge-{queued.id}-attempt-1")]
+
+
+def test_an_address_whose_charge_is_being_paid_cannot_be_deleted_until_the_run_is_done(api, at):
+    from rebill.domain.billing.claim import claim
+    from tests.builders import make_onetime
+    at(START)
+    address = _customer_with(api)
+    make_onetime(api, address, next_charge_scheduled_at=START)
+    [queued] = charges_of(api, address.id)
+    with api.db.write() as conn:
+        assert claim(conn, api.store.id, [queued.id], "another-run", api.clock.now()) == [queued.id]
+    refused = api.delete(f"/addresses/{address.id}")
+    assert refused.status_code == 409
+    assert "being paid" in str(refused.json()["errors"])
+    assert [c.id for c in charges_of(api, address.id)] == [queued.id]
+    api.clock.advance(STALE_AFTER + timedelta(seconds=1))  # the run died; the next one finishes it
+    assert _bill(api).paid == 1
+    assert api.delete(f"/addresses/{address.id}").status_code in (200, 204)

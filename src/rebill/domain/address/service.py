@@ -144,7 +144,12 @@ def forget(unit: Unit, address_ids: list[int]) -> None:
             unit.record(f"{kind}/deleted", item.id, {"id": item.id})
             if kind == "subscription":
                 subscription_ids.append(item.id)
-    gone = [c.id for c in charges.of_addresses(unit.conn, unit.store_id, address_ids, ("queued", "skipped"))]
+    open_charges = charges.of_addresses(unit.conn, unit.store_id, address_ids, ("queued", "skipped"))
+    if any(c.claimed_by is not None for c in open_charges):
+        # A billing run is paying one of them: deleting it would leave the payment with no
+        # charge to record it on (domain/billing/claim.py). The run ends in moments.
+        raise Conflict("A charge of this address is being paid; try again in a moment")
+    gone = [c.id for c in open_charges]
     charges.delete_many(unit.conn, unit.store_id, gone)
     for charge_id in gone:
         unit.record("charge/deleted", charge_id, {"id": charge_id})
