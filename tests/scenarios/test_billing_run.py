@@ -110,6 +110,24 @@ def test_a_declined_card_retries_on_the_dunning_days_then_closes_and_cancels(api
     assert [c.id for c in charges_of(api, address.id) if c.scheduled_at == START] == [queued.id]
 
 
+def test_a_payment_marks_its_method_valid_and_an_expired_card_invalid_and_tells_the_customer(api, at):
+    at(START)
+    told = ("customer/payment_method_updated",)
+    addresses = {}
+    for token, status in (("pm_ok", "valid"), ("pm_expired", "invalid")):
+        customer = make_customer(api)
+        make_payment_method(api, customer, processor_payment_method_token=token, status="unvalidated")
+        addresses[status] = make_address(api, customer)
+        _subscription(api, addresses[status])
+    before = {s: [e for e in events_of(api, a.customer_id) if e[0] in told] for s, a in addresses.items()}
+    _bill(api)
+    for status, address in addresses.items():
+        [method] = api.get("/payment_methods", params={"customer_id": address.customer_id}).json()["payment_methods"]
+        assert method["status"] == status
+        after = [e for e in events_of(api, address.customer_id) if e[0] in told]
+        assert len(after) == len(before[status]) + 1
+
+
 def test_a_failure_records_the_error_the_attempt_and_the_retry_date_and_keeps_the_date(api, at):
     at(START)
     address = _customer_with(api, token="tok_INSUFFICIENT_FUNDS")

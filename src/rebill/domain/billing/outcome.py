@@ -174,9 +174,12 @@ class _Batch:
         # twice at once or retried counts once (and the redemption is unique per charge).
         discounts.record_uses(unit.conn, unit.store_id, self.uses, unit.now)
         if self.valid_methods:
-            unit.conn.execute(update(payment_methods).where(
+            changed = unit.conn.execute(update(payment_methods).where(
                 payment_methods.c.store_id == unit.store_id, payment_methods.c.id.in_(self.valid_methods),
-                payment_methods.c.status != "valid").values(status="valid", status_reason=None, updated_at=unit.now))
+                payment_methods.c.status != "valid").values(status="valid", status_reason=None, updated_at=unit.now)
+                .returning(payment_methods.c.customer_id)).scalars()
+            # NOTE: spec 01 events, a method's change is told on its customer (as the API does).
+            self.events["customer/payment_method_updated"] += sorted(set(changed))
         made = _insert_orders(unit, self.orders)
         if self.orders:
             # A customer's first paid charge stamps it (customer `first_charge_processed_at`).
@@ -215,10 +218,13 @@ def _save(unit: Unit, charge_id: int, values: dict[str, Any]) -> None:
 def _method_status(unit: Unit, method_id: int | None, status: str, reason: str | None) -> None:
     if method_id is None:
         return
-    unit.conn.execute(update(payment_methods)
-                      .where(payment_methods.c.id == method_id, payment_methods.c.store_id == unit.store_id,
-                             payment_methods.c.status != status)
-                      .values(status=status, status_reason=reason, updated_at=unit.now))
+    changed = unit.conn.execute(update(payment_methods)
+                                .where(payment_methods.c.id == method_id, payment_methods.c.store_id == unit.store_id,
+                                       payment_methods.c.status != status)
+                                .values(status=status, status_reason=reason, updated_at=unit.now)
+                                .returning(payment_methods.c.customer_id)).scalar()
+    if changed is not None:
+        unit.record("customer/payment_method_updated", changed)
 
 
 def items_of(unit: Unit, charge: Charge) -> list[PurchaseItem]:
