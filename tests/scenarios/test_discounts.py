@@ -187,3 +187,21 @@ def test_a_run_killed_after_the_payment_is_finished_by_the_next_and_counts_the_u
     _, err = restarted.communicate(timeout=120)
     assert restarted.returncode == 0, err
     assert _times_used(api, discount_id) == 1
+
+
+def test_discounts_in_a_currency_without_minor_units_round_to_whole_yen(api, at):
+    at(date(2027, 1, 20))
+    yen = api.other_store(currency="JPY")
+    percentage, fixed = make_discount(yen, value="10"), make_discount(yen, discount_type="fixed_amount", value="300")
+    totals = []
+    for discount_id in (percentage, fixed):
+        address = make_address(yen)
+        make_subscription(yen, address, price="1005", next_charge_scheduled_at=date(2027, 2, 1))
+        _apply(yen, address, discount_id)
+        [charge] = charges_of(yen, address.id)
+        totals.append((charge.currency, charge.total_discounts, charge.total_price))
+        body = yen.get(f"/charges/{charge.id}").json()["charge"]
+        assert body["total_discounts"] == str(charge.total_discounts)
+        assert "." not in body["total_price"]
+    # 1005 x 10% = 100.5, rounded half up once: 101.
+    assert totals == [("JPY", Decimal("101"), Decimal("904")), ("JPY", Decimal("300"), Decimal("705"))]
