@@ -205,3 +205,39 @@ def test_discounts_in_a_currency_without_minor_units_round_to_whole_yen(api, at)
         assert "." not in body["total_price"]
     # 1005 x 10% = 100.5, rounded half up once: 101.
     assert totals == [("JPY", Decimal("101"), Decimal("904")), ("JPY", Decimal("300"), Decimal("705"))]
+
+
+def test_a_usage_limit_1_code_held_by_two_addresses_is_used_once_and_the_other_pays_in_full(api, at):
+    at(date(2027, 1, 20))
+    discount_id = make_discount(api, value="10", usage_limit=1)
+    first, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 2, 1))
+    second, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 2, 1))
+    _apply(api, first, discount_id)
+    _apply(api, second, discount_id)
+    assert [c.total_discounts for a in (first, second) for c in charges_of(api, a.id)] == [Decimal("1.25")] * 2
+    _advance(api, days=12)
+    paid = [c for a in (first, second) for c in charges_of(api, a.id) if c.status == "success"]
+    assert sorted(c.total_discounts for c in paid) == [Decimal("0"), Decimal("1.25")]
+    assert _times_used(api, discount_id) == 1
+    # The code reached its limit: no queued charge carries it any more.
+    queued = [c for a in (first, second) for c in charges_of(api, a.id) if c.status == "queued"]
+    assert queued and all(c.total_discounts == 0 for c in queued)
+    assert_schedule_consistent(api, first.id, second.id)
+
+
+def test_two_processes_paying_two_charges_with_one_usage_limit_1_code_use_it_once(api):
+    discount_id = make_discount(api, value="10", usage_limit=1)
+    addresses = [_subscriber(api)[0] for _ in range(2)]
+    for address in addresses:
+        _apply(api, address, discount_id)
+    runs = [_bill(api, stale="60"), _bill(api, stale="60")]
+    for proc in runs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    with api.db.read() as conn:
+        used = conn.execute(select(discount_redemptions.c.charge_id).where(
+            discount_redemptions.c.discount_id == discount_id)).scalars().all()
+    assert len(used) == 1 and _times_used(api, discount_id) == 1
+    first_charges = [min(charges_of(api, a.id), key=lambda c: c.scheduled_at) for a in addresses]
+    assert all(c.status == "success" for c in first_charges)
+    assert sorted(c.total_discounts for c in first_charges) == [Decimal("0"), Decimal("1.25")]

@@ -207,3 +207,68 @@ def record_uses(conn: Connection, store_id: int, rows: list[dict[str, Any]], now
     for row in rows:
         per[row["discount_id"]] = per.get(row["discount_id"], 0) + 1
     _COUNT_USES.run_many(conn, [{"_id": d, "_n": n, "_now": now} for d, n in sorted(per.items())])
+
+
+def in_flight(conn: Connection, store_id: int, discount_ids: Iterable[int], *,
+              not_run: str | None = None) -> dict[int, int]:
+    """discount -> charges of the store carrying it that may still become uses: being paid
+    (claimed; by a run other than ``not_run`` when given) or in retry (decisions §7.5)."""
+    wanted = sorted(set(discount_ids))
+    if not wanted:
+        return {}
+    claimed = charges.c.claimed_by.is_not(None)
+    if not_run is not None:
+        claimed = and_(claimed, charges.c.claimed_by != not_run)
+    stmt = (select(charges.c.discount_id, func.count())
+            .where(charges.c.store_id == store_id, charges.c.discount_id.in_(wanted),
+                   or_(claimed, and_(charges.c.status == "error", charges.c.retry_date.is_not(None))))
+            .group_by(charges.c.discount_id))
+    return dict(conn.execute(stmt).all())
+
+
+def lock_rows(conn: Connection, store_id: int, discount_ids: Iterable[int]) -> dict[int, Any]:
+    """The discounts, locked until the unit ends (PostgreSQL; SQLite has one writer): two
+    runs reserving uses of one code take turns."""
+    wanted = sorted(set(discount_ids))
+    if not wanted:
+        return {}
+    stmt = select(discounts).where(discounts.c.store_id == store_id, discounts.c.id.in_(wanted))
+    if conn.dialect.name == "postgresql":
+        stmt = stmt.with_for_update()
+    return {row.id: row for row in conn.execute(stmt)}
+
+
+def reserve(conn: Connection, store_id: int, run: str, held: list[Any]) -> list[Any]:
+    """NOTE: decisions §7.5: the charges of ``held`` (claimed by ``run``, in order) that carry a
+    code with a `usage_limit` beyond what is left of it, counting its uses and the charges other
+    runs are paying or retrying. Those must be planned again without the code before they are
+    paid. Takes the codes' row locks, so runs reserving one code take turns."""
+    carrying = [c for c in held if c.discount_id is not None]
+    rows = lock_rows(conn, store_id, {c.discount_id for c in carrying})
+    capped = {d: row for d, row in rows.items() if row.usage_limit is not None}
+    if not capped:
+        return []
+    others = in_flight(conn, store_id, capped, not_run=run)
+    left = {d: row.usage_limit - row.times_used - others.get(d, 0) for d, row in capped.items()}
+    over = []
+    for charge in carrying:
+        if charge.discount_id in left:
+            if left[charge.discount_id] > 0:
+                left[charge.discount_id] -= 1
+            else:
+                over.append(charge)
+    return over
+
+
+def spent_holders(conn: Connection, store_id: int, discount_ids: Iterable[int]) -> list[int]:
+    """Addresses with a queued charge still carrying one of these codes once its `usage_limit`
+    is reached: their plans must drop it."""
+    wanted = sorted(set(discount_ids))
+    if not wanted:
+        return []
+    spent = select(discounts.c.id).where(discounts.c.store_id == store_id, discounts.c.id.in_(wanted),
+                                         discounts.c.usage_limit.is_not(None),
+                                         discounts.c.times_used >= discounts.c.usage_limit)
+    stmt = select(charges.c.address_id).where(charges.c.store_id == store_id, charges.c.status == "queued",
+                                              charges.c.claimed_by.is_(None), charges.c.discount_id.in_(spent))
+    return sorted(set(conn.execute(stmt).scalars()))
