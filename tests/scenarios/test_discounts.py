@@ -241,3 +241,17 @@ def test_two_processes_paying_two_charges_with_one_usage_limit_1_code_use_it_onc
     first_charges = [min(charges_of(api, a.id), key=lambda c: c.scheduled_at) for a in addresses]
     assert all(c.status == "success" for c in first_charges)
     assert sorted(c.total_discounts for c in first_charges) == [Decimal("0"), Decimal("1.25")]
+
+
+def test_an_authorized_charge_holds_its_codes_last_use_until_it_is_captured(api, at):
+    at(date(2027, 1, 20))
+    discount_id = make_discount(api, value="10", usage_limit=1)
+    first, _ = _subscriber(api, token="authorize_only", next_charge_scheduled_at=date(2027, 2, 1))
+    second, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 2, 3))
+    _apply(api, first, discount_id)
+    _apply(api, second, discount_id)
+    _advance(api, days=14)  # Feb 1: authorized, not captured; Feb 3: paid
+    [pending] = [c for c in charges_of(api, first.id) if c.status == "pending"]
+    [paid] = [c for c in charges_of(api, second.id) if c.status == "success"]
+    assert pending.total_discounts == Decimal("1.25") and paid.total_discounts == Decimal("0")
+    assert _times_used(api, discount_id) == 0  # counted when the capture succeeds

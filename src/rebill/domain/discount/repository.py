@@ -212,7 +212,8 @@ def record_uses(conn: Connection, store_id: int, rows: list[dict[str, Any]], now
 def in_flight(conn: Connection, store_id: int, discount_ids: Iterable[int], *,
               not_run: str | None = None) -> dict[int, int]:
     """discount -> charges of the store carrying it that may still become uses: being paid
-    (claimed; by a run other than ``not_run`` when given) or in retry (decisions §7.5)."""
+    (claimed; by a run other than ``not_run`` when given), in retry, or authorized and waiting
+    for their capture (decisions §7.5)."""
     wanted = sorted(set(discount_ids))
     if not wanted:
         return {}
@@ -221,7 +222,8 @@ def in_flight(conn: Connection, store_id: int, discount_ids: Iterable[int], *,
         claimed = and_(claimed, charges.c.claimed_by != not_run)
     stmt = (select(charges.c.discount_id, func.count())
             .where(charges.c.store_id == store_id, charges.c.discount_id.in_(wanted),
-                   or_(claimed, and_(charges.c.status == "error", charges.c.retry_date.is_not(None))))
+                   or_(claimed, and_(charges.c.status == "error", charges.c.retry_date.is_not(None)),
+                       charges.c.status == "pending"))
             .group_by(charges.c.discount_id))
     return dict(conn.execute(stmt).all())
 
