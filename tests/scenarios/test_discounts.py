@@ -255,3 +255,24 @@ def test_an_authorized_charge_holds_its_codes_last_use_until_it_is_captured(api,
     [paid] = [c for c in charges_of(api, second.id) if c.status == "success"]
     assert pending.total_discounts == Decimal("1.25") and paid.total_discounts == Decimal("0")
     assert _times_used(api, discount_id) == 0  # counted when the capture succeeds
+
+
+def test_a_code_applied_to_a_charge_goes_when_the_charge_is_regenerated_into_something_else(api, at):
+    at(date(2027, 1, 20))
+    discount_id = make_discount(api, value="10")
+    address, subscription = _subscriber(api, next_charge_scheduled_at=date(2027, 2, 1))
+    [charge] = charges_of(api, address.id)
+    reply = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id})
+    assert reply.status_code == 200, reply.text
+    # A replan of the address that leaves the charge as it was keeps the code.
+    make_onetime(api, address, next_charge_scheduled_at=date(2027, 3, 1))
+    [kept] = [c for c in charges_of(api, address.id) if c.id == charge.id]
+    assert kept.total_discounts == Decimal("1.25")
+    # NOTE: spec 02 Charges rule 2, a regeneration that changes the charge drops the code.
+    assert api.put(f"/subscriptions/{subscription.id}", json={"quantity": 2}).status_code == 200
+    [changed] = [c for c in charges_of(api, address.id) if c.id == charge.id]
+    assert changed.total_discounts == 0 and changed.discount_id is None
+    assert_schedule_consistent(api, address.id)
+    # The charge is free to take a code again.
+    again = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id})
+    assert again.status_code == 200 and Decimal(again.json()["charge"]["total_discounts"]) == Decimal("2.50")

@@ -46,6 +46,9 @@ charge_discounts = Table(
     Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), nullable=False),
     Column("scheduled_at", Date, nullable=False),
     Column("discount_id", IdType, ForeignKey("discounts.id", ondelete="CASCADE"), nullable=False, index=True),
+    # What the charge was made of when the code was applied (domain/discount/terms.basis_of):
+    # spec 02 Charges rule 2, a regeneration that changes it drops the code.
+    Column("basis", String(64), nullable=True),
     Column("created_at", UtcDateTime(), nullable=False),
     UniqueConstraint("address_id", "scheduled_at", name="uq_charge_discounts_address_date"),
     sqlite_autoincrement=True,

@@ -19,7 +19,7 @@ from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository, rules
-from .terms import Terms
+from .terms import Terms, basis_of
 
 
 def _address(unit: Unit, address_id: int) -> Address:
@@ -108,13 +108,14 @@ def apply_to_charge(unit: Unit, charge_id: int, discount_id: int | None, code: s
     if address.discount_id is not None:
         raise ValidationFailed.field(field, "the charge's address has a discount")
     rules.check(unit, row, field, customer_id=charge.customer_id, currency=charge.currency)
-    _check_qualifies(unit, charge, row, field)
-    repository.add_charge_input(unit.conn, unit.store_id, charge.address_id, charge.scheduled_at, row.id, unit.now)
+    lines = _check_qualifies(unit, charge, row, field)
+    repository.add_charge_input(unit.conn, unit.store_id, charge.address_id, charge.scheduled_at, row.id, unit.now,
+                                basis_of(lines, address))
     result = replan(unit, [charge.address_id])
     return _charge_after(unit, charge, result)
 
 
-def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> None:
+def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> list[Any]:
     """NOTE: decisions §7.5, applying to a charge below `prerequisite_subtotal_min` (or with no
     line the code applies to) answers 422."""
     found = items.many(unit.conn, unit.store_id, charge.purchase_item_ids)
@@ -127,6 +128,7 @@ def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> None:
             raise ValidationFailed.field(field, "discount applies to no line of this charge")
         raise ValidationFailed.field(field, f"the charge's subtotal {eligible} is below the discount's minimum "
                                             f"{row.prerequisite_subtotal_min}")
+    return lines
 
 
 def remove_from_charge(unit: Unit, charge_id: int, address_id: int | None) -> Charge:

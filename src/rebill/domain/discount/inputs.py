@@ -18,7 +18,8 @@ from .terms import AddressDiscounts, Terms, allowed_uses
 
 def load(conn: Connection, store_id: int, found: dict[int, Address],
          open_charges: list[Charge]) -> dict[int, AddressDiscounts]:
-    by_date = repository.charge_inputs(conn, list(found))
+    with_basis = repository.charge_inputs(conn, list(found), with_basis=True)
+    by_date = {a: {when: d for when, (d, _) in dates.items()} for a, dates in with_basis.items()}
     wanted = {a.discount_id for a in found.values() if a.discount_id is not None}
     wanted |= {d for dates in by_date.values() for d in dates.values()}
     if not wanted:
@@ -44,7 +45,8 @@ def load(conn: Connection, store_id: int, found: dict[int, Address],
     for address in found.values():
         currency = address.presentment_currency
         entry = AddressDiscounts(by_date={when: Terms.of(rows[d], currency)
-                                          for when, d in by_date.get(address.id, {}).items() if d in rows})
+                                          for when, d in by_date.get(address.id, {}).items() if d in rows},
+                                 bases={when: b for when, (_, b) in with_basis.get(address.id, {}).items()})
         row = rows.get(address.discount_id) if address.discount_id is not None else None
         if row is not None:
             entry.address = Terms.of(row, currency)
@@ -63,4 +65,5 @@ def stale(offers: dict[int, AddressDiscounts], planned_keys: set[Any],
     or retried): spec 02 Charges rule 2, they go with their charge."""
     kept = {(c.address_id, c.scheduled_at) for c in open_charges if c.status == ERROR or c.claimed_by is not None}
     return [(address_id, when) for address_id, entry in offers.items() for when in entry.by_date
-            if (address_id, when, QUEUED) not in planned_keys and (address_id, when) not in kept]
+            if ((address_id, when, QUEUED) not in planned_keys or when in entry.dropped)
+            and (address_id, when) not in kept]

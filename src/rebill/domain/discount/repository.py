@@ -136,9 +136,9 @@ def charge_input(conn: Connection, address_id: int, when: date) -> Any:
 
 
 def add_charge_input(conn: Connection, store_id: int, address_id: int, when: date, discount_id: int,
-                     now: datetime) -> None:
+                     now: datetime, basis: str | None = None) -> None:
     insert_row(conn, charge_discounts, {"store_id": store_id, "address_id": address_id, "scheduled_at": when,
-                                        "discount_id": discount_id, "created_at": now})
+                                        "discount_id": discount_id, "basis": basis, "created_at": now})
 
 
 def remove_charge_input(conn: Connection, address_id: int, when: date) -> bool:
@@ -152,23 +152,24 @@ def remove_charge_inputs_of(conn: Connection, store_id: int, discount_id: int) -
                                                 charge_discounts.c.discount_id == discount_id))
 
 
-_INPUT_COLUMNS = (charge_discounts.c.address_id, charge_discounts.c.scheduled_at, charge_discounts.c.discount_id)
+_INPUT_COLUMNS = (charge_discounts.c.address_id, charge_discounts.c.scheduled_at, charge_discounts.c.discount_id,
+                  charge_discounts.c.basis)
 # Prepared: every subscription write replans one address (building the statement per call
 # cost a fifth of a POST /subscriptions, docs/performance.md).
 _inputs_of_one = Prepared(select(*_INPUT_COLUMNS).where(charge_discounts.c.address_id == bindparam("address_id")))
 
 
-def charge_inputs(conn: Connection, address_ids: list[int]) -> dict[int, dict[date, int]]:
-    """address -> date -> discount id."""
-    found: dict[int, dict[date, int]] = {}
+def charge_inputs(conn: Connection, address_ids: list[int], *, with_basis: bool = False) -> dict[int, dict[date, Any]]:
+    """address -> date -> discount id (with ``with_basis``: (discount id, basis))."""
+    found: dict[int, dict[date, Any]] = {}
     if not address_ids:
         return found
     if len(address_ids) == 1:
         rows: Any = _inputs_of_one.all(conn, address_id=address_ids[0])
     else:
         rows = conn.execute(select(*_INPUT_COLUMNS).where(charge_discounts.c.address_id.in_(address_ids)))
-    for address_id, when, discount_id in rows:
-        found.setdefault(address_id, {})[when] = discount_id
+    for address_id, when, discount_id, basis in rows:
+        found.setdefault(address_id, {})[when] = (discount_id, basis) if with_basis else discount_id
     return found
 
 

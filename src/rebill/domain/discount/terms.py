@@ -4,6 +4,7 @@ many more new queued charges of an address may carry it (decisions §7.5). Pure:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -76,11 +77,19 @@ class AddressDiscounts:
     address: Terms | None = None
     remaining: int | None = None  # new queued charges that may still carry `address`; None: no end
     by_date: dict[date, Terms] = field(default_factory=dict)  # applied to the queued charge of a date
+    bases: dict[date, str | None] = field(default_factory=dict)  # what each of those charges was made of
+    dropped: set[date] = field(default_factory=set)  # charge codes whose charge was regenerated
 
-    def for_charge(self, when: date) -> tuple[Terms | None, bool]:
-        """The terms for the queued charge of ``when`` and whether they are the address's."""
+    def for_charge(self, when: date, basis: str | None = None) -> tuple[Terms | None, bool]:
+        """The terms for the queued charge of ``when`` and whether they are the address's.
+        NOTE: spec 02 Charges rule 2, a code applied to the charge alone goes when the charge is
+        regenerated into something else (``basis`` differs from the one it was applied to)."""
         if when in self.by_date:
-            return self.by_date[when], False
+            known = self.bases.get(when)
+            if known is None or basis is None or known == basis:
+                return self.by_date[when], False
+            self.dropped.add(when)
+            return None, False
         if self.address is not None and (self.remaining is None or self.remaining > 0):
             return self.address, True
         return None, False
@@ -88,3 +97,11 @@ class AddressDiscounts:
     def used_one(self) -> None:
         if self.remaining is not None:
             self.remaining -= 1
+
+
+def basis_of(items: list[Any], address: Any) -> str:
+    """What a charge is made of, as far as a charge-level code is concerned: its items (id,
+    quantity, price, variant) and where it goes. A regeneration that changes it drops the code."""
+    parts = sorted((i.id, i.quantity, str(i.price), i.orders_per_charge, i.external_variant_id) for i in items)
+    where = (address.address1, address.address2, address.city, address.province, address.zip, address.country_code)
+    return hashlib.sha256(repr((parts, where)).encode()).hexdigest()[:32]

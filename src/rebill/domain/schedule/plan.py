@@ -17,7 +17,7 @@ from typing import Any
 from ..address.model import Address
 from ..charge import rates
 from ..charge.totals import LineInput, compute
-from ..discount.terms import AddressDiscounts, Terms
+from ..discount.terms import AddressDiscounts, Terms, basis_of
 from ..money import format_amount, quantize
 from ..store.model import Store
 from ..subscription.model import PurchaseItem
@@ -168,7 +168,8 @@ def plan_address(store: Store, address: Address, billing: dict[str, Any] | None,
             groups[(when, QUEUED)].append(item)
     planned = []
     for (when, status), members in sorted(groups.items()):
-        terms, of_address = offers.for_charge(when) if offers is not None and status == QUEUED else (None, False)
+        basis = basis_of(members, address) if offers is not None and when in offers.by_date else None
+        terms, of_address = offers.for_charge(when, basis) if offers is not None and status == QUEUED else (None, False)
         charge = build_charge(store, address, billing, when, status, members, terms)
         if of_address and charge.values["discount_id"] is not None:
             # NOTE: spec 02 Discount duration, each new queued charge is one more application.

@@ -32,6 +32,7 @@ def upgrade() -> None:
     sa.Column('address_id', ID, nullable=False),
     sa.Column('scheduled_at', sa.Date(), nullable=False),
     sa.Column('discount_id', ID, nullable=False),
+    sa.Column('basis', sa.String(length=64), nullable=True),
     sa.Column('created_at', sa.DateTime(), nullable=False),
     sa.ForeignKeyConstraint(['address_id'], ['addresses.id'], name=op.f('fk_charge_discounts_address_id_addresses'),
                             ondelete='CASCADE'),
