@@ -83,6 +83,15 @@ def test_a_due_charge_is_paid_once_makes_its_order_and_the_next_charge_appears(a
     assert customer["orders_count"] == 1 and customer["first_charge_processed_at"] is not None
 
 
+def test_until_bills_only_charges_dated_on_or_before_it_and_never_after_today(api, at):
+    at(START)
+    address = _customer_with(api)
+    _subscription(api, address)
+    assert _bill(api, until=START - timedelta(days=1)).processed == 0
+    assert _bill(api, until=START + timedelta(days=400)).paid == 1  # capped at today: one charge
+    assert [c.status for c in charges_of(api, address.id)] == ["success", "queued"]
+
+
 def test_a_declined_card_retries_on_the_dunning_days_then_closes_and_cancels(api, at):
     at(START)
     address = _customer_with(api, token="pm_declined")

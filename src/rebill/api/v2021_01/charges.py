@@ -16,7 +16,8 @@ from rebill.domain.geo import country_name
 from .purchases import naive, platform_id
 
 
-def _old_address(document: dict[str, Any] | None) -> dict[str, Any] | None:
+def old_address(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A charge's or order's address document as 2021-01 shows it (`country` by name)."""
     if document is None:
         return None
     old = {k: v for k, v in document.items() if k != "country_code"}
@@ -58,7 +59,7 @@ class ChargeOldShape(Change):
             "id": data["id"],
             "address_id": data["address_id"],
             "analytics_data": data["analytics_data"],
-            "billing_address": _old_address(data["billing_address"]),
+            "billing_address": old_address(data["billing_address"]),
             "browser_ip": None,
             "client_details": data["client_details"],
             "created_at": naive(data["created_at"]),
@@ -84,7 +85,7 @@ class ChargeOldShape(Change):
             "retry_date": data["retry_date"],
             "scheduled_at": data["scheduled_at"] + "T00:00:00",
             "shipments_count": 0,
-            "shipping_address": _old_address(data["shipping_address"]),
+            "shipping_address": old_address(data["shipping_address"]),
             "shipping_lines": [{"code": s["code"], "price": s["price"], "title": s["title"]}
                                for s in data["shipping_lines"]],
             "status": data["status"].upper(),

@@ -13,19 +13,12 @@ from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import charges as head_charges
 from rebill.api.v2021_11 import orders as head
 from rebill.api.v2021_11.parsers import ATTRIBUTE
-from rebill.domain.geo import country_code_for_name, country_name
+from rebill.domain.geo import country_code_for_name
 from rebill.domain.order.model import STATUSES, Order
 from rebill.domain.order.repository import PROCESSED_SORT
 
+from .charges import old_address
 from .purchases import naive, platform_id
-
-
-def _old_address(document: dict[str, Any] | None) -> dict[str, Any] | None:
-    if document is None:
-        return None
-    old = {k: v for k, v in document.items() if k != "country_code"}
-    old["country"] = country_name(document.get("country_code") or "")
-    return old
 
 
 def _old_line(line: dict[str, Any], head_line: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +60,7 @@ class OrderOldShape(Change):
             "id": data["id"],
             "address_id": data["address_id"],
             "address_is_active": bool(obj.address_exists),
-            "billing_address": _old_address(data["billing_address"]),
+            "billing_address": old_address(data["billing_address"]),
             "browser_ip": None,
             "charge_id": obj.charge_id,
             "charge_status": obj.charge_status.upper() if obj.charge_status else None,
@@ -97,7 +90,7 @@ class OrderOldShape(Change):
             "processed_at": naive(data["processed_at"]),
             "scheduled_at": scheduled,
             "shipped_date": naive(data["processed_at"]),
-            "shipping_address": _old_address(data["shipping_address"]),
+            "shipping_address": old_address(data["shipping_address"]),
             "shipping_date": scheduled,
             "shipping_lines": [{"code": s["code"], "price": s["price"], "source": s["source"], "title": s["title"]}
                                for s in data["shipping_lines"]],

@@ -54,7 +54,7 @@ def payment_method(m: PaymentMethod) -> dict[str, Any]:
 def payment_source(source: PaymentSource) -> dict[str, Any]:
     """2021-11 has no payment sources (spec 02: deprecated, 2021-01 only): the method and its
     customer's dunning flag, which the 2021-01 change turns into the old shape."""
-    return {**payment_method(source.method), "has_payment_method_in_dunning": source.has_card_error_in_dunning}
+    return {**payment_method(source.method), "has_payment_method_in_dunning": source.has_payment_method_in_dunning}
 
 
 # Requests --------------------------------------------------------------------------------

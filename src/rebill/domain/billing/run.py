@@ -162,10 +162,13 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
     """The billing run of one store: every charge due on or before ``until`` (default, and at
     most, the store's today), in batches."""
     summary = summary or Summary()
-    with db.write() as conn:
-        unit = Unit(conn, store, now())
-        sweep.release_prepaid_orders(unit)
-        sweep.flag_uncaptured(unit)
+    with db.read() as conn:
+        due = sweep.anything_due(Unit(conn, store, now()))
+    if due:
+        with db.write() as conn:
+            unit = Unit(conn, store, now())
+            sweep.release_prepaid_orders(unit)
+            sweep.flag_uncaptured(unit)
     for batch in _due_batches(db, store, now, until):
         process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after)
         if progress is not None:

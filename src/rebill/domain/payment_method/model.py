@@ -45,10 +45,10 @@ class PaymentMethod(msgspec.Struct):
 
 class PaymentSource(msgspec.Struct):
     """A payment method as the deprecated 2021-01 payment sources show it: with its customer's
-    dunning flag (spec 02 Payment source `has_card_error_in_dunning`)."""
+    dunning flag (2021-01 renders it as `has_card_error_in_dunning`)."""
 
     method: PaymentMethod
-    has_card_error_in_dunning: bool
+    has_payment_method_in_dunning: bool
 
 
 class PaymentMethodCreate(msgspec.Struct, kw_only=True):
