@@ -269,9 +269,12 @@ def spent_holders(conn: Connection, store_id: int, discount_ids: Iterable[int]) 
     wanted = sorted(set(discount_ids))
     if not wanted:
         return []
-    spent = select(discounts.c.id).where(discounts.c.store_id == store_id, discounts.c.id.in_(wanted),
-                                         discounts.c.usage_limit.is_not(None),
-                                         discounts.c.times_used >= discounts.c.usage_limit)
+    # The codes first (a few rows): most batches have none spent and need no look at charges.
+    spent = list(conn.execute(select(discounts.c.id).where(
+        discounts.c.store_id == store_id, discounts.c.id.in_(wanted), discounts.c.usage_limit.is_not(None),
+        discounts.c.times_used >= discounts.c.usage_limit)).scalars())
+    if not spent:
+        return []
     stmt = select(charges.c.address_id).where(charges.c.store_id == store_id, charges.c.status == "queued",
                                               charges.c.claimed_by.is_(None), charges.c.discount_id.in_(spent))
     return sorted(set(conn.execute(stmt).scalars()))
