@@ -33,7 +33,7 @@ from urllib.request import Request, urlopen
 import psycopg
 from sqlalchemy import func, select
 
-from bench import billing, schedule
+from bench import billing, floor, schedule
 from rebill.api.listing import encode_cursor
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
@@ -56,7 +56,7 @@ PORT = 8765
 BARE = "bare endpoint (same stack)"
 
 
-def seed(url: str) -> tuple[str, int]:
+def seed(url: str) -> tuple[str, int, int]:
     upgrade(url)
     db = Database.from_url(url)
     now = SystemClock().now()
@@ -80,7 +80,7 @@ def seed(url: str) -> tuple[str, int]:
                 "prerequisite_subtotal_min": None, "starts_at": None, "ends_at": None, "created_at": now,
                 "updated_at": now})
     db.dispose()
-    return token, customer.id
+    return token, customer.id, store.id
 
 
 def schedule_positions(url: str, store: Any) -> tuple[str, tuple[int, int]]:
@@ -155,7 +155,7 @@ def main() -> None:
 
     url, cleanup = fresh_database(args.database)
     print("seeding the request benchmark: one store, one customer, 300 addresses", flush=True)
-    token, customer_id = seed(url)
+    token, customer_id, store_id = seed(url)
     sched = schedule.run(url, args.addresses)
     day = billing.run(url, args.charges)
     deep_cursor, address_range = schedule_positions(url, sched["store"])
@@ -183,9 +183,16 @@ def main() -> None:
             print(f"round {number + 1} of {args.rounds}: {', '.join(c[0] for c in cases)}", flush=True)
             rounds.append({name: wrk(path, case_token, args.seconds, args.connections, script, script_args)
                            for name, path, script, case_token, script_args in cases})
-    finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=10)
+        print("floor: the statements of each create, straight on the driver, no server (bench/floor.py)",
+              flush=True)
+        floors = {"POST /customers": floor.customer_floor(url, store_id),
+                  "POST /subscriptions": floor.subscription_floor(url, sched["store"].id, address_range, "2031-01-15")}
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
+            server.wait(timeout=10)
         cleanup()
 
     backend = "PostgreSQL" if args.database and not args.database.startswith("sqlite") else "SQLite"
@@ -211,6 +218,20 @@ def main() -> None:
     writes = {n: median(summary[n]["ratios"]) for n in ("POST /customers", "POST /subscriptions")}
     print("write target (at least 0.3x the bare endpoint): "
           + ", ".join(f"{n} {'met' if r >= 0.3 else 'NOT met'} ({r:.2f})" for n, r in writes.items()))
+    # What no application code could beat: the bare endpoint's time plus the create's own
+    # statements (bench/floor.py).
+    bare_rps = median(summary[BARE]["rps"])
+    for name, floor_us in floors.items():
+        summary[name]["floor_us"] = floor_us
+        if backend == "SQLite":
+            # SQLite's writes are serial, on the server's one core: time adds up.
+            best = summary[name]["ceiling_ratio"] = floor.ceiling(bare_rps, floor_us)
+            print(f"  {name}: its statements alone take {floor_us:.0f} µs; with the bare endpoint's "
+                  f"{1e6 / bare_rps:.0f} µs per request the best reachable ratio is {best:.2f}")
+        else:
+            # On PostgreSQL the floor is mostly round trips on one connection, which the server
+            # overlaps across requests: it is no ceiling.
+            print(f"  {name}: its statements alone take {floor_us:.0f} µs on one connection (round trips)")
     print(f"regeneration target (at most 10x a raw bulk insert): {'met' if sched['ratio'] <= 10 else 'NOT met'} "
           f"({sched['ratio']:.1f}x: {sched['regenerate_s']:.1f} s against {sched['raw_insert_s']:.1f} s for "
           f"{sched['rows']['charges']:,} charges)")
