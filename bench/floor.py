@@ -62,8 +62,14 @@ class _Raw:
         return value
 
     def insert(self, table: str, names: list[str]) -> str:
-        return self.sql(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
-                        "RETURNING id")
+        # SQLite hands the new id over without RETURNING, a few µs cheaper: the floor takes the
+        # cheapest way each driver has.
+        returning = "" if self.mark == "?" else " RETURNING id"
+        return self.sql(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+                        + returning)
+
+    def new_id(self) -> int:
+        return self.cursor.lastrowid if self.mark == "?" else self.cursor.fetchone()[0]
 
     def close(self) -> None:
         self.conn.rollback()
@@ -101,9 +107,9 @@ def customer_floor(url: str, store_id: int, count: int = 5000) -> float:
             cur.fetchone()
             row = {**template, "email": email, "email_key": email, "hash": f"{tag}{n:016d}"}
             cur.execute(insert, [row[name] for name in names])
-            customer_id = cur.fetchone()[0]
+            customer_id = raw.new_id()
             cur.execute(insert_event, [{**event, "resource_id": customer_id}[name] for name in event_names])
-            cur.fetchone()
+            raw.new_id()
         return _timed(raw, count, one)
     finally:
         raw.close()
@@ -130,14 +136,14 @@ def subscription_floor(url: str, store_id: int, address_ids: tuple[int, int], wh
         def record(topic: str, resource_id: int) -> None:
             row = {**event, "topic": topic, "resource": topic.split("/")[0], "resource_id": resource_id}
             cur.execute(insert_event, [row[name] for name in event_names])
-            cur.fetchone()
+            raw.new_id()
 
         def one(n: int) -> None:
             cur.execute(address, (store_id, random.randint(*address_ids)))
             address_id, customer_id, _currency = cur.fetchone()
             row = {**item, "address_id": address_id, "customer_id": customer_id}
             cur.execute(insert_item, [row[name] for name in item_names])
-            item_id = cur.fetchone()[0]
+            item_id = raw.new_id()
             record("subscription/created", item_id)
             cur.execute(queued, (store_id, address_id, day))
             found = cur.fetchone()
@@ -148,7 +154,7 @@ def subscription_floor(url: str, store_id: int, address_ids: tuple[int, int], wh
             else:
                 values = {**charge, "address_id": address_id, "customer_id": customer_id, "scheduled_at": day}
                 cur.execute(insert_charge, [values[name] for name in charge_names])
-                charge_id = cur.fetchone()[0]
+                charge_id = raw.new_id()
                 record("charge/created", charge_id)
             cur.execute(link, (store_id, charge_id, item_id))
         return _timed(raw, count, one)
