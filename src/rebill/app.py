@@ -52,6 +52,6 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     buckets = LeakyBuckets(settings.rate_limit, **extra)
     edge = Edge(api, tokens=tokens, buckets=buckets, versions=VERSIONS, fallback_version=FALLBACK_VERSION)
     edge.services = services  # type: ignore[attr-defined]
-    if settings.regenerate_every > 0 or settings.bill_every > 0:
+    if settings.regenerate_every > 0 or settings.bill_every > 0 or settings.purge_every > 0:
         return Jobs(edge, db, clock, services.gateway, settings)  # type: ignore[return-value]
     return edge

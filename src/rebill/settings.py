@@ -49,6 +49,8 @@ class Settings:
     claim_stale_seconds: float = 60.0
     # Seconds between two billing runs inside `rebill serve`; 0 switches them off.
     bill_every: float = 60.0
+    # Seconds between two purges of expired idempotency keys (decisions §9.2); 0 switches it off.
+    purge_every: float = 3600.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -66,6 +68,8 @@ class Settings:
             values["claim_stale_seconds"] = float(env["REBILL_CLAIM_STALE_SECONDS"])
         if env.get("REBILL_BILL_EVERY"):
             values["bill_every"] = float(env["REBILL_BILL_EVERY"])
+        if env.get("REBILL_PURGE_EVERY"):
+            values["purge_every"] = float(env["REBILL_PURGE_EVERY"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

@@ -138,3 +138,69 @@ def _token_id(api):
     from rebill.models import tokens
     with api.db.read() as conn:
         return conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)).scalar()
+
+
+def _keys(api):
+    with api.db.read() as conn:
+        return {row.key: row.state for row in conn.execute(
+            select(idempotency_keys.c.key, idempotency_keys.c.state).where(idempotency_keys.c.store_id == api.store.id))}
+
+
+def test_the_purge_removes_keys_past_24_hours_and_leaves_the_others(api):
+    from rebill.api.idempotency import purge_expired
+    _post(api, _body("old"), key="old")
+    now = api.clock.now()
+    with api.db.write() as conn:  # two running keys as old as "old": one alive, one whose request died
+        conn.execute(insert(idempotency_keys), [
+            {"store_id": api.store.id, "token_id": _token_id(api), "key": key, "fingerprint": "x",
+             "state": "running", "created_at": now, "updated_at": now} for key in ("alive", "dead")])
+    api.clock.advance(timedelta(hours=23, minutes=59))
+    _post(api, _body("recent"), key="recent")
+    purge_expired(api.db, api.clock.now())  # the purge is global: other tests' keys may go
+    assert _keys(api) == {"old": "done", "alive": "running", "dead": "running", "recent": "done"}
+    api.clock.advance(timedelta(minutes=2))
+    # "old" and "dead" are a day and a minute old ("dead" abandoned); "alive" is as old but its
+    # request still reports (updated now), so it stays; "recent" is two minutes old.
+    with api.db.write() as conn:
+        conn.execute(idempotency_keys.update().where(idempotency_keys.c.store_id == api.store.id,
+                                                     idempotency_keys.c.key == "alive")
+                     .values(updated_at=api.clock.now()))
+    assert purge_expired(api.db, api.clock.now()) >= 2
+    assert _keys(api) == {"alive": "running", "recent": "done"}
+    # The purged key starts over; the recent one still replays.
+    assert _post(api, _body("old-again"), key="old").json()["customer"]["email"] == "idem-old-again@example.com"
+    assert _post(api, _body("recent"), key="recent").headers.get("x-request-id")
+    assert _count(api) == 3
+
+
+def test_the_purge_goes_in_batches(api, monkeypatch):
+    from rebill.api import idempotency
+    monkeypatch.setattr(idempotency, "PURGE_BATCH", 2)
+    now = api.clock.now()
+    with api.db.write() as conn:
+        conn.execute(insert(idempotency_keys), [
+            {"store_id": api.store.id, "token_id": _token_id(api), "key": f"b{n}", "fingerprint": "x", "state": "done",
+             "created_at": now - timedelta(days=2), "updated_at": now - timedelta(days=2)} for n in range(5)])
+    assert idempotency.purge_expired(api.db, now) >= 5  # global: other tests' old keys go too
+    assert _keys(api) == {}
+
+
+def test_an_expired_key_purged_under_a_request_is_taken_anew(api, monkeypatch):
+    """begin() read the expired row; the purge deleted it before begin's update: the request
+    takes the key anew instead of answering 409."""
+    from rebill.api import idempotency
+    _post(api, _body("first"), key="k")
+    api.clock.advance(timedelta(days=2))
+    real_update = idempotency.update
+    purged = []
+
+    def update_after_purge(table):
+        if not purged:  # only begin's update: the purge lands between its look and its update
+            purged.append(idempotency.purge_expired(api.db, api.clock.now()))
+        return real_update(table)
+    if api.db.engine.dialect.name == "sqlite":
+        pytest.skip("on SQLite the look and the update share one write transaction: no purge can come between")
+    monkeypatch.setattr(idempotency, "update", update_after_purge)
+    answer = _post(api, _body("second"), key="k")
+    assert answer.status_code == 201, answer.text
+    assert purged[0] >= 1 and _keys(api) == {"k": "done"}

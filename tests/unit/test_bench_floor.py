@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import floor
 from sqlalchemy import func, select
 
-from bench import floor
 from rebill.models import charge_items, charges, customers, events, purchase_items
 from tests.builders import make_address
 

@@ -48,8 +48,8 @@ def test_the_server_bills_due_charges_by_itself_while_it_runs(api):
     assert app.scheduler is None  # stopped with the lifespan
 
 
-def test_no_jobs_when_both_are_switched_off(api):
-    app = create_app(_settings(regenerate_every=0, bill_every=0), db=api.db, clock=api.clock)
+def test_no_jobs_when_all_are_switched_off(api):
+    app = create_app(_settings(regenerate_every=0, bill_every=0, purge_every=0), db=api.db, clock=api.clock)
     assert not isinstance(app, Jobs)
 
 
@@ -62,3 +62,23 @@ def test_one_billing_pass_covers_every_store_each_on_its_own_clock(api):
     assert processed >= 2
     assert {c.status for c in charges_of(api, mine.id) if c.id == first.id} == {"success"}
     assert {c.status for c in charges_of(other, theirs.id) if c.id == second.id} == {"success"}
+
+
+def test_the_server_purges_expired_idempotency_keys_by_itself(api):
+    from sqlalchemy import insert, select
+
+    from rebill.models import idempotency_keys
+    now = api.clock.now()
+    with api.db.write() as conn:
+        conn.execute(insert(idempotency_keys), [
+            {"store_id": api.store.id, "token_id": 0, "key": key, "fingerprint": "x", "state": "done",
+             "created_at": when, "updated_at": when}
+            for key, when in (("expired", now - timedelta(hours=25)), ("kept", now - timedelta(hours=23)))])
+
+    def keys():
+        with api.db.read() as conn:
+            return set(conn.execute(select(idempotency_keys.c.key)
+                                    .where(idempotency_keys.c.store_id == api.store.id)).scalars())
+    app = create_app(_settings(regenerate_every=0, bill_every=0, purge_every=0.1), db=api.db, clock=api.clock)
+    with TestClient(app):
+        assert _wait_for(lambda: keys() == {"kept"})

@@ -65,11 +65,7 @@ def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now
     with db.write() as conn:
         row = conn.execute(select(table).where(*where)).first()
         if row is None:
-            try:
-                conn.execute(insert(table).values(store_id=store_id, token_id=token_id, key=key, fingerprint=print_,
-                                                  state="running", created_at=now, updated_at=now))
-            except IntegrityError:  # the same key, at the same moment, from another request
-                raise Conflict("A request with this Idempotency-Key is still running") from None
+            _take_new(conn, store_id, token_id, key, print_, now)
             return None
         fresh = now - row.created_at < KEPT
         if fresh and row.fingerprint != print_:
@@ -83,8 +79,40 @@ def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now
             fingerprint=print_, state="running", status=None, headers=None, body=None,
             created_at=now if not fresh else row.created_at, updated_at=now)).rowcount
         if taken != 1:
-            raise Conflict("A request with this Idempotency-Key is still running")
+            if conn.execute(select(table.c.id).where(*where)).first() is not None:
+                raise Conflict("A request with this Idempotency-Key is still running")
+            # The expired row was purged between the look and the update (purge_expired).
+            _take_new(conn, store_id, token_id, key, print_, now)
         return None
+
+
+def _take_new(conn: Any, store_id: int, token_id: int, key: str, print_: str, now: datetime) -> None:
+    try:
+        conn.execute(insert(idempotency_keys).values(store_id=store_id, token_id=token_id, key=key,
+                                                     fingerprint=print_, state="running", created_at=now,
+                                                     updated_at=now))
+    except IntegrityError:  # the same key, at the same moment, from another request
+        raise Conflict("A request with this Idempotency-Key is still running") from None
+
+
+PURGE_BATCH = 5000
+
+
+def purge_expired(db: Database, now: datetime) -> int:
+    """Deletes the keys past their 24 hours (a repeat would run as new anyway) and returns
+    how many went; without it the table would grow with every POST that sends a key. A key
+    still running is left alone unless abandoned (60 s without news), so a long request
+    never loses its key under it. A batch per transaction keeps SQLite's writer free."""
+    table = idempotency_keys
+    expired = (table.c.created_at < now - KEPT) & ((table.c.state == "done") | (table.c.updated_at < now - ABANDONED))
+    removed = 0
+    while True:
+        batch = select(table.c.id).where(expired).limit(PURGE_BATCH).scalar_subquery()
+        with db.write() as conn:
+            count = conn.execute(delete(table).where(table.c.id.in_(batch))).rowcount
+        removed += count
+        if count < PURGE_BATCH:
+            return removed
 
 
 def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None, now: datetime) -> None:

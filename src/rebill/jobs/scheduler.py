@@ -3,7 +3,8 @@ server's event loop, started and stopped with the ASGI lifespan (docs/dependenci
 
 - every ``regenerate_every`` seconds: the deferred regenerations whose window has passed
   (decisions §5.3, jobs/regenerate.py);
-- every ``bill_every`` seconds: the billing run of every store (decisions §6.5).
+- every ``bill_every`` seconds: the billing run of every store (decisions §6.5);
+- every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2).
 
 The jobs only say "look now": the database says what is due, each job is safe to run twice
 and from several processes (claims, domain/billing/claim.py), so a missed or doubled tick
@@ -20,6 +21,7 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from starlette.concurrency import run_in_threadpool
 
+from rebill.api import idempotency
 from rebill.clock import Clock
 from rebill.db.engine import Database
 from rebill.domain.billing import run as billing
@@ -68,7 +70,14 @@ class Jobs:
         if self.settings.bill_every > 0:
             scheduler.add_job(self._run, "interval", seconds=self.settings.bill_every, id="bill",
                               args=("billing run", bill_every_store, self.db, self.gateway, self.clock, stale))
+        if self.settings.purge_every > 0:
+            scheduler.add_job(self._run, "interval", seconds=self.settings.purge_every, id="purge",
+                              args=("idempotency purge", self._purge))
         scheduler.start()
+
+    def _purge(self) -> int:
+        # Real time, never a store's test clock (decisions §6.12).
+        return idempotency.purge_expired(self.db, self.clock.now())
 
     @staticmethod
     async def _run(name: str, job: Any, *args: Any) -> None:
