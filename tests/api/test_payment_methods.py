@@ -104,7 +104,7 @@ def test_create_answers_201_with_every_field_of_the_payment_method(api):
     assert method == {
         "id": method["id"],
         "customer_id": customer.id,
-        "billing_address": {**BILLING, "country": "United States"},
+        "billing_address": {**BILLING, "country": "United States", "company_name": None, "name": "Ada Lovelace"},
         "created_at": fmt11(api),
         "default": True,
         "payment_details": DETAILS,
@@ -115,6 +115,7 @@ def test_create_answers_201_with_every_field_of_the_payment_method(api):
         "status": "unvalidated",
         "status_reason": None,
         "updated_at": fmt11(api),
+        "include": {},
     }
     assert isinstance(method["id"], int)
 
@@ -132,7 +133,7 @@ def test_a_minimal_method_shows_every_field_with_nulls_for_what_was_not_given(ap
                                                   "processor_customer_token": "cus_9"})
     assert response.status_code == 201, response.text
     method = response.json()["payment_method"]
-    assert method["billing_address"] == {**dict.fromkeys(BILLING), "country": None}
+    assert method["billing_address"] == {**dict.fromkeys(BILLING), "country": None, "company_name": None, "name": None}
     assert method["payment_details"] == dict.fromkeys(DETAILS)
     assert (method["processor_payment_method_token"], method["processor_customer_token"]) == (None, "cus_9")
 
@@ -165,7 +166,15 @@ def test_billing_address_takes_a_country_name_and_shows_name_and_code(api):
     sent = {"first_name": "Grace", "country": "germany"}
     method = create(api, make_customer(api), billing_address=sent)
     assert method["billing_address"] == {**dict.fromkeys(BILLING), "first_name": "Grace", "country_code": "DE",
-                                         "country": "Germany"}
+                                         "country": "Germany", "company_name": None, "name": "Grace"}
+
+
+def test_company_name_follows_company_and_include_is_always_an_object(api):
+    method = create(api, make_customer(api), billing_address={**BILLING, "company": "Analytical Engines"})
+    assert method["billing_address"]["company_name"] == "Analytical Engines"
+    # NOTE: 03-real-fields, `include` is on every record, also in lists and without ?include=.
+    listed = api.get("/payment_methods", params={"customer_id": method["customer_id"]}).json()["payment_methods"]
+    assert [m["include"] for m in listed] == [{}]
 
 
 def test_unknown_keys_in_the_body_and_its_objects_are_ignored(api):
@@ -418,10 +427,11 @@ def test_update_replaces_the_billing_address_and_payment_details_whole(api):
     response = api.put(f"/payment_methods/{method['id']}", json={"billing_address": {"zip": "10115"},
                                                                   "payment_details": {"brand": "amex"}})
     updated = response.json()["payment_method"]
-    assert updated["billing_address"] == {**dict.fromkeys(BILLING), "zip": "10115", "country": None}
+    assert updated["billing_address"] == {**dict.fromkeys(BILLING), "zip": "10115", "country": None,
+                                          "company_name": None, "name": None}
     assert updated["payment_details"] == {**dict.fromkeys(DETAILS), "brand": "amex"}
     cleared = api.put(f"/payment_methods/{method['id']}", json={"billing_address": None}).json()["payment_method"]
-    assert cleared["billing_address"] == {**dict.fromkeys(BILLING), "country": None}
+    assert cleared["billing_address"] == {**dict.fromkeys(BILLING), "country": None, "company_name": None, "name": None}
 
 
 def test_changing_a_token_makes_an_invalid_method_unvalidated_again(api):
@@ -726,7 +736,7 @@ def test_include_addresses_embeds_the_addresses_that_name_the_method(api):
     assert rows[other["id"]]["include"] == {"addresses": [api.get(f"/addresses/{naming.id}").json()["address"]]}
     one = api.get(f"/payment_methods/{other['id']}", params={"include": "addresses"}).json()["payment_method"]
     assert one["include"] == rows[other["id"]]["include"]
-    assert "include" not in fetch(api, other["id"])
+    assert fetch(api, other["id"])["include"] == {}  # 03-real-fields: on every record
 
 
 def _seed_methods(api: Any, n: int) -> None:

@@ -347,7 +347,7 @@ def test_2021_01_product_has_the_fields_of_spec_03(api):
         "cutoff_day_of_week": None, "expire_after_specific_number_of_charges": None, "modifiable_properties": [],
         "number_charges_until_expiration": None, "order_day_of_month": None, "order_day_of_week": None,
         "order_interval_frequency_options": ["1"], "order_interval_unit": "month",
-        "storefront_purchase_options": "subscription_only"}
+        "storefront_purchase_options": "subscription_only", "handle": "tea", "order_interval_frequency": 1}
     assert api.get(f"/products/{product['id']}", version=V01).json() == {"product": product}
 
 
@@ -393,6 +393,7 @@ def test_2021_01_create_makes_one_subscription_plan_per_frequency_option(api):
     plans = plans_of(api, "8001")
     assert [p["subscription_preferences"]["order_interval_frequency"] for p in plans] == [30, 60]
     assert product["subscription_defaults"]["order_interval_frequency_options"] == ["30", "60"]
+    assert product["subscription_defaults"]["order_interval_frequency"] == 30  # the first one
 
 
 def test_2021_01_a_larger_charge_frequency_with_one_option_makes_a_prepaid_plan(api):

@@ -14,6 +14,7 @@ from rebill.errors import ValidationFailed
 from .. import query as q
 from ..call import Call, Reply
 from ..routing import Endpoints
+from ..v2021_11.payment_methods import billing_fields
 
 endpoints = Endpoints()
 READ, WRITE = "read_customers", "write_customers"
@@ -109,7 +110,8 @@ def _line(line: delivery.DeliveryLine) -> dict[str, Any]:
 def _payment_method(row: Any) -> dict[str, Any] | None:
     if row is None:
         return None
-    return {"id": row.id, "billing_address": row.billing_address, "payment_details": row.payment_details or {}}
+    return {"id": row.id, "billing_address": billing_fields(row.billing_address),
+            "payment_details": row.payment_details or {}}
 
 
 def _delivery_schedule(schedule: delivery.DeliverySchedule) -> dict[str, Any]:

@@ -77,6 +77,10 @@ class ProductPurchaseOptions(Change):
             "cutoff_day_of_month": o.cutoff_day_of_month,
             "cutoff_day_of_week": o.cutoff_day_of_week,
             "expire_after_specific_number_of_charges": o.expire_after_specific_number_of_charges,
+            # NOTE: 03-real-fields product (2021-01), schema only: the product's handle, and the
+            # first of the order frequencies (the one a storefront offers first), null without.
+            "handle": data.get("handle"),
+            "order_interval_frequency": (o.order_interval_frequency_options or [None])[0],
             # Not kept by the catalog (docs/api-choices.md, Products and plans).
             "modifiable_properties": [],
             "number_charges_until_expiration": o.expire_after_specific_number_of_charges,

@@ -24,12 +24,22 @@ CARD_DETAILS = ("brand", "exp_month", "exp_year", "last4")
 _LAST4 = re.compile(r"[0-9]{4}", re.ASCII)
 
 
-def billing_address(document: dict[str, Any] | None) -> dict[str, Any]:
-    """Every field of spec 03, null when not given; `country` is the name of `country_code`."""
+def billing_fields(document: dict[str, Any] | None) -> dict[str, Any]:
+    """The stored billing address with every one of its fields, null when not given (the
+    delivery schedule shows a method's billing address this way, 03-real-fields)."""
     document = document or {}
-    shown: dict[str, Any] = {name: document.get(name) for name in BILLING_FIELDS}
-    code = document.get("country_code")
+    return {name: document.get(name) for name in BILLING_FIELDS}
+
+
+def billing_address(document: dict[str, Any] | None) -> dict[str, Any]:
+    """Every field of spec 03, null when not given: `country` is the name of `country_code`,
+    `name` the first and last names together, `company_name` the company (fields some of the
+    real service's records carry, 03-real-fields payment_method (2021-11))."""
+    shown = billing_fields(document)
+    code = shown["country_code"]
     shown["country"] = country_name(code) if code else None
+    shown["company_name"] = shown["company"]
+    shown["name"] = " ".join(part for part in (shown["first_name"], shown["last_name"]) if part) or None
     return shown
 
 
@@ -48,6 +58,9 @@ def payment_method(m: PaymentMethod) -> dict[str, Any]:
         "status": m.status,
         "status_reason": m.status_reason,
         "updated_at": ts(m.updated_at),
+        # NOTE: 03-real-fields, `include` is on every record: empty unless ?include= asks
+        # (Call.render fills it then).
+        "include": {},
     }
 
 
