@@ -11,7 +11,16 @@ from typing import Any
 from rebill.api import query as q
 from rebill.api.contract import ListContract, Serializer
 from rebill.api.fields import Field, Schema
-from rebill.domain.discount.model import CHANNELS, FIRST_TIME, SINGLE_USE, STATUSES, TYPES, USAGE_LIMIT, Discount
+from rebill.domain.discount.model import (
+    APPLIES_TO_ID_LENGTH,
+    CHANNELS,
+    FIRST_TIME,
+    SINGLE_USE,
+    STATUSES,
+    TYPES,
+    USAGE_LIMIT,
+    Discount,
+)
 from rebill.errors import ValidationFailed
 
 from .serializers import ts
@@ -125,6 +134,9 @@ class NestedSchema(Schema):
             ids = applies["ids"] or []
             if len(ids) > 1:
                 raise ValidationFailed({"applies_to": {"ids": ["at most one id"]}})
+            if ids and len(ids[0]) > APPLIES_TO_ID_LENGTH:
+                raise ValidationFailed({"applies_to": {"ids": [f"is too long (at most {APPLIES_TO_ID_LENGTH} "
+                                                               "characters)"]}})
             clean["applies_to_id"] = ids[0] if ids else None
         if "resource" in applies:
             clean["applies_to_resource"] = RESOURCE_STORED.get(applies["resource"] or "")

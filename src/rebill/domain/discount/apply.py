@@ -52,7 +52,7 @@ def address_discount(unit: Unit, address: Address | None, customer_id: int, curr
     if address is not None and address.discount_id is not None and not replacing:
         # NOTE: spec 01/02, only one discount applies: remove the current one first.
         raise ValidationFailed.field(field, "the address already has a discount; remove it first")
-    if address is not None and repository.charge_inputs(unit.conn, [address.id]):
+    if address is not None and repository.open_charge_has_input(unit.conn, address.id):
         raise ValidationFailed.field(field, "a queued charge of the address already has a discount")
     rules.check(unit, row, field, customer_id=customer_id, currency=currency,
                 except_address=address.id if address is not None else None)

@@ -41,12 +41,22 @@ def load(conn: Connection, store_id: int, found: dict[int, Address],
         if charge.discount_id is not None and (charge.status == ERROR or charge.claimed_by is not None):
             key = (charge.address_id, charge.discount_id)
             flying[key] = flying.get(key, 0) + 1
+    # NOTE: decisions §7.5, so may an authorized charge (a use once captured); and a code applied
+    # to it alone stays recorded until then, so that its capture counts it as the charge's use.
+    holders = sorted({a for a, _ in limited} | set(by_date))
+    pending: dict[int, set[date]] = {}
+    for address_id, when, discount_id in repository.pending_codes(conn, store_id, holders):
+        pending.setdefault(address_id, set()).add(when)
+        if by_date.get(address_id, {}).get(when) != discount_id:
+            key = (address_id, discount_id)
+            flying[key] = flying.get(key, 0) + 1
     offers: dict[int, AddressDiscounts] = {}
     for address in found.values():
         currency = address.presentment_currency
         entry = AddressDiscounts(by_date={when: Terms.of(rows[d], currency)
                                           for when, d in by_date.get(address.id, {}).items() if d in rows},
-                                 bases={when: b for when, (_, b) in with_basis.get(address.id, {}).items()})
+                                 bases={when: b for when, (_, b) in with_basis.get(address.id, {}).items()},
+                                 pending=pending.get(address.id, set()))
         row = rows.get(address.discount_id) if address.discount_id is not None else None
         if row is not None:
             entry.address = Terms.of(row, currency)
@@ -61,9 +71,9 @@ def load(conn: Connection, store_id: int, found: dict[int, Address],
 
 def stale(offers: dict[int, AddressDiscounts], planned_keys: set[Any],
           open_charges: list[Charge]) -> list[tuple[int, date]]:
-    """Codes applied to a charge whose date no longer has a queued charge (nor one being paid
-    or retried): spec 02 Charges rule 2, they go with their charge."""
+    """Codes applied to a charge whose date no longer has a queued charge (nor one being paid,
+    retried or waiting for its capture): spec 02 Charges rule 2, they go with their charge."""
     kept = {(c.address_id, c.scheduled_at) for c in open_charges if c.status == ERROR or c.claimed_by is not None}
     return [(address_id, when) for address_id, entry in offers.items() for when in entry.by_date
             if ((address_id, when, QUEUED) not in planned_keys or when in entry.dropped)
-            and (address_id, when) not in kept]
+            and (address_id, when) not in kept and when not in entry.pending]

@@ -22,6 +22,8 @@ PRODUCT_TYPES = ("ALL", "ONETIME", "SUBSCRIPTION")
 RESOURCES = ("platform_product", "platform_collection_id")
 CHANNELS = ("api", "checkout_page", "customer_portal", "merchant_portal")
 FIRST_TIME = "customer_must_not_exist_in_service"
+# The widths of the `code_key` and `applies_to_id` columns (models/discount.py).
+CODE_LENGTH, APPLIES_TO_ID_LENGTH = 255, 64
 
 
 def value_text(discount_type: str, value: Decimal, currency: str) -> str:

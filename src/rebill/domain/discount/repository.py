@@ -32,7 +32,7 @@ def _status(value: tuple[str, datetime]) -> Any:
 COLUMNS = tuple(discounts.c.keys())
 FILTERS: dict[str, Filter] = {
     **time_window(discounts),
-    "discount_code": lambda v: discounts.c.code_key == v.lower(),
+    "discount_code": lambda v: discounts.c.code_key == v.strip().lower(),
     "discount_type": lambda v: discounts.c.discount_type == v,
     "status": _status,
 }
@@ -46,7 +46,8 @@ def find(conn: Connection, store_id: int, *, discount_id: int | None = None, cod
     """By id, else by code (case-insensitively, decisions §7.5)."""
     if discount_id is not None:
         return get(conn, store_id, discount_id)
-    stmt = select(discounts).where(discounts.c.store_id == store_id, discounts.c.code_key == (code or "").lower())
+    stmt = select(discounts).where(discounts.c.store_id == store_id,
+                                   discounts.c.code_key == (code or "").strip().lower())
     return conn.execute(stmt).first()
 
 
@@ -119,15 +120,47 @@ def customer_holds(conn: Connection, store_id: int, customer_id: int, discount_i
                                               addresses.c.customer_id == customer_id,
                                               addresses.c.discount_id == discount_id,
                                               addresses.c.id != (except_address or 0)).limit(1)
+    # A pending (authorized) charge becomes a use when it is captured: it holds the code too.
     on_charge = select(charges.c.id).where(charges.c.store_id == store_id, charges.c.customer_id == customer_id,
                                            charges.c.discount_id == discount_id,
-                                           charges.c.status.in_(("queued", "error"))).limit(1)
+                                           charges.c.status.in_(("queued", "error", "pending"))).limit(1)
     used = select(discount_redemptions.c.id).where(discount_redemptions.c.discount_id == discount_id,
                                                    discount_redemptions.c.customer_id == customer_id).limit(1)
     return any(conn.execute(stmt).first() is not None for stmt in (on_address, on_charge, used))
 
 
+def customer_paid(conn: Connection, store_id: int, customer_id: int) -> bool:
+    """NOTE: decisions §7.5 first_time_customer_restriction, whether the customer has a
+    successful charge (paid at once or captured later; refunds do not undo it)."""
+    stmt = select(charges.c.id).where(charges.c.store_id == store_id, charges.c.customer_id == customer_id,
+                                      charges.c.status.in_(("success", "refunded", "partially_refunded"))).limit(1)
+    return conn.execute(stmt).first() is not None
+
+
+def pending_codes(conn: Connection, store_id: int, address_ids: list[int]) -> list[tuple[int, date, int]]:
+    """(address, date, discount) of the authorized, uncaptured charges of these addresses that
+    carry a code: uses in flight (decisions §7.5), counted once captured."""
+    if not address_ids:
+        return []
+    stmt = select(charges.c.address_id, charges.c.scheduled_at, charges.c.discount_id).where(
+        charges.c.store_id == store_id, charges.c.address_id.in_(address_ids), charges.c.status == "pending",
+        charges.c.discount_id.is_not(None))
+    return [(a, when, d) for a, when, d in conn.execute(stmt)]
+
+
 # Discounts applied to one charge (a plan input) -------------------------------------------
+
+def open_charge_has_input(conn: Connection, address_id: int) -> bool:
+    """NOTE: spec 02 Discount application endpoints, whether a queued charge of the address (or
+    one in retry) carries a code applied to it alone. The input of a charge that is pending
+    (authorized) stays until its capture counts the use: it does not count here."""
+    stmt = (select(charge_discounts.c.id)
+            .join(charges, and_(charges.c.address_id == charge_discounts.c.address_id,
+                                charges.c.scheduled_at == charge_discounts.c.scheduled_at))
+            .where(charge_discounts.c.address_id == address_id, charges.c.status.in_(("queued", "error")))
+            .limit(1))
+    return conn.execute(stmt).first() is not None
+
 
 def charge_input(conn: Connection, address_id: int, when: date) -> Any:
     stmt = select(charge_discounts).where(charge_discounts.c.address_id == address_id,

@@ -46,7 +46,9 @@ def refusal(unit: Unit, row: Any, *, customer_id: int, currency: str, except_add
             return "discount can be used once per customer"
     if row.first_time_customer_restriction == FIRST_TIME:
         customer = customers.get(unit.conn, unit.store_id, customer_id)
-        if customer is not None and customer.first_charge_processed_at is not None:
+        # A captured charge leaves `first_charge_processed_at` unset: the charges tell too.
+        if customer is not None and (customer.first_charge_processed_at is not None
+                                     or repository.customer_paid(unit.conn, unit.store_id, customer_id)):
             return "discount is for first-time customers only"
     return None
 

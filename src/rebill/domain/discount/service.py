@@ -19,6 +19,8 @@ from ..unit import Unit
 from . import repository
 from .errored import strip_errored
 from .model import (
+    APPLIES_TO_ID_LENGTH,
+    CODE_LENGTH,
     DISABLED,
     DURATIONS,
     ENABLED,
@@ -66,9 +68,22 @@ def count(unit: Unit, filters: dict[str, Any]) -> int:
     return repository.count_where(unit.conn, unit.store_id, _filters(unit, filters))
 
 
-def _check(unit: Unit, values: dict[str, Any]) -> None:
-    """Every problem at once (decisions §2.3)."""
-    errors: dict[str, list[str]] = {}
+# The integer columns are 32-bit: a larger count would fail in the database (a 500), not a 422.
+MAX_COUNT = 2**31 - 1
+
+
+def _check_count(errors: dict[str, list[str]], name: str, value: int | None) -> None:
+    if value is None:
+        return
+    if value < 1:
+        add_error(errors, name, "must be at least 1")
+    elif value > MAX_COUNT:
+        add_error(errors, name, f"must be at most {MAX_COUNT}")
+
+
+def _check(unit: Unit, values: dict[str, Any], errors: dict[str, list[str]] | None = None) -> None:
+    """Every problem at once (decisions §2.3), with those the caller found already."""
+    errors = {} if errors is None else errors
     kind, value = values["discount_type"], values["value"]
     if kind not in TYPES:
         add_error(errors, "discount_type", f"must be one of: {', '.join(TYPES)}")
@@ -86,12 +101,12 @@ def _check(unit: Unit, values: dict[str, Any]) -> None:
     elif values["duration"] == USAGE_LIMIT:
         if values["duration_usage_limit"] is None:
             add_error(errors, "duration_usage_limit", "is required when duration is usage_limit")
-        elif values["duration_usage_limit"] < 1:
-            add_error(errors, "duration_usage_limit", "must be at least 1")
+        _check_count(errors, "duration_usage_limit", values["duration_usage_limit"])
     elif values["duration_usage_limit"] is not None:
         add_error(errors, "duration_usage_limit", "applies only when duration is usage_limit")
-    if values["usage_limit"] is not None and values["usage_limit"] < 1:
-        add_error(errors, "usage_limit", "must be at least 1")
+    _check_count(errors, "usage_limit", values["usage_limit"])
+    if values["applies_to_id"] is not None and len(values["applies_to_id"]) > APPLIES_TO_ID_LENGTH:
+        add_error(errors, "applies_to_id", f"is too long (at most {APPLIES_TO_ID_LENGTH} characters)")
     if values["applies_to_product_type"] not in PRODUCT_TYPES:
         add_error(errors, "applies_to_product_type", f"must be one of: {', '.join(PRODUCT_TYPES)}")
     if values["applies_to_resource"] is not None and values["applies_to_resource"] not in RESOURCES:
@@ -114,27 +129,30 @@ def _check_window(values: dict[str, Any], errors: dict[str, list[str]]) -> None:
         add_error(errors, "ends_at", "must be after starts_at")
 
 
-def _check_code(unit: Unit, code: str, discount_id: int | None = None) -> str:
+def _check_code(unit: Unit, code: str, errors: dict[str, list[str]]) -> str:
     code = code.strip()
     if not code:
-        raise ValidationFailed.field("code", "cannot be blank")
-    found = repository.find(unit.conn, unit.store_id, code=code)
-    if found is not None and found.id != discount_id:
+        add_error(errors, "code", "cannot be blank")
+    elif len(code.lower()) > CODE_LENGTH:
+        # The case-insensitive key is the lower-cased code, which may be longer ('İ' -> 2).
+        add_error(errors, "code", f"is too long (at most {CODE_LENGTH} characters)")
+    elif repository.find(unit.conn, unit.store_id, code=code) is not None:
         # NOTE: decisions §7.5, unique per store, case-insensitively.
-        raise ValidationFailed.field("code", "has already been taken")
+        add_error(errors, "code", "has already been taken")
     return code
 
 
 def create(unit: Unit, command: DiscountCreate) -> Discount:
     values = msgspec.structs.asdict(command)
-    values["code"] = _check_code(unit, command.code)
+    errors: dict[str, list[str]] = {}
+    values["code"] = _check_code(unit, command.code, errors)
     values["channel_settings"] = channels(values["channel_settings"])
     if values["applies_to_id"] is not None and values["applies_to_resource"] is None:
         values["applies_to_resource"] = "platform_product"
-    _check(unit, values)
     if values["status"] not in (ENABLED, DISABLED):
         # NOTE: decisions §7.5, a discount may be created disabled (not fully disabled).
-        raise ValidationFailed.field("status", "must be enabled or disabled")
+        add_error(errors, "status", "must be enabled or disabled")
+    _check(unit, values, errors)
     values.update(store_id=unit.store_id, times_used=0, created_at=unit.now, updated_at=unit.now)
     discount_id = repository.insert_discount(unit.conn, values)
     unit.record("discount/created", discount_id)
@@ -153,8 +171,7 @@ def update(unit: Unit, discount_id: int, command: DiscountUpdate) -> Discount:
     if "status" in changes and changes["status"] != current.status:
         if changes["status"] not in TRANSITIONS.get(current.status, set()):
             add_error(errors, "status", f"cannot change from {current.status} to {changes['status']}")
-    if changes.get("usage_limit") is not None and changes["usage_limit"] < 1:
-        add_error(errors, "usage_limit", "must be at least 1")
+    _check_count(errors, "usage_limit", changes.get("usage_limit"))
     _check_window({"starts_at": changes.get("starts_at", current.starts_at),
                    "ends_at": changes.get("ends_at", current.ends_at)}, errors)
     if errors:

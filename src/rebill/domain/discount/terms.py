@@ -79,12 +79,14 @@ class AddressDiscounts:
     by_date: dict[date, Terms] = field(default_factory=dict)  # applied to the queued charge of a date
     bases: dict[date, str | None] = field(default_factory=dict)  # what each of those charges was made of
     dropped: set[date] = field(default_factory=set)  # charge codes whose charge was regenerated
+    # Dates of authorized charges awaiting capture: a code applied to one stays its own.
+    pending: set[date] = field(default_factory=set)
 
     def for_charge(self, when: date, basis: str | None = None) -> tuple[Terms | None, bool]:
         """The terms for the queued charge of ``when`` and whether they are the address's.
         NOTE: spec 02 Charges rule 2, a code applied to the charge alone goes when the charge is
         regenerated into something else (``basis`` differs from the one it was applied to)."""
-        if when in self.by_date:
+        if when in self.by_date and when not in self.pending:
             known = self.bases.get(when)
             if known is None or basis is None or known == basis:
                 return self.by_date[when], False

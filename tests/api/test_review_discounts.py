@@ -1,0 +1,177 @@
+"""Review of discounts (spec 02 Discount, Discounts and the application endpoints; decisions
+§2.3, §7.1, §7.5): bad input that reached the database, and the uses of a code on an
+authorized (pending) charge that is captured later. Both versions, both databases."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from rebill.models import discount_redemptions
+from tests.api.test_discounts_apply import pay, queued, subscribed, times_used
+from tests.builders import charges_of, make_customer, make_discount, make_payment_method
+
+V01, V11 = "2021-01", "2021-11"
+FIRST_TIME = "customer_must_not_exist_in_service"
+
+
+def errors_of(reply: Any, status: int = 422) -> Any:
+    assert reply.status_code == status, reply.text
+    return reply.json()["errors"]
+
+
+def body(version: str, **extra: Any) -> dict[str, Any]:
+    sent = {"code": "REVIEW", "value": "10", **extra}
+    sent.setdefault("value_type" if version == V11 else "discount_type", "percentage")
+    if version == V01:
+        sent.setdefault("duration", "forever")
+    return sent
+
+
+# Bad input -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra, errors", [
+    ({"applies_to_id": "p" * 65}, {"applies_to_id": ["is too long (at most 64 characters)"]}),
+    ({"usage_limit": 2**31}, {"usage_limit": ["must be at most 2147483647"]}),
+    ({"duration": "usage_limit", "duration_usage_limit": 2**31},
+     {"duration_usage_limit": ["must be at most 2147483647"]}),
+])
+def test_create_refuses_values_the_columns_cannot_hold_with_422_not_500(vapi, extra, errors):
+    assert errors_of(vapi.post("/discounts", json=body(vapi.version, **extra))) == errors
+    assert vapi.get("/discounts").json()["discounts"] == []
+
+
+@pytest.mark.parametrize("extra, errors", [
+    ({"applies_to": {"ids": ["p" * 65]}}, {"applies_to": {"ids": ["is too long (at most 64 characters)"]}}),
+    ({"usage_limits": {"max_subsequent_redemptions": 2**31}},
+     {"duration_usage_limit": ["must be at most 2147483647"]}),
+    ({"usage_limits": {"redemptions": 2**31}}, {"usage_limit": ["must be at most 2147483647"]}),
+])
+def test_2021_11_nested_create_refuses_values_the_columns_cannot_hold(api, extra, errors):
+    assert errors_of(api.post("/discounts", json=body(V11, **extra))) == errors
+
+
+def test_update_refuses_a_usage_limit_the_column_cannot_hold(vapi):
+    made = vapi.post("/discounts", json=body(vapi.version)).json()["discount"]
+    path = f"/discounts/{made['id']}"
+    assert errors_of(vapi.put(path, json={"usage_limit": 2**31})) == {"usage_limit": ["must be at most 2147483647"]}
+    assert vapi.put(path, json={"usage_limit": 2**31 - 1}).status_code == 200
+
+
+def test_create_names_every_bad_field_at_once_code_included(vapi):
+    """NOTE: decisions §2.3, a 422 names every bad field (the code was checked alone first)."""
+    assert vapi.post("/discounts", json=body(vapi.version, code="TAKEN")).status_code in (200, 201)
+    sent = body(vapi.version, code="taken", value="150", status="fully_disabled")
+    assert errors_of(vapi.post("/discounts", json=sent)) == {
+        "code": ["has already been taken"], "value": ["must be greater than 0 and at most 100 for a percentage"],
+        "status": ["must be enabled or disabled"]}
+
+
+def test_a_code_whose_lower_case_is_longer_than_the_column_is_refused(api):
+    # 'İ' lower-cases to two characters: the case-insensitive key would not fit 255.
+    assert errors_of(api.post("/discounts", json=body(V11, code="İ" * 200))) == {
+        "code": ["is too long (at most 255 characters)"]}
+
+
+# Authorized (pending) charges -----------------------------------------------------------
+
+def _authorizing(api: Any) -> tuple[Any, Any]:
+    """A premium store (capture needs tier A) and a customer whose payments only authorize."""
+    tier = api.other_store(plan_tier="premium_a")
+    customer = make_customer(tier)
+    make_payment_method(tier, customer, processor_payment_method_token="authorize_only")
+    return tier, customer
+
+
+def test_a_pending_charge_counts_against_the_duration_of_its_addresss_code(api):
+    """NOTE: spec 02 Discount `duration` single_use (not re-applied), decisions §7.5: an
+    authorized charge carrying the code is a use in flight; the next charge does not get it."""
+    tier, customer = _authorizing(api)
+    discount_id = make_discount(tier, duration="single_use")
+    address = subscribed(tier, customer, next_charge_scheduled_at=tier.clock.now().date())
+    tier.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id})
+    first = queued(tier, address.id)
+    assert pay(tier, first.id).status == "pending"
+    nxt = queued(tier, address.id)
+    assert (nxt.discount_id, nxt.total_discounts, nxt.total_price) == (None, Decimal("0"), Decimal("12.50"))
+    captured = tier.post(f"/charges/{first.id}/capture_payment", json={})
+    assert captured.status_code == 200, captured.text
+    assert times_used(tier, discount_id) == 1
+    assert queued(tier, address.id).discount_id is None
+
+
+def test_a_pending_charge_leaves_the_rest_of_a_usage_limit_duration_to_the_next_charge(api):
+    tier, customer = _authorizing(api)
+    discount_id = make_discount(tier, duration="usage_limit", duration_usage_limit=1)
+    address = subscribed(tier, customer, next_charge_scheduled_at=tier.clock.now().date())
+    tier.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id})
+    assert pay(tier, queued(tier, address.id).id).status == "pending"
+    assert queued(tier, address.id).total_discounts == Decimal("1.25")
+
+
+def test_a_captured_charge_level_code_is_a_use_of_the_charge_not_of_the_address(api):
+    """NOTE: spec 02 Charges rule 2 (a code applied to the charge only) and Discount
+    `duration`: the address never used the code, so applying it to the address later starts
+    its duration afresh."""
+    tier, customer = _authorizing(api)
+    discount_id = make_discount(tier, duration="single_use")
+    address = subscribed(tier, customer, next_charge_scheduled_at=tier.clock.now().date())
+    first = queued(tier, address.id)
+    assert tier.post(f"/charges/{first.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    assert pay(tier, first.id).status == "pending"
+    assert tier.post(f"/charges/{first.id}/capture_payment", json={}).status_code == 200
+    with tier.db.read() as conn:
+        via = conn.execute(select(discount_redemptions.c.via).where(
+            discount_redemptions.c.charge_id == first.id)).scalar_one()
+    assert via == "charge" and times_used(tier, discount_id) == 1
+    reply = tier.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id})
+    assert reply.status_code == 200, reply.text
+    nxt = queued(tier, address.id)
+    assert (nxt.discount_id, nxt.total_discounts) == (discount_id, Decimal("1.25"))
+    assert [c.status for c in charges_of(tier, address.id)] == ["success", "queued"]
+
+
+def test_once_per_customer_refuses_the_code_while_a_pending_charge_of_the_customer_holds_it(api):
+    """NOTE: decisions §7.5 once_per_customer: an authorized charge becomes the customer's use
+    when captured; a second address may not take the code meanwhile."""
+    tier, customer = _authorizing(api)
+    discount_id = make_discount(tier, once_per_customer=True)
+    address = subscribed(tier, customer, next_charge_scheduled_at=tier.clock.now().date())
+    first = queued(tier, address.id)
+    tier.post(f"/charges/{first.id}/apply_discount", json={"discount_id": discount_id})
+    assert pay(tier, first.id).status == "pending"
+    other = subscribed(tier, customer)
+    assert errors_of(tier.post(f"/addresses/{other.id}/apply_discount", json={"discount_id": discount_id})) == {
+        "discount_id": ["discount can be used once per customer"]}
+
+
+def test_first_time_customer_restriction_refuses_a_customer_whose_charge_was_captured(api):
+    """NOTE: decisions §7.5, first-time: the customer has no successful charge yet; a captured
+    charge is a successful one."""
+    tier, customer = _authorizing(api)
+    discount_id = make_discount(tier, first_time_customer_restriction=FIRST_TIME)
+    address = subscribed(tier, customer, next_charge_scheduled_at=tier.clock.now().date())
+    first = queued(tier, address.id)
+    assert pay(tier, first.id).status == "pending"
+    assert tier.post(f"/charges/{first.id}/capture_payment", json={}).status_code == 200
+    other = subscribed(tier, customer)
+    assert errors_of(tier.post(f"/addresses/{other.id}/apply_discount", json={"discount_id": discount_id})) == {
+        "discount_id": ["discount is for first-time customers only"]}
+
+
+def test_a_code_is_found_whatever_the_spaces_around_it_as_it_was_stored_without_them(vapi):
+    """NOTE: decisions §7.5, codes are matched case-insensitively; create stores the code
+    trimmed, so applying it trims what the customer typed too."""
+    made = vapi.post("/discounts", json=body(vapi.version, code=" Spring ")).json()["discount"]
+    assert made["code"] == "Spring"
+    listed = vapi.get("/discounts", params={"discount_code": " spring "}).json()["discounts"]
+    assert [d["id"] for d in listed] == [made["id"]]
+    address = subscribed(vapi)
+    reply = vapi.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": " spring "})
+    assert reply.status_code == 200, reply.text
+    assert queued(vapi, address.id).discount_id == made["id"]
+    charge = queued(vapi, subscribed(vapi).id)
+    assert vapi.post(f"/charges/{charge.id}/apply_discount", json={"discount_code": "SPRING\t"}).status_code == 200
