@@ -175,3 +175,15 @@ def test_a_code_is_found_whatever_the_spaces_around_it_as_it_was_stored_without_
     assert queued(vapi, address.id).discount_id == made["id"]
     charge = queued(vapi, subscribed(vapi).id)
     assert vapi.post(f"/charges/{charge.id}/apply_discount", json={"discount_code": "SPRING\t"}).status_code == 200
+
+
+@pytest.mark.parametrize("restriction,flag", [(None, False), ("customer_must_not_exist_in_service", True)])
+def test_2021_11_shows_the_first_time_restriction_at_the_top_level_too(api, restriction, flag):
+    # NOTE: 03-real-fields discount (2021-11): `usage_limits.first_time_customer_restriction` a
+    # boolean; the top-level field (schema only) as 2021-01 names it.
+    made = api.post("/discounts", json={**body("2021-11"), "first_time_customer_restriction": restriction})
+    assert made.status_code == 201, made.text
+    discount = made.json()["discount"]
+    assert discount["first_time_customer_restriction"] == restriction
+    assert discount["usage_limits"]["first_time_customer_restriction"] is flag
+    assert api.get(f"/discounts/{discount['id']}").json()["discount"] == discount

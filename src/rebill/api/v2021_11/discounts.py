@@ -52,6 +52,9 @@ def discount(d: Discount) -> dict[str, Any]:
         "ends_at": ts(d.ends_at),
         "external_discount_id": {"ecommerce": None},
         "external_discount_source": None,
+        # NOTE: 03-real-fields discount (2021-11), schema only at the top level: the restriction
+        # as 2021-01 names it (null or `customer_must_not_exist_in_service`).
+        "first_time_customer_restriction": d.first_time_customer_restriction,
         "prerequisite_subtotal_min": minimum(d.prerequisite_subtotal_min),
         "starts_at": ts(d.starts_at),
         "status": d.status,
