@@ -13,7 +13,8 @@ Exception tree::
     ├── ValidationFailed      422     bad fields, named one by one
     ├── VersionInvalid        426
     ├── RateLimited           429
-    └── NotInThisVersion      501     endpoint of the other version (decisions §2.1)
+    ├── NotInThisVersion      501     endpoint of the other version (decisions §2.1)
+    └── ServiceUnavailable    503     a third-party service (the payment processor) did not answer
 
 Domain code raises these with field names of the head (2021-11) contract; the 2021-01
 contract renames the keys on the way out.
@@ -82,6 +83,13 @@ class RateLimited(ServiceError):
 
 class NotInThisVersion(ServiceError):
     status, default = 501, "This resource is not implemented in the requested API version"
+
+
+class ServiceUnavailable(ServiceError):
+    """NOTE: spec 01 Errors, 503: a service the request depends on (the payment processor) did
+    not answer. Nothing is known of the call; repeating it is safe (the same idempotency key)."""
+
+    status, default = 503, "The payment processor could not be reached; try again later"
 
 
 def add_error(errors: dict[str, Any], name: str, message: str) -> None:

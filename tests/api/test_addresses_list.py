@@ -103,6 +103,8 @@ def test_filter_discount_code(vapi):
     make_address(vapi)
     assert ids(vapi.get("/addresses", params={"discount_code": "BETA"})) == [with_second.id]
     assert ids(vapi.get("/addresses", params={"discount_code": "GAMMA"})) == []
+    # NOTE: decisions §7.5, codes match case-insensitively.
+    assert ids(vapi.get("/addresses", params={"discount_code": "beta"})) == [with_second.id]
 
 
 def test_filter_discount_code_does_not_match_another_stores_code(api):

@@ -52,6 +52,16 @@ def test_an_authorized_charge_is_captured_within_seven_days_and_then_makes_its_o
     assert _ledger(tier_a, "capture") == [Decimal(1250)]
 
 
+def test_a_capture_is_the_customers_first_paid_charge(tier_a):
+    charge = _processed(tier_a, token="authorize_only")
+    customer = f"/customers/{charge['customer_id'] if 'customer_id' in charge else charge['customer']['id']}"
+    assert tier_a.get(customer).json()["customer"]["first_charge_processed_at"] is None
+    tier_a.clock.advance(timedelta(days=1))
+    assert tier_a.post(f"/charges/{charge['id']}/capture_payment", json={}).status_code == 200
+    stamped = tier_a.get(customer).json()["customer"]["first_charge_processed_at"]
+    assert stamped is not None and stamped.startswith(tier_a.clock.now().date().isoformat())
+
+
 def test_a_capture_after_seven_days_is_refused_and_the_charge_stays_pending(tier_a):
     charge = _processed(tier_a, token="authorize_only")
     tier_a.clock.advance(timedelta(days=7, seconds=1))

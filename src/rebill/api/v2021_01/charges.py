@@ -84,7 +84,8 @@ class ChargeOldShape(Change):
             "processor_name": data["payment_processor"],
             "retry_date": data["retry_date"],
             "scheduled_at": data["scheduled_at"] + "T00:00:00",
-            "shipments_count": 0,
+            # NOTE: spec 02 Charge, the successfully processed child orders.
+            "shipments_count": obj.shipments_count,
             "shipping_address": old_address(data["shipping_address"]),
             "shipping_lines": [{"code": s["code"], "price": s["price"], "title": s["title"]}
                                for s in data["shipping_lines"]],

@@ -36,7 +36,9 @@ FILTERS: dict[str, Filter] = {
     "customer_id": lambda v: addresses.c.customer_id == v,
     "discount_id": lambda v: addresses.c.discount_id == v,
     # A plain IN: the list query already joins discounts, so a correlated EXISTS would not do.
-    "discount_code": lambda v: addresses.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code == v)),
+    # NOTE: decisions §7.5, codes match case-insensitively (as the discounts' own filter does).
+    "discount_code": lambda v: addresses.c.discount_id.in_(select(discounts.c.id)
+                                                           .where(discounts.c.code_key == v.strip().lower())),
     "is_active": _active,
 }
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 from rebill.db.engine import Database
-from rebill.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from rebill.errors import Conflict, Forbidden, NotFound, ServiceUnavailable, ValidationFailed
 
 from ..charge import repository as charge_repo
 from ..charge.model import ERROR, QUEUED, Charge
@@ -28,7 +29,12 @@ def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
     if charge.status not in (QUEUED, ERROR):
         raise ValidationFailed.field("status", f"only a queued or error charge can be processed; this one is "
                                                f"{charge.status}")
-    if not run.process(db, gateway, store, [charge_id], now):
+    mine = uuid.uuid4().hex
+    if not run.process(db, gateway, store, [charge_id], now, run=mine):
+        if visible(db, store, charge_id, now).claimed_by == mine:
+            # Claimed by this call but unanswered: it stays claimed, and the next call or run
+            # (once the claim is stale) asks again with the same key (decisions §6.5).
+            raise ServiceUnavailable()
         raise Conflict("The charge is being processed by another request or billing run")
     return visible(db, store, charge_id, now)
 

@@ -15,13 +15,13 @@ from typing import Any
 from sqlalchemy import update
 
 from rebill.db.engine import Database
-from rebill.errors import Conflict, ValidationFailed
+from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
 from rebill.models import charges
 
 from ..charge import repository as charge_repo
 from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge
 from ..money import minor_digits, places_problem
-from ..payment.gateway import Gateway, Result
+from ..payment.gateway import Gateway, GatewayUnavailable, Result
 from ..store.model import Store
 from ..unit import Unit
 from . import claim as claims
@@ -55,9 +55,8 @@ def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
     return _claimed(db, store, charge_id, now, (PENDING,), ask, apply)
 
 
-def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount: Decimal | None,
-           full: bool, now: datetime) -> Charge:
-    charge = visible(db, store, charge_id, now)
+def _refund_amount(charge: Charge, amount: Decimal | None, full: bool) -> Decimal:
+    """NOTE: decisions §6.8, §6.12: what this refund takes from ``charge``, at most what is left."""
     if charge.status not in (SUCCESS, PARTIALLY_REFUNDED):
         raise ValidationFailed.field("status", f"only a paid charge can be refunded; this one is {charge.status}")
     left = charge.total_price - charge.total_refunds
@@ -72,23 +71,36 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
         raise ValidationFailed.field("amount", "must be greater than 0")
     if amount > left:
         raise ValidationFailed.field("amount", f"is more than what is left to refund ({left})")
+    return amount
+
+
+def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount: Decimal | None,
+           full: bool, now: datetime) -> Charge:
+    _refund_amount(visible(db, store, charge_id, now), amount, full)  # refused before any claim
+    taken: list[Decimal] = []
+
+    def check(held: Charge) -> None:
+        # Again on the charge as the claim holds it: a refund recorded since the first read
+        # has changed what is left (a full refund takes only the rest).
+        taken.append(_refund_amount(held, amount, full))
 
     def ask(held: Charge) -> Result:
         # The state before this refund names it: a retry after a crash is the same refund.
-        key = f"rebill-charge-{held.id}-refund-{held.total_refunds}-{amount}"
-        return gateway.refund(store.id, key, held.external_transaction_id or "", _minor(amount, held.currency),
+        key = f"rebill-charge-{held.id}-refund-{held.total_refunds}-{taken[0]}"
+        return gateway.refund(store.id, key, held.external_transaction_id or "", _minor(taken[0], held.currency),
                               held.currency)
 
     def apply(unit: Unit, held: Charge, result: Result) -> None:
-        refunded = held.total_refunds + amount
+        refunded = held.total_refunds + taken[0]
         _save(unit, held.id, {"total_refunds": refunded,
                               "status": REFUNDED if refunded >= held.total_price else PARTIALLY_REFUNDED})
         unit.record("charge/refunded", held.id)
-    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply)
+    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check)
 
 
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],
-             ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None]) -> Charge:
+             ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None],
+             check: Callable[[Charge], None] | None = None) -> Charge:
     run = uuid.uuid4().hex
     with db.write() as conn:
         if not claims.claim(conn, store.id, [charge_id], run, now, statuses=statuses):
@@ -96,7 +108,14 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
         held = charge_repo.get(conn, store.id, charge_id, now)
     assert held is not None
     try:
+        if check is not None:
+            check(held)
         result = ask(held)
+    except GatewayUnavailable:
+        # Nothing is known of this call; it changed nothing here, so the charge is free again
+        # (a repeat is the same request to the processor: same idempotency key).
+        _release(db, store, charge_id, run)
+        raise ServiceUnavailable() from None
     except Exception:
         _release(db, store, charge_id, run)
         raise

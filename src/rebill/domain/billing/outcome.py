@@ -116,7 +116,9 @@ class _Batch:
             if paid:
                 self._use(charge)
                 self.orders.append((charge, held))
-                row["orders_count"] = charge.orders_count + _orders_per_charge(held)
+                # The plan already counts the orders a charge pays for (spec 01 Charge
+                # `orders_count`, "more than 1 for prepaid"): the count is what was made.
+                row["orders_count"] = _orders_per_charge(held)
                 self.events["charge/paid"].append(charge.id)
             else:
                 self.events["charge/updated"].append(charge.id)
@@ -184,11 +186,7 @@ class _Batch:
             # NOTE: spec 01 events, a method's change is told on its customer (as the API does).
             self.events["customer/payment_method_updated"] += sorted(set(changed))
         made = _insert_orders(unit, self.orders)
-        if self.orders:
-            # A customer's first paid charge stamps it (customer `first_charge_processed_at`).
-            unit.conn.execute(update(customers).where(
-                customers.c.store_id == unit.store_id, customers.c.id.in_({c.customer_id for c, _ in self.orders}),
-                customers.c.first_charge_processed_at.is_(None)).values(first_charge_processed_at=unit.now))
+        _stamp_first_charge(unit, {c.customer_id for c, _ in self.orders})
         self.events["order/created"] += made
         self.events["order/processed"] += [o for o, k in zip(made, self._sequences()) if k == 0]
         for topic, ids in self.events.items():
@@ -256,12 +254,22 @@ def count_use(unit: Unit, charge: Charge) -> None:
     discounts.record_uses(unit.conn, unit.store_id, batch.uses, unit.now)
 
 
+def _stamp_first_charge(unit: Unit, customer_ids: set[int]) -> None:
+    """A customer's first paid charge (paid at once or captured) stamps its
+    `first_charge_processed_at`; later ones leave it."""
+    if customer_ids:
+        unit.conn.execute(update(customers).where(
+            customers.c.store_id == unit.store_id, customers.c.id.in_(customer_ids),
+            customers.c.first_charge_processed_at.is_(None)).values(first_charge_processed_at=unit.now))
+
+
 def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem]) -> list[int]:
     """The orders of one paid charge (a capture), with their events and the charge's count."""
+    _stamp_first_charge(unit, {charge.customer_id})
     made = _insert_orders(unit, [(charge, held)])
     unit.record_many("order/created", made)
     unit.record_many("order/processed", made[:1])
-    _save(unit, charge.id, {"orders_count": charge.orders_count + len(made)})
+    _save(unit, charge.id, {"orders_count": len(made)})
     return made
 
 

@@ -19,7 +19,8 @@ PROCESSED = (SUCCESS, REFUNDED, PARTIALLY_REFUNDED)
 
 
 class Charge(msgspec.Struct):
-    """Positional: the columns of ``models.charges`` in order, then the customer's (joined)."""
+    """Positional: the columns of ``models.charges`` in order, then the customer's (joined),
+    then, on the API's reads, the count of processed orders."""
 
     id: int
     store_id: int
@@ -73,6 +74,9 @@ class Charge(msgspec.Struct):
     customer_external_id: str | None
     customer_first_name: str | None
     customer_last_name: str | None
+    # NOTE: spec 02 Charge `shipments_count`, the charge's successfully processed orders; the
+    # reads the API answers with count them (repository.get, page), the others leave 0.
+    shipments_count: int = 0
 
     @property
     def purchase_item_ids(self) -> list[int]:
