@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from rebill.api.v2021_11.serializers import platform_id
 from rebill.domain.schedule.dates import add_interval
 from rebill.models import charges as charges_table
 from tests.api.test_real_fields import ARR, BOOL, DT_NAIVE, DT_OFFSET, INT, NULL, OBJ, STR, assert_fields
@@ -215,9 +216,10 @@ def test_2021_11_charge_values_field_by_field(api):
                                 "external_customer_id": {"ecommerce": "cust-77"}}
     shipping = {"address1": "101 Market St", "address2": None, "city": "San Francisco", "company": "ACME",
                 "country_code": "US", "first_name": "Ada", "last_name": "Lovelace", "phone": "+14155550100",
-                "province": "California", "zip": "94105"}
+                "province": "California", "zip": "94105", "country": "United States"}
     assert body["shipping_address"] == shipping
     assert body["billing_address"] == shipping  # no 2021-01 billing address: a copy of the shipping one
+    assert body["browser_ip"] is None  # 03-real-fields, schema only
     assert body["note"] == "ring twice" and body["order_attributes"] == []
     assert body["tags"] == "" and body["discounts"] == []
     assert body["analytics_data"] == {"utm_params": []}
@@ -234,14 +236,18 @@ def test_2021_11_charge_values_field_by_field(api):
         "purchase_item_id": sub.id, "purchase_item_type": "subscription",
         "external_product_id": {"ecommerce": sub.external_product_id},
         "external_variant_id": {"ecommerce": sub.external_variant_id}, "grams": 1000, "handle": None,
-        "images": {size: sub.images["small"] for size in ("large", "medium", "original", "small")},
+        "images": {**{size: sub.images["small"] for size in ("large", "medium", "original", "small")},
+                   "sort_order": None},
         "original_price": "12.50", "properties": [{"name": "grind", "value": "fine"}], "quantity": 1,
         "sku": sub.sku, "tax_due": "1.25",
         "tax_lines": [{"price": "1.25", "rate": "0.1", "title": "US tax", "unit_price": "1.25"}],
         "taxable": True, "taxable_amount": "12.50", "title": "Coffee", "total_price": "12.50",
-        "unit_price": "12.50", "unit_price_includes_tax": False, "variant_title": "1 lb"}
+        "unit_price": "12.50", "unit_price_includes_tax": False, "variant_title": "1 lb",
+        # 03-real-fields, schema only: the names 2021-01 gives them.
+        "platform_product_id": platform_id(sub.external_product_id),
+        "platform_variant_id": platform_id(sub.external_variant_id), "price": "12.50", "subscription_id": sub.id}
     assert (second["purchase_item_id"], second["purchase_item_type"]) == (onetime.id, "onetime")
-    assert second["images"] == {"large": None, "medium": None, "original": None, "small": None}
+    assert second["images"] == {"large": None, "medium": None, "original": None, "small": None, "sort_order": None}
     assert body["shipping_lines"] == [{"code": "std", "price": "5.00", "retrieved_at": None, "source": "store",
                                        "status": "active", "tax_lines": [], "taxable": False, "title": "Standard"}]
     assert body["tax_lines"] == [{"price": "2.05", "rate": "0.1", "title": "US tax"}]

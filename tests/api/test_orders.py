@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from rebill.api.v2021_11.serializers import platform_id
 from rebill.domain.order import repository as order_repo
 from rebill.models import charges as charges_table
 from rebill.models import orders as orders_table
@@ -199,7 +200,7 @@ def test_2021_11_order_values_field_by_field(api):
                                 "external_customer_id": {"ecommerce": "cust-77"}}
     shipping = {"address1": "101 Market St", "address2": None, "city": "San Francisco", "company": "ACME",
                 "country_code": "US", "first_name": "Ada", "last_name": "Lovelace", "phone": "+14155550100",
-                "province": "California", "zip": "94105"}
+                "province": "California", "zip": "94105", "country": "United States"}
     assert body["shipping_address"] == body["billing_address"] == shipping
     assert (body["note"], body["order_attributes"], body["tags"], body["discounts"]) == ("ring twice", [], "", [])
     assert body["client_details"] == {"browser_ip": None, "user_agent": None}
@@ -216,10 +217,15 @@ def test_2021_11_order_values_field_by_field(api):
         "purchase_item_type": "subscription", "quantity": 1, "sku": item["sku"], "tax_due": "1.25",
         "tax_lines": [{"price": "1.25", "rate": "0.1", "title": "US tax", "unit_price": "1.25"}], "taxable": True,
         "taxable_amount": "12.50", "title": "Coffee", "total_price": "12.50", "unit_price": "12.50",
-        "unit_price_includes_tax": False, "variant_title": "1 lb"}
+        "unit_price_includes_tax": False, "variant_title": "1 lb",
+        # 03-real-fields, schema only: the names 2021-01 gives them, and the sort orders.
+        "platform_product_id": platform_id(item["external_product_id"]["ecommerce"]),
+        "platform_variant_id": platform_id(item["external_variant_id"]["ecommerce"]), "price": "12.50",
+        "subscription_id": item["id"], "sort_order": None}
     assert body["shipping_lines"] == [{"code": "std", "price": "5.00", "source": "store", "tax_lines": [],
                                        "taxable": False, "title": "Standard"}]
-    assert body["tax_lines"] == [{"price": "1.25", "rate": "0.1", "title": "US tax"}] and body["taxable"] is True
+    assert body["tax_lines"] == [{"price": "1.25", "rate": "0.1", "title": "US tax", "code": None}]
+    assert body["taxable"] is True
     assert body["subtotal_price"] == body["total_line_items_price"] == "12.50"
     assert (body["total_discounts"], body["total_tax"], body["total_refunds"], body["total_duties"]) == (
         "0.00", "1.25", "0.00", "0.00")

@@ -11,13 +11,9 @@ from rebill.api import query as q
 from rebill.api.contract import Change, ListContract
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import purchases as head
+from rebill.api.v2021_11.serializers import platform_id
 
 KINDS = ("subscription", "onetime")
-
-
-def platform_id(value: str | None) -> int | str | None:
-    """A platform id that is all digits renders as an integer, as the real service sends it."""
-    return int(value) if value is not None and value.isdigit() and len(value) < 19 else value
 
 
 def naive(value: str | None) -> str | None:

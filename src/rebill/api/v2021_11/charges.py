@@ -10,26 +10,47 @@ from rebill.api import query as q
 from rebill.api.contract import ListContract, Serializer
 from rebill.api.fields import Field, Schema
 from rebill.domain.charge.model import STATUSES, Charge
+from rebill.domain.geo import country_name
 from rebill.domain.money import format_amount
 
-from .serializers import ts
+from .serializers import platform_id, ts
 
 NO_IMAGES = {"large": None, "medium": None, "original": None, "small": None}
 
 
-def _address(document: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if document is None else dict(document)
+def address(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A charge's or order's address document, with `country` (03-real-fields, schema only):
+    the name of its `country_code`."""
+    if document is None:
+        return None
+    shown = dict(document)
+    code = shown.get("country_code")
+    shown["country"] = country_name(code) if code else None
+    return shown
+
+
+def line_extras(line: dict[str, Any]) -> dict[str, Any]:
+    """The fields 03-real-fields knows from client schemas only (charge and order lines): the
+    platform ids, `price` (the unit price) and `subscription_id` (the purchase item), as
+    2021-01 names them; `images` with its `sort_order`."""
+    return {
+        "images": {**(line["images"] or NO_IMAGES), "sort_order": (line["images"] or {}).get("sort_order")},
+        "platform_product_id": platform_id(line["external_product_id"]),
+        "platform_variant_id": platform_id(line["external_variant_id"]),
+        "price": line["unit_price"],
+        "subscription_id": line["purchase_item_id"],
+    }
 
 
 def _line(line: dict[str, Any]) -> dict[str, Any]:
     return {
+        **line_extras(line),
         "purchase_item_id": line["purchase_item_id"],
         "purchase_item_type": line["purchase_item_type"],
         "external_product_id": {"ecommerce": line["external_product_id"]},
         "external_variant_id": {"ecommerce": line["external_variant_id"]},
         "grams": line["grams"],
         "handle": None,
-        "images": line["images"] or dict(NO_IMAGES),
         "original_price": line["original_price"],
         "properties": line["properties"],
         "quantity": line["quantity"],
@@ -57,7 +78,8 @@ def charge(c: Charge) -> dict[str, Any]:
         "id": c.id,
         "address_id": c.address_id,
         "analytics_data": {"utm_params": []},
-        "billing_address": _address(c.billing_address),
+        "billing_address": address(c.billing_address),
+        "browser_ip": None,  # NOTE: 03-real-fields, schema only (as client_details.browser_ip)
         "charge_attempts": c.charge_attempts,
         "client_details": {"browser_ip": None, "user_agent": None},
         "created_at": ts(c.created_at),
@@ -86,7 +108,7 @@ def charge(c: Charge) -> dict[str, Any]:
         "processed_at": ts(c.processed_at),
         "retry_date": c.retry_date.isoformat() if c.retry_date else None,
         "scheduled_at": c.scheduled_at.isoformat(),
-        "shipping_address": _address(c.shipping_address),
+        "shipping_address": address(c.shipping_address),
         "shipping_lines": [_shipping_line(line) for line in c.shipping_lines],
         "status": c.status,
         "subtotal_price": format_amount(c.subtotal_price, money),

@@ -14,7 +14,7 @@ from rebill.domain.money import format_amount
 from rebill.domain.order.model import STATUSES, Order
 from rebill.domain.order.repository import PROCESSED_SORT
 
-from .charges import NO_IMAGES, date_, statuses
+from .charges import address, date_, line_extras, statuses
 from .parsers import ATTRIBUTE
 from .serializers import ts
 
@@ -23,18 +23,15 @@ from .serializers import ts
 INVENTORY_POLICY = "decrement_obeying_policy"
 
 
-def address(document: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if document is None else dict(document)
-
-
 def _line(line: dict[str, Any]) -> dict[str, Any]:
     return {
+        **line_extras(line),
+        "sort_order": None,  # NOTE: 03-real-fields, schema only
         "external_inventory_policy": INVENTORY_POLICY,
         "external_product_id": {"ecommerce": line["external_product_id"]},
         "external_variant_id": {"ecommerce": line["external_variant_id"]},
         "grams": line["grams"],
         "handle": None,
-        "images": line["images"] or dict(NO_IMAGES),
         # NOTE: spec 01 Conventions, money amounts are strings (03-real-fields saw a number).
         "original_price": line["original_price"],
         "properties": line["properties"],
@@ -92,7 +89,8 @@ def order(o: Order) -> dict[str, Any]:
         "status": o.status,
         "subtotal_price": format_amount(o.subtotal_price, money),
         "tags": o.tags or "",
-        "tax_lines": o.tax_lines,
+        # NOTE: 03-real-fields, schema only: a tax line's `code` (none is kept: null).
+        "tax_lines": [{**line, "code": line.get("code")} for line in o.tax_lines],
         "taxable": o.taxable,
         "total_discounts": format_amount(o.total_discounts, money),
         "total_duties": format_amount(Decimal(0), money),
