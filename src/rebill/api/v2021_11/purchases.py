@@ -59,7 +59,8 @@ def subscription(p: PurchaseItem) -> dict[str, Any]:
         "expire_after_specific_number_of_charges": p.expire_after_specific_number_of_charges,
         "has_queued_charges": p.has_queued_charges,
         "is_prepaid": p.is_prepaid,
-        "is_skippable": p.is_skippable,
+        # NOTE: decisions §5.4, the items of a prepaid subscription are not skippable.
+        "is_skippable": p.is_skippable and not p.is_prepaid,
         "is_swappable": p.is_swappable,
         "max_retries_reached": p.max_retries_reached,
         "next_charge_scheduled_at": _day(p.next_charge_scheduled_at),

@@ -45,6 +45,11 @@ def activate(unit: Unit, subscription_id: int) -> PurchaseItem:
         raise ValidationFailed.field("status", "the subscription is already active")
     if current.status == EXPIRED:
         raise ValidationFailed.field("status", "an expired subscription cannot be activated")
+    limit = current.expire_after_specific_number_of_charges
+    if limit is not None and current.charges_count >= limit:
+        # NOTE: decisions §5.5, it would be active with no charge to come; it is done.
+        raise ValidationFailed.field("status", f"the subscription has had its {limit} charges "
+                                               "(expire_after_specific_number_of_charges)")
     today = unit.today
     # NOTE: decisions §5.16, the date it had when cancelled if still ahead, else tomorrow.
     when = current.cancelled_next_date

@@ -21,9 +21,9 @@ from ..money import places_problem, quantize
 from ..schedule import pending
 from ..schedule.reconcile import replan
 from ..store import clock as store_clock
-from ..unit import Unit
+from ..unit import Unit, zone
 from . import intervals, repository
-from .model import ACTIVE, SUBSCRIPTION, PurchaseItem, SubscriptionCreate, SubscriptionUpdate
+from .model import ACTIVE, EXPIRED, SUBSCRIPTION, PurchaseItem, SubscriptionCreate, SubscriptionUpdate
 
 MAX_QUANTITY = 1_000_000
 
@@ -224,7 +224,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
     if "next_charge_scheduled_at" in changes:
         intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], today)
     elif interval_changed and current.status == ACTIVE:
-        since = current.last_charge_date or current.created_at.date()
+        # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
+        since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
         changes["next_charge_scheduled_at"] = intervals.after_interval_change(cadence, since, today)
     if interval_changed or "next_charge_scheduled_at" in changes:
         when = changes.get("next_charge_scheduled_at") or current.next_charge_scheduled_at
@@ -234,12 +235,21 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
     if interval_changed:
         # NOTE: decisions §5.3, a new interval drops skipped and moved charges.
         repository.remove_skips(unit.conn, subscription_id, from_date=today)
+    limit = changes.get("expire_after_specific_number_of_charges", current.expire_after_specific_number_of_charges)
+    expires = current.status == ACTIVE and limit is not None and current.charges_count >= limit
+    if expires:
+        # NOTE: decisions §5.5, a limit lowered to the charges already made ends the subscription
+        # now, as the billing run would have with its last charge (no next date, no queued charge).
+        changes.update(status=EXPIRED, next_charge_scheduled_at=None)
+        repository.remove_skips(unit.conn, subscription_id, from_date=today)
     changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
     if changes:
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, subscription_id, current.lock_version, changes):
             raise Conflict()
         unit.record("subscription/updated", subscription_id)
+        if expires:
+            activity.refresh(unit, current.customer_id)
         if not command.commit:
             # NOTE: decisions §5.3, commit=false: the charges follow after the 5-second window.
             # The window is real waiting, not the store's test clock (domain/store/clock.py).
