@@ -73,6 +73,29 @@ def test_a_weekly_schedule_with_order_day_of_week_falls_on_that_weekday(api, at)
     assert skip_next(api, sub["id"]) == "2026-04-03"
 
 
+def test_a_weekly_order_day_holds_after_a_first_date_given_on_another_weekday(api, at):
+    at(date(2026, 3, 2))  # a Monday
+    address = make_address(api)
+    sub = subscribe(api, address, charge_interval_frequency=1, order_interval_frequency=1,
+                    order_interval_unit="week", order_day_of_week=2,  # Wednesday
+                    next_charge_scheduled_at="2026-03-06")  # a Friday: the first charge is there
+    assert sub["next_charge_scheduled_at"] == "2026-03-06"
+    # Then the cadence is back on its order day: the first Wednesday a week on, and weekly after.
+    assert [skip_next(api, sub["id"]) for _ in range(3)] == ["2026-03-18", "2026-03-25", "2026-04-01"]
+
+
+def test_a_weekly_charge_moved_by_hand_sets_its_weekday_from_then_on(api, at):
+    at(date(2026, 3, 2))
+    address = make_address(api)
+    sub = subscribe(api, address, charge_interval_frequency=1, order_interval_frequency=1,
+                    order_interval_unit="week", order_day_of_week=2)
+    [charge] = [c for c in api.get("/charges", params={"address_id": address.id}).json()["charges"]]
+    moved = api.post(f"/charges/{charge['id']}/change_next_charge_date", json={"next_charge_date": "2026-03-13"},
+                     version="2021-01")
+    assert moved.status_code == 200, moved.text
+    assert skip_next(api, sub["id"]) == "2026-03-20"  # Fridays now, as the charge was moved to
+
+
 def test_a_daily_schedule_moves_by_its_frequency_in_days(api, at):
     at(date(2026, 3, 2))
     address = make_address(api)

@@ -134,8 +134,9 @@ def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
     if when != charge.scheduled_at:
         for item in items.many(unit.conn, unit.store_id, charge.purchase_item_ids).values():
             changes: dict[str, Any] = {"next_charge_scheduled_at": when, "updated_at": unit.now}
-            if item.order_interval_unit == "month":
-                changes["anchor_day"] = when.day
+            if item.order_interval_unit in ("month", "week"):
+                # The moved date sets the cadence from now on (a weekly one drops its order day).
+                changes["anchor_day"] = when.day if item.order_interval_unit == "month" else None
             items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes)
             unit.record(f"{item.kind}/updated", item.id)
     result = replan(unit, [charge.address_id], moved={(charge.address_id, charge.scheduled_at): when})

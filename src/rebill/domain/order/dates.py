@@ -67,9 +67,14 @@ def _cadence(unit: Unit, order: Order) -> PurchaseItem:
 
 def _one_interval_later(day: date, item: PurchaseItem) -> date:
     """A monthly order on its subscription's day keeps that day (Jan 31 -> Feb 28 -> Mar 31,
-    decisions §6.12); one moved to another day by hand keeps its own."""
+    decisions §6.12), a weekly one its order weekday; one moved to another day by hand keeps
+    its own."""
     assert item.order_interval_unit and item.order_interval_frequency
     anchor = item.anchor_day
-    if anchor is not None and day.day != min(anchor, calendar.monthrange(day.year, day.month)[1]):
+    if item.order_interval_unit == "week":
+        on_anchor = anchor is not None and day.weekday() == anchor
+    else:
+        on_anchor = anchor is not None and day.day == min(anchor, calendar.monthrange(day.year, day.month)[1])
+    if not on_anchor:
         anchor = None
     return add_interval(day, item.order_interval_unit, item.order_interval_frequency, anchor)

@@ -2,7 +2,10 @@
 
 A cadence is a unit (``day``, ``week``, ``month``) and a frequency. Monthly cadences keep an
 anchor day, so that Jan 31 -> Feb 28 (or 29) -> Mar 31: the day is clamped to the month's
-end, never carried over. Weekdays count from 0 = Monday (decisions §5.1)."""
+end, never carried over. A weekly cadence with an order day keeps that weekday as its anchor:
+each date falls on the first such weekday on or after ``start`` plus the weeks, so a first
+date given on another weekday does not carry over. Weekdays count from 0 = Monday (decisions
+§5.1)."""
 
 from __future__ import annotations
 
@@ -22,11 +25,13 @@ def add_months(start: date, months: int, anchor_day: int | None = None) -> date:
 
 
 def add_interval(start: date, unit: str, frequency: int, anchor_day: int | None = None) -> date:
-    """``start`` plus ``frequency`` units; a month keeps ``anchor_day`` (clamped)."""
+    """``start`` plus ``frequency`` units; a month keeps ``anchor_day`` (clamped), a week
+    moves on to the weekday ``anchor_day`` when it has one."""
     if unit == "day":
         return start + timedelta(days=frequency)
     if unit == "week":
-        return start + timedelta(weeks=frequency)
+        later = start + timedelta(weeks=frequency)
+        return later if anchor_day is None else later + timedelta(days=(anchor_day - later.weekday()) % 7)
     if unit == "month":
         return add_months(start, frequency, anchor_day)
     raise ValueError(f"unknown interval unit {unit!r}")

@@ -62,15 +62,20 @@ def check_future(name: str, when: date, today: date) -> None:
         raise ValidationFailed.field(name, "must not be in the past")
 
 
-def anchor_for(unit: str, when: date, day_of_month: int | None) -> int | None:
-    return (day_of_month or when.day) if unit == "month" else None
+def anchor_for(unit: str, when: date, day_of_month: int | None, day_of_week: int | None = None) -> int | None:
+    """What a cadence keeps from one date to the next (schedule/dates.py): the day of the month
+    (the order day, else the date's), or for a weekly cadence its order weekday, if any. A date
+    moved by hand passes no order day: it becomes the cadence's own."""
+    if unit == "month":
+        return day_of_month or when.day
+    return day_of_week if unit == "week" else None
 
 
 def first_date(values: dict[str, Any], today: date) -> date:
     """Without an explicit date, the first charge falls one charge interval from today, on the
     order day when one is set (docs/api-choices.md)."""
     unit = values["order_interval_unit"]
-    start = add_interval(today, unit, values["charge_interval_frequency"], today.day)
+    start = add_interval(today, unit, values["charge_interval_frequency"], anchor_for(unit, today, None))
     return align(start, unit, values.get("order_day_of_month"), values.get("order_day_of_week"))
 
 
@@ -79,7 +84,7 @@ def after_interval_change(values: dict[str, Any], since: date, today: date) -> d
     new interval; if that is not after today, the first date after today on that cadence."""
     unit, frequency = values["order_interval_unit"], values["charge_interval_frequency"]
     start = align(since, unit, values.get("order_day_of_month"), values.get("order_day_of_week"))
-    anchor = anchor_for(unit, start, values.get("order_day_of_month"))
+    anchor = anchor_for(unit, start, values.get("order_day_of_month"), values.get("order_day_of_week"))
     candidate = add_interval(start, unit, frequency, anchor)
     if candidate > today:
         return candidate

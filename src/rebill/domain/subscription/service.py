@@ -164,7 +164,8 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
         status=ACTIVE,
         presentment_currency=address.presentment_currency,
         next_charge_scheduled_at=when,
-        anchor_day=intervals.anchor_for(values["order_interval_unit"], when, values.get("order_day_of_month")),
+        anchor_day=intervals.anchor_for(values["order_interval_unit"], when, values.get("order_day_of_month"),
+                                        values.get("order_day_of_week")),
         sku_override=bool(values.get("sku_override")),
         charges_count=0,
         last_charge_date=None,
@@ -231,7 +232,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         when = changes.get("next_charge_scheduled_at") or current.next_charge_scheduled_at
         if when is not None:
             changes["anchor_day"] = intervals.anchor_for(cadence["order_interval_unit"], when,
-                                                         cadence.get("order_day_of_month"))
+                                                         cadence.get("order_day_of_month"),
+                                                         cadence.get("order_day_of_week"))
     if interval_changed:
         # NOTE: decisions §5.3, a new interval drops skipped and moved charges.
         repository.remove_skips(unit.conn, subscription_id, from_date=today)
