@@ -319,7 +319,8 @@ def test_skipping_a_future_date_on_the_cadence_creates_a_skipped_charge(api):
     assert schedule(api, address.id) == [(days(api, 7).isoformat(), "queued", [sub.id]),
                                          (days(api, 21).isoformat(), "skipped", [sub.id])]
     assert only(api, address.id, "queued").id == queued.id
-    assert events_of(api, body["id"]) == [("charge/created", body["id"])]
+    # Another resource may share the number: only the charge's own events count.
+    assert [e for e in events_of(api, body["id"]) if e[0].startswith("charge/")] == [("charge/created", body["id"])]
     assert ("subscription/skipped", sub.id) in events_of(api, sub.id)
 
 
