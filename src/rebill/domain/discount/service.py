@@ -11,13 +11,13 @@ import msgspec
 
 from rebill.errors import NotFound, ValidationFailed, add_error
 
+from ..charge import errored
 from ..charge.model import ERROR, QUEUED
 from ..listing import ListQuery, PageResult
 from ..money import places_problem
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import repository
-from .errored import strip_errored
 from .model import (
     APPLIES_TO_ID_LENGTH,
     CODE_LENGTH,
@@ -199,7 +199,8 @@ def fully_disable(unit: Unit, discount_id: int) -> None:
     unit.record_many("address/updated", address_ids)
     repository.remove_charge_inputs_of(unit.conn, unit.store_id, discount_id)
     replan(unit, sorted(touched))
-    strip_errored(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)))
+    errored.recompute(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)),
+                      drop_code=discount_id)
 
 
 def delete(unit: Unit, discount_id: int) -> None:

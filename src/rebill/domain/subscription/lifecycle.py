@@ -7,6 +7,7 @@ from datetime import date, timedelta
 
 from rebill.errors import Conflict, ValidationFailed
 
+from ..charge import errored
 from ..customer import activity
 from ..schedule.reconcile import replan
 from ..unit import Unit
@@ -35,6 +36,8 @@ def cancel(unit: Unit, subscription_id: int, reason: str, comments: str | None) 
                           "cancelled_next_date": current.next_charge_scheduled_at}, "subscription/cancelled")
     activity.refresh(unit, current.customer_id)
     replan(unit, [current.address_id])
+    # A charge in retry holding it must not take its money either (domain/charge/errored.py).
+    errored.recompute(unit, errored.holding(unit, subscription_id), leaving={subscription_id})
     return get(unit, subscription_id)
 
 

@@ -13,6 +13,7 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 from ..address import repository as addresses
 from ..address.model import Address
 from ..catalog import service as catalog
+from ..charge import errored
 from ..charge import repository as charges
 from ..customer import activity
 from ..listing import ListQuery, PageResult
@@ -265,6 +266,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
 def delete(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION, *, replan_now: bool = True) -> None:
     current = get(unit, subscription_id, kind)
     address_for(unit, current.address_id)
+    # A charge in retry holding it must not take its money (domain/charge/errored.py).
+    errored.recompute(unit, errored.holding(unit, subscription_id), leaving={subscription_id})
     repository.delete_item(unit.conn, unit.store_id, subscription_id)
     unit.record(f"{kind}/deleted", subscription_id, {"id": subscription_id})
     if kind == SUBSCRIPTION:

@@ -1,0 +1,83 @@
+"""Charges in retry (status `error`) when what they hold changes under them.
+
+A charge in retry is held out of the plan: its items wait for the retry (decisions §6.3), so
+the reconciler never rewrites it. Some changes must still reach it before the retry takes the
+money:
+
+- a subscription cancelled or deleted, a one-time item deleted (decisions §5.16 takes the item
+  out of its charge; a retry must not charge for it);
+- a code fully disabled (decisions §7.5 clears it from errored charges).
+
+Its money is computed again here by the function the plan uses, from the items it still holds,
+its address and its date; its status, attempts and retry date stay. A charge left with no item
+is deleted. A charge a billing run holds right now (claimed) is left alone: it is being paid."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from sqlalchemy import select
+
+from rebill.models import charge_items, charges
+
+from ..address import repository as addresses
+from ..customer import repository as customers
+from ..discount import repository as discounts
+from ..discount.terms import Terms
+from ..metafield import service as metafields
+from ..schedule.plan import build_charge
+from ..schedule.reconcile import billing_of
+from ..store import repository as stores
+from ..subscription import repository as items
+from ..unit import Unit
+from . import repository
+from .model import ERROR
+
+# What the items and the code change; the rest of an errored charge stays.
+MONEY = ("line_items", "tax_lines", "discounts", "discount_id", "subtotal_price", "total_discounts",
+         "total_line_items_price", "total_tax", "total_shipping", "total_price")
+
+
+def holding(unit: Unit, item_id: int) -> list[int]:
+    """The charges in retry that hold this purchase item."""
+    stmt = (select(charges.c.id).join(charge_items, charge_items.c.charge_id == charges.c.id)
+            .where(charge_items.c.purchase_item_id == item_id, charges.c.store_id == unit.store_id,
+                   charges.c.status == ERROR))
+    return sorted(unit.conn.execute(stmt).scalars())
+
+
+def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (),
+              drop_code: int | None = None) -> None:
+    """The money of these charges in retry again, without the items ``leaving`` or the code
+    ``drop_code`` (a charge keeps its own code otherwise, when it still qualifies); empty ones
+    are deleted."""
+    found = [c for c in repository.many(unit.conn, unit.store_id, charge_ids).values()
+             if c.status == ERROR and c.claimed_by is None]
+    if not found:
+        return
+    store = stores.get(unit.conn, unit.store_id) or unit.store
+    codes = discounts.many(unit.conn, unit.store_id, {c.discount_id for c in found} - {drop_code})
+    places = addresses.many(unit.conn, unit.store_id, [c.address_id for c in found])
+    billing = customers.billing_addresses(unit.conn, unit.store_id, [c.customer_id for c in found])
+    rows, gone, removed = [], [], []
+    for charge in found:
+        address = places.get(charge.address_id)
+        if address is None:
+            continue
+        removed += [(charge.id, i) for i in charge.purchase_item_ids if i in leaving]
+        kept = items.many(unit.conn, unit.store_id, [i for i in charge.purchase_item_ids if i not in leaving])
+        if not kept:
+            gone.append(charge.id)
+            continue
+        code = codes.get(charge.discount_id)
+        terms = Terms.of(code, address.presentment_currency) if code is not None else None
+        planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,
+                               ERROR, list(kept.values()), terms)
+        rows.append({**{name: planned.values[name] for name in MONEY}, "charge_id": charge.id,
+                     "updated_at": unit.now})
+    repository.change_items(unit.conn, unit.store_id, [], removed)
+    repository.update_many(unit.conn, (*MONEY, "updated_at"), rows)
+    unit.record_many("charge/updated", [row["charge_id"] for row in rows])
+    repository.delete_many(unit.conn, unit.store_id, gone)
+    unit.record_many("charge/deleted", gone, with_id=True)
+    metafields.forget(unit, charge=gone)  # NOTE: decisions §7.6
