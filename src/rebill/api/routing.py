@@ -48,6 +48,9 @@ from .call import Call, Reply, Services
 
 ALL_VERSIONS = frozenset(API_VERSIONS)
 logger = logging.getLogger("rebill")
+# NOTE: spec 01 Versioning 5 and spec 02 Versioning 2: a deprecated endpoint says so on every
+# reply, errors included (to be retired by 2025-06-30).
+DEPRECATION = ((b"deprecation", b"true"), (b"sunset", b"Mon, 30 Jun 2025 00:00:00 GMT"))
 
 
 class IdConvertor(Convertor[int]):
@@ -77,6 +80,8 @@ class Operation:
     # Calls a service outside Rebill (the payment gateway) and manages its own transactions:
     # always in a worker thread, never on the event loop.
     calls_out: bool = False
+    # The versions in which the endpoint is deprecated (its replies carry DEPRECATION).
+    deprecated_in: frozenset[str] = frozenset()
 
 
 class Endpoints:
@@ -87,9 +92,10 @@ class Endpoints:
 
     def route(self, method: str, path: str, *, scope: str | None,
               versions: frozenset[str] | tuple[str, ...] = ALL_VERSIONS,
-              calls_out: bool = False) -> Callable[[Handler], Handler]:
+              calls_out: bool = False, deprecated_in: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
-            self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out))
+            self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
+                                             frozenset(deprecated_in)))
             return handler
         return register
 
@@ -184,6 +190,8 @@ class Api:
         ctx: RequestContext = scope["rebill"]
         try:
             operation, scope["path_params"] = self._match(scope["method"], scope["path"])
+            if ctx.version.name in operation.deprecated_in:
+                ctx.headers.extend(DEPRECATION)  # this request's own list: every reply carries them
             call = self._admit(operation, ctx, scope, receive)
             # DELETE too: the 2021-01 bulk delete names its subscriptions in the body.
             if operation.method == "POST" or operation.method == "PUT" or operation.method == "DELETE":

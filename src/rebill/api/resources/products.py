@@ -10,13 +10,11 @@ replace them). One path serves both, since a path can be registered once per met
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from functools import wraps
 
 from rebill.domain.catalog import purchase_options, service
 from rebill.domain.catalog.model import LegacyProductWrite, Product, ProductCreate, ProductUpdate
 from rebill.domain.unit import Unit
-from rebill.errors import NotFound, ServiceError
+from rebill.errors import NotFound
 
 from ..call import Call, Reply
 from ..routing import Endpoints
@@ -24,30 +22,12 @@ from ..routing import Endpoints
 endpoints = Endpoints()
 READ, WRITE = "read_products", "write_products"
 LEGACY = "2021-01"
-# NOTE: spec 01 Versioning 5 and spec 02 Versioning 2: deprecated, to be retired by 2025-06-30.
-DEPRECATION = {"Deprecation": "true", "Sunset": "Mon, 30 Jun 2025 00:00:00 GMT"}
 _ID = re.compile(r"[0-9]{1,18}", re.ASCII)
 MAX_EXTERNAL_ID = 64  # the column's length
 
 
 def _legacy(call: Call) -> bool:
     return call.version.name == LEGACY
-
-
-def deprecated_in_2021_01(handler: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
-    """Every 2021-01 product reply, errors included, says the endpoint is deprecated."""
-    @wraps(handler)
-    def run(call: Call) -> Reply:
-        if not _legacy(call):
-            return handler(call)
-        try:
-            reply = handler(call)
-        except ServiceError as exc:
-            exc.headers = {**exc.headers, **DEPRECATION}
-            raise
-        reply.headers = {**(reply.headers or {}), **DEPRECATION}
-        return reply
-    return run
 
 
 def _product(call: Call, unit: Unit) -> Product:
@@ -61,8 +41,7 @@ def _product(call: Call, unit: Unit) -> Product:
     return service.get_product_by_id(unit, int(key))
 
 
-@endpoints.get("/products", scope=READ)
-@deprecated_in_2021_01
+@endpoints.get("/products", scope=READ, deprecated_in=(LEGACY,))
 def list_products(call: Call) -> Reply:
     query = call.list_query("products")
     with call.read() as unit:
@@ -74,8 +53,7 @@ def list_products(call: Call) -> Reply:
     return reply
 
 
-@endpoints.post("/products", scope=WRITE)
-@deprecated_in_2021_01
+@endpoints.post("/products", scope=WRITE, deprecated_in=(LEGACY,))
 def create_product(call: Call) -> Reply:
     if _legacy(call):
         legacy = call.command("product_v1.create", LegacyProductWrite)
@@ -86,15 +64,13 @@ def create_product(call: Call) -> Reply:
         return call.created("product", service.create_product(unit, command))
 
 
-@endpoints.get("/products/{product_key}", scope=READ)
-@deprecated_in_2021_01
+@endpoints.get("/products/{product_key}", scope=READ, deprecated_in=(LEGACY,))
 def get_product(call: Call) -> Reply:
     with call.read() as unit:
         return call.one("product", _product(call, unit))
 
 
-@endpoints.put("/products/{product_key}", scope=WRITE)
-@deprecated_in_2021_01
+@endpoints.put("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,))
 def update_product(call: Call) -> Reply:
     if _legacy(call):
         legacy = call.command("product_v1.update", LegacyProductWrite, partial=True)
@@ -105,8 +81,7 @@ def update_product(call: Call) -> Reply:
         return call.one("product", service.update_product(unit, _product(call, unit), command))
 
 
-@endpoints.delete("/products/{product_key}", scope=WRITE)
-@deprecated_in_2021_01
+@endpoints.delete("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,))
 def delete_product(call: Call) -> Reply:
     with call.write() as unit:
         service.delete_product(unit, _product(call, unit))
