@@ -75,7 +75,7 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
         recorded.append(batch.add(charge, result, method_id, processor,
                                   [held[i] for i in charge.purchase_item_ids if i in held]))
     batch.write()
-    replan(unit, sorted({c.address_id for c, _, _ in mine} | set(batch.also)))
+    replan(unit, sorted({c.address_id for c, _, _ in mine}))
     return recorded
 
 
@@ -93,7 +93,6 @@ class _Batch:
         self.closing: list[Charge] = []
         # NOTE: decisions §7.5, one use per successful charge carrying a code (its redemption).
         self.uses: list[dict[str, Any]] = []
-        self.also: list[int] = []  # other addresses to replan
         self.applied: dict[int, dict[date, int]] = {}
 
     def add(self, charge: Charge, result: Result, method_id: int | None, processor: str,
@@ -176,8 +175,6 @@ class _Batch:
         # In this transaction, only for charges whose claim is still this run's: a charge paid
         # twice at once or retried counts once (and the redemption is unique per charge).
         discounts.record_uses(unit.conn, unit.store_id, self.uses, unit.now)
-        # A code that has just reached its usage_limit leaves every other queued charge.
-        self.also = discounts.spent_holders(unit.conn, unit.store_id, {u["discount_id"] for u in self.uses})
         if self.valid_methods:
             changed = unit.conn.execute(update(payment_methods).where(
                 payment_methods.c.store_id == unit.store_id, payment_methods.c.id.in_(self.valid_methods),

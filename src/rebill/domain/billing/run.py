@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from rebill import failpoints
 from rebill.db.engine import Database
@@ -22,7 +22,6 @@ from rebill.models import charges, payment_methods
 
 from ..charge import repository as charge_repo
 from ..charge.model import Charge
-from ..discount import repository as discounts
 from ..money import minor_digits
 from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all
 from ..schedule.reconcile import replan
@@ -81,9 +80,6 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
         claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after)
         held = charge_repo.many(conn, store.id, claimed)
         found = [held[i] for i in claimed if i in held]
-        over = discounts.reserve(conn, store.id, run, found)
-        if over:
-            found = _without_spent_codes(unit, run, found, over, now, stale_after)
         methods = _methods(conn, store.id, found)
     failpoints.hit("billing.after_claim")
     answers = _pay(gateway, store, found, methods)
@@ -96,20 +92,6 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
         for done in recorded:
             summary.add(done, done.retry)
     return recorded
-
-
-def _without_spent_codes(unit: Unit, run: str, found: list[Charge], over: list[Charge], now: datetime,
-                         stale_after: timedelta) -> list[Charge]:
-    """Charges whose code has no use left: released, planned again (their plan now leaves the
-    code out: domain/discount/inputs.py), claimed again, in this transaction, before any money
-    moves."""
-    ids = [c.id for c in over]
-    unit.conn.execute(update(charges).where(charges.c.id.in_(ids), charges.c.claimed_by == run)
-                      .values(claimed_by=None, claimed_at=None))
-    replan(unit, sorted({c.address_id for c in over}))
-    again = set(claims.claim(unit.conn, unit.store_id, ids, run, now, stale_after))
-    fresh = charge_repo.many(unit.conn, unit.store_id, sorted(again))
-    return [fresh.get(c.id, c) for c in found if c.id not in ids or c.id in again]
 
 
 def _pay(gateway: Gateway, store: Store, found: list[Charge],

@@ -24,14 +24,9 @@ def load(conn: Connection, store_id: int, found: dict[int, Address],
     wanted |= {d for dates in by_date.values() for d in dates.values()}
     if not wanted:
         return {}
+    # NOTE: decisions §7.5, `usage_limit` refuses new applications only (domain/discount/rules.py):
+    # a code already applied keeps going on its charges, whatever its `times_used`.
     rows = repository.many(conn, store_id, wanted)
-    # NOTE: decisions §7.5, `usage_limit` counts uses across every customer: a code whose uses
-    # and uses in flight have reached it goes on no queued charge (the billing run reserves
-    # its uses when it claims, domain/billing/run.py).
-    capped = [d for d, row in rows.items() if row.usage_limit is not None]
-    flying_anywhere = repository.in_flight(conn, store_id, capped)
-    rows = {d: row for d, row in rows.items()
-            if row.usage_limit is None or row.times_used + flying_anywhere.get(d, 0) < row.usage_limit}
     limited = [(a.id, a.discount_id) for a in found.values()
                if a.discount_id in rows and allowed_uses(rows[a.discount_id]) is not None]
     uses = repository.address_uses(conn, limited)  # type: ignore[arg-type]
