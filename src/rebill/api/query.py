@@ -15,8 +15,6 @@ MAX_ID_DIGITS = len(str(MAX_ID))
 _INTEGER = re.compile(r"(-?)([0-9]+)", re.ASCII)
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
 
-_ZONE = re.compile(r"(Z|[+-]\d{2}:?\d{2})$")
-
 
 def text(value: str) -> str:
     if "\x00" in value:
@@ -63,20 +61,36 @@ def boolean(value: str) -> bool:
     raise ValueError(f"Invalid boolean: {value}. Must be true, false, 1 or 0")
 
 
+# NOTE: decisions §2.5, the accepted forms: a date, then optionally `T` or a space and a time
+# of hours and minutes (seconds and fractions optional), then optionally `Z`, `+00:00` or
+# `+0000` (docs/api-choices.md: other explicit offsets too). A zone's `+` that form decoding
+# of an unencoded query string turned into a space is read as the `+` it was.
+_DATETIME = re.compile(
+    r"(\d{4}-\d{2}-\d{2})"
+    r"(?:[Tt ](\d{2}:\d{2}(?::\d{2}(?:\.(\d{1,9}))?)?)"
+    r"([Zz]|[+ -]\d{2}:?\d{2})?)?",
+    re.ASCII,
+)
+
+
 def parse_datetime(value: str) -> datetime:
-    """``T`` or space, ``Z``/``+00:00``/``+0000``/no zone (UTC), or a bare date."""
-    raw = value.strip()
+    """``T`` or space, ``Z``/``+00:00``/``+0000``/no zone (UTC), or a bare date; an explicit
+    other offset is converted to UTC. Anything else (week dates, basic formats, an hour alone,
+    what ``fromisoformat`` would also take) answers the error of decisions §2.5."""
+    found = _DATETIME.fullmatch(value.strip())
     try:
-        if len(raw) == 10:
-            return datetime.combine(date.fromisoformat(raw), time(), tzinfo=timezone.utc)
-        candidate = raw.replace(" ", "T", 1)
-        if candidate.endswith("Z"):
-            candidate = candidate[:-1] + "+00:00"
-        match = _ZONE.search(candidate)
-        if match and ":" not in match.group(1) and match.group(1) != "Z":
-            zone = match.group(1)
-            candidate = candidate[: match.start()] + zone[:3] + ":" + zone[3:]
-        parsed = datetime.fromisoformat(candidate)
+        if found is None:
+            raise ValueError(value)
+        day, clock, fraction, zone = found.groups()
+        if clock is None:
+            return datetime.combine(date.fromisoformat(day), time(), tzinfo=timezone.utc)
+        if fraction is not None:  # Python reads at most microseconds
+            clock = clock[: clock.index(".") + 1] + fraction[:6].ljust(6, "0")
+        offset = ""
+        if zone is not None and zone not in ("Z", "z"):
+            sign = "-" if zone[0] == "-" else "+"
+            offset = f"{sign}{zone[1:3]}:{zone[-2:]}"
+        parsed = datetime.fromisoformat(f"{day}T{clock}{offset}")
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=timezone.utc)
         return parsed.astimezone(timezone.utc)

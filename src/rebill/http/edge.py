@@ -5,14 +5,16 @@ API adds to its response.
 
 Order: 400 (a request target that is no path, ``OPTIONS *``) -> 401 (no or unknown token)
 -> 403 (store not installed) -> 429 (rate limit) -> 426 (bad version). Every request that
-names a token counts against its bucket.
+names a token counts against its bucket. A request body larger than ``MAX_BODY_BYTES``
+answers 413 when the API reads it (after its own routing and scope checks), before it is
+buffered: by its ``Content-Length`` at once, a chunked one as soon as it passes the limit.
 """
 
 from __future__ import annotations
 
 from random import getrandbits
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from rebill.api.contract import Version
 from rebill.api.routing import Api
@@ -26,6 +28,37 @@ from .render import send_error
 
 TOKEN_HEADER = b"x-service-access-token"
 VERSION_HEADER = b"x-service-version"
+LENGTH_HEADER = b"content-length"
+# The largest body the API reads. The largest legitimate one (a metafield value of 65,535
+# characters, each escaped as six bytes at worst) stays well below it.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class PayloadTooLarge(ServiceError):
+    status = 413
+
+    def __init__(self) -> None:
+        super().__init__(f"The request body is too large (at most {MAX_BODY_BYTES} bytes)")
+
+
+def _bounded_receive(receive: Receive, declared: int | None) -> Receive:
+    """``receive`` that refuses a body past ``MAX_BODY_BYTES``: the router turns the
+    ``ServiceError`` raised while it reads the body into the one error shape."""
+    if declared is not None and declared > MAX_BODY_BYTES:
+        async def refuse() -> Message:
+            raise PayloadTooLarge()
+        return refuse
+    seen = 0
+
+    async def counted() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > MAX_BODY_BYTES:
+                raise PayloadTooLarge()
+        return message
+    return counted
 
 
 class Edge:
@@ -45,11 +78,14 @@ class Edge:
             await self.app(scope, receive, send)
             return
         token_value = asked_version = None
+        length: int | None = None
         for name, value in scope["headers"]:
             if name == TOKEN_HEADER:
                 token_value = value.decode("latin-1").strip()
             elif name == VERSION_HEADER:
                 asked_version = value.decode("latin-1").strip()
+            elif name == LENGTH_HEADER:
+                length = int(value) if value.isdigit() and len(value) < 19 else MAX_BODY_BYTES + 1
         # Unique, not secret: the PRNG is enough and spares a system call per request.
         headers: list[tuple[bytes, bytes]] = [(b"x-request-id", b"%032x" % getrandbits(128))]
         served = asked_version if asked_version in self.versions else self.fallback_version
@@ -82,5 +118,9 @@ class Edge:
             return
         headers.append((b"x-service-version", served.encode()))
         scope["rebill"] = RequestContext(store, token, self.versions[served], headers)
+        if length is None or length > MAX_BODY_BYTES:
+            # No length (a chunked body) or too long a one; a body within its declared length
+            # is held to it by the server and needs no counting.
+            receive = _bounded_receive(receive, length)
         await self.app(scope, receive, send)
 

@@ -4,13 +4,60 @@ after an update is merged, so a create and an update obey the same rules."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from functools import lru_cache
 from typing import Any
 
 from rebill.errors import ValidationFailed, add_error
 
-from ..geo import COUNTRIES_REQUIRING_PROVINCE, country, find_province, zip_problem
+from ..geo import COUNTRIES_REQUIRING_PROVINCE, country, find_province, subdivisions, zip_problem
 from ..store.model import Store
 from .verifier import AddressVerifier
+
+# The ISO 3166-2 names carry words that the names clients send leave out: generic words of a
+# kind of subdivision (`Beijing Shi`, `Guangdong Sheng`, `Wilayah Persekutuan Kuala Lumpur`,
+# `Jakarta Raya`) and a second name in brackets (`Barcelona [Barcelona]`).
+_GENERIC = re.compile(r"^(wilayah persekutuan) | (sheng|shi|zizhiqu|huizu zizhiqu|zhuangzu zizhiqu|uygur zizhiqu|"
+                      r"sar|raya)$")
+_BRACKETS = re.compile(r"^(.*?)\s*\[(.*)\]$")
+# English names that are no spelling of the ISO one, for the countries of decisions §4.1
+# (the subdivision codes of ISO 3166-2).
+_ENGLISH = {
+    "AE": {"abu dhabi": "AZ", "dubai": "DU", "sharjah": "SH", "ajman": "AJ", "fujairah": "FU",
+           "ras al khaimah": "RK", "umm al quwain": "UQ"},
+    "CN": {"inner mongolia": "NM", "tibet": "XZ"},
+    "MY": {"penang": "07", "malacca": "04", "labuan": "15", "putrajaya": "16"},
+    "ID": {"dki jakarta": "JK"},
+}
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.strip())
+    return " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split())
+
+
+@lru_cache(maxsize=64)
+def _common_names(code: str) -> dict[str, tuple[str, str]]:
+    """Folded common name -> (short code, name) for the subdivisions of a country, besides the
+    codes and ISO names that ``geo.find_province`` already knows."""
+    by_code = {short: (short, name) for short, name in subdivisions(code).values()}
+    names: dict[str, tuple[str, str]] = {}
+    for short, name in by_code.values():
+        folded = _fold(name)
+        bracketed = _BRACKETS.match(folded)
+        for key in ([bracketed[1], bracketed[2]] if bracketed else [folded]):
+            names.setdefault(_GENERIC.sub("", key), (short, name))
+    for alias, short in _ENGLISH.get(code, {}).items():
+        if short in by_code:
+            names.setdefault(alias, by_code[short])
+    return names
+
+
+def province_of(code: str, given: str) -> tuple[str, str] | None:
+    """NOTE: decisions §4.1, (code, name) of the subdivision given by code, ISO name or common
+    name (`Beijing`, `Dubai`), else None."""
+    return find_province(code, given) or _common_names(code).get(_fold(given))
 
 
 def check_location(store: Store, verifier: AddressVerifier, values: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +78,7 @@ def check_location(store: Store, verifier: AddressVerifier, values: dict[str, An
         if not province or not province.strip():
             add_error(errors, "province", "is required for this country")
         else:
-            found = find_province(code, province)
+            found = province_of(code, province)
             if found is None:
                 add_error(errors, "province", "is not a valid province or state of the country")
             else:

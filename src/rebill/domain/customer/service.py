@@ -20,6 +20,36 @@ from . import repository
 from .model import BILLING_FIELDS, Customer, CustomerCreate, CustomerUpdate
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# NOTE: spec 03 customer, `analytics_data.utm_params[]` objects with these string fields.
+UTM_FIELDS = ("utm_campaign", "utm_content", "utm_data_source", "utm_medium", "utm_source", "utm_term",
+              "utm_timestamp")
+
+
+def _analytics_problems(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Why ``analytics_data`` would not render in the shape of spec 03 (`utm_params` an array
+    of objects whose `utm_*` values are strings), keyed like any nested error; None when fine.
+    Other keys are the client's own and kept as sent."""
+    params = (data or {}).get("utm_params")
+    if params is None:
+        return None
+    if not isinstance(params, list):
+        return {"utm_params": ["must be an array"]}
+    problems: dict[str, Any] = {}
+    for index, item in enumerate(params):
+        if not isinstance(item, dict):
+            problems[str(index)] = ["must be an object"]
+            continue
+        bad = {name: ["must be a string"] for name in UTM_FIELDS
+               if item.get(name) is not None and not isinstance(item[name], str)}
+        if bad:
+            problems[str(index)] = bad
+    return {"utm_params": problems} if problems else None
+
+
+def _check_analytics(data: dict[str, Any] | None) -> None:
+    problems = _analytics_problems(data)
+    if problems:
+        raise ValidationFailed({"analytics_data": problems})
 
 
 def _check_email(unit: Unit, email: str, *, other_than: int | None = None) -> None:
@@ -61,6 +91,7 @@ def get(unit: Unit, customer_id: int) -> Customer:
 
 
 def create(unit: Unit, command: CustomerCreate) -> Customer:
+    _check_analytics(command.analytics_data)
     _check_email(unit, command.email)
     values = msgspec.structs.asdict(command)
     values["billing_address"] = _billing_address(None, _pop_billing(values))
@@ -85,6 +116,8 @@ def create(unit: Unit, command: CustomerCreate) -> Customer:
 def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
     current = get(unit, customer_id)
     changes = command.changes()
+    if "analytics_data" in changes:
+        _check_analytics(changes["analytics_data"])
     billing = _pop_billing(changes)
     if billing:
         changes["billing_address"] = _billing_address(current.billing_address, billing)

@@ -62,9 +62,10 @@ def _under_address(conn: Connection, store_id: int, resource: str, owner_id: int
     if found is None:
         return False
     _lock(conn, customers, found[0], store_id, anchor=False)
-    if not _lock(conn, addresses, found[1], store_id, anchor=True):
-        # Only a processed charge outlives its address, and it is never deleted.
-        return resource == "charge"
+    if not _lock(conn, addresses, found[1], store_id, anchor=True) and resource != "charge":
+        return False
+    # Read again: a deleter that held the address may have removed the owner meanwhile, a
+    # queued charge of a deleted address included (only a processed charge outlives it).
     return _parents(conn, resource, store_id, owner_id) is not None
 
 

@@ -77,23 +77,47 @@ def create(unit: Unit, command: MetafieldCreate) -> Metafield:
     return get(unit, metafield_id)
 
 
-def update(unit: Unit, metafield_id: int, command: MetafieldUpdate) -> Metafield:
-    current = repository.get(unit.conn, unit.store_id, metafield_id, lock=True)
-    if current is None:
-        raise NotFound()
+def _changes(current: Metafield, command: MetafieldUpdate) -> dict[str, Any]:
+    """What the command changes; sending what is already stored changes nothing."""
     changes = command.changes()
     if "description" in changes:
         changes["description"] = changes["description"] or ""
-    # Sending what is already stored changes nothing: no event, same updated_at.
-    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    return {k: v for k, v in changes.items() if getattr(current, k) != v}
+
+
+def _owner_of(current: Metafield, changes: dict[str, Any]) -> tuple[str, int]:
+    return changes.get("owner_resource", current.owner_resource), changes.get("owner_id", current.owner_id)
+
+
+def update(unit: Unit, metafield_id: int, command: MetafieldUpdate) -> Metafield:
+    """A move locks the new owner (owners.py) before the metafield's row: an owner's deleter
+    takes the owner's locks first and the rows of its metafields after, so the other order
+    could deadlock with it (PostgreSQL; a metafield moving onto a charge of its own address
+    while the address is deleted)."""
+    seen = get(unit, metafield_id)
+    changes = _changes(seen, command)
     if not changes:
-        return current
-    check_value(changes.get("value", current.value), changes.get("value_type", current.value_type))
-    resource = changes.get("owner_resource", current.owner_resource)
-    owner_id = changes.get("owner_id", current.owner_id)
-    if (resource, owner_id) != (current.owner_resource, current.owner_id):
+        # No event, same updated_at.
+        return seen
+    check_value(changes.get("value", seen.value), changes.get("value_type", seen.value_type))
+    checked = None
+    if _owner_of(seen, changes) != (seen.owner_resource, seen.owner_id):
         # NOTE: decisions §7.6, a PUT that moves the owner checks the new owner and its limit.
-        _check_owner(unit, resource, owner_id)
+        checked = _owner_of(seen, changes)
+        _check_owner(unit, *checked)
+    current = repository.get(unit.conn, unit.store_id, metafield_id, lock=True)
+    if current is None:
+        raise NotFound()
+    if current != seen:
+        # Changed between the two reads: decide again on what is stored now.
+        changes = _changes(current, command)
+        if not changes:
+            return current
+        check_value(changes.get("value", current.value), changes.get("value_type", current.value_type))
+    resource, owner_id = _owner_of(current, changes)
+    if (resource, owner_id) != (current.owner_resource, current.owner_id):
+        if (resource, owner_id) != checked:
+            _check_owner(unit, resource, owner_id)
         if repository.taken(unit.conn, unit.store_id, resource, owner_id, current.namespace, current.key,
                             other_than=metafield_id):
             raise ValidationFailed.field("key", TAKEN)
