@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,8 +29,9 @@ class RateLimit:
             value = cls(burst=int(burst), per_second=float(rate or 2))
         except ValueError as exc:
             raise ValueError(f"rate limit must look like BURST/PER_SECOND or 'off', not {text!r}") from exc
-        if value.burst < 1 or value.per_second <= 0:
-            raise ValueError("rate limit burst and rate must be positive")
+        # `float` also reads "nan" and "inf", on which the bucket arithmetic breaks.
+        if value.burst < 1 or not value.per_second > 0 or not math.isfinite(value.per_second):
+            raise ValueError("rate limit burst and rate must be positive numbers")
         return value
 
 

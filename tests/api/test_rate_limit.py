@@ -169,6 +169,14 @@ def test_store_rate_limit_setting_overrides_the_default(limited):
     assert responses[4].headers["X-Service-Limit"] == "5/5"
 
 
+def test_an_unreadable_stored_limit_falls_back_to_the_default_not_a_500(limited):
+    with limited.db.write() as conn:
+        conn.execute(update(tokens).where(tokens.c.store_id == limited.store.id).values(rate_limit="40/nan"))
+    response = limited.get("/")
+    assert response.status_code == 200
+    assert response.headers["X-Service-Limit"].endswith("/3")  # the process's limit of this fixture
+
+
 def test_store_rate_limit_off_disables_the_limit(limited):
     with limited.db.write() as conn:
         conn.execute(update(stores).where(stores.c.id == limited.store.id).values(rate_limit="off"))
@@ -192,7 +200,8 @@ def test_parse_off_disables(text):
     assert RateLimit.parse(text).enabled is False
 
 
-@pytest.mark.parametrize("text", ["", "abc", "x/2", "10/y", "0/1", "-5/1", "5/0", "5/-1", "40/2/3", "4.5/1"])
+@pytest.mark.parametrize("text", ["", "abc", "x/2", "10/y", "0/1", "-5/1", "5/0", "5/-1", "40/2/3", "4.5/1",
+                                  "40/nan", "40/inf", "40/-inf", "40/1e999"])
 def test_parse_rejects_bad_values(text):
     with pytest.raises(ValueError):
         RateLimit.parse(text)

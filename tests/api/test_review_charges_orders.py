@@ -202,3 +202,31 @@ def test_full_refund_ignores_the_amount_whatever_it_holds(tier_a, amount):
     assert reply.status_code == 200, reply.text
     body = reply.json()["charge"]
     assert (body["status"].lower(), body["total_refunds"]) == ("refunded", "10.10")
+
+
+def test_releasing_due_prepaid_orders_tells_only_the_orders_it_changed(api, monkeypatch):
+    """An order deleted (or processed) between the look for due orders and their release gets
+    no `order/processed` (domain/billing/sweep.py)."""
+    from rebill.domain.billing import sweep
+    from rebill.domain.unit import Unit
+    from tests.api.test_orders import prepaid
+    from tests.builders import events_of as _events
+    first, second, third = prepaid(api)
+    assert api.delete(f"/orders/{third.id}").status_code in (200, 204)
+    monkeypatch.setattr(sweep, "_due_orders", lambda unit: [second.id, third.id])
+    with api.db.write() as conn:
+        released = sweep.release_prepaid_orders(Unit(conn, api.store, api.clock.now()))
+    assert released == [second.id]
+    assert ("order/processed", second.id) in _events(api, second.id)
+    assert ("order/processed", third.id) not in _events(api, third.id)
+
+
+@pytest.mark.parametrize("sent,named", [("country_code", "country_code"), ("country", "country")])
+def test_a_2021_01_nested_error_names_the_field_as_the_caller_sent_it(api, sent, named):
+    """docs/api-choices.md: a 2021-01 caller who sends a head name gets its error under that
+    name, also inside an object (here an order's billing address)."""
+    from tests.api.test_orders import queued
+    order = queued(api)
+    reply = api.put(f"/orders/{order.id}", json={"billing_address": {sent: "Zz"}}, version="2021-01")
+    assert reply.status_code == 422, reply.text
+    assert list(reply.json()["errors"]["billing_address"]) == [named]

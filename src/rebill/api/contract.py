@@ -8,7 +8,7 @@ side by side, and a docstring that reads as a changelog line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,7 +90,10 @@ class Version:
         the caller itself sent under the head name (2021-01 accepts `country_code` too)."""
         if not isinstance(errors, dict) or not self.error_names:
             return errors
-        return {(k if k in sent else self.error_names.get(k, k)): self.rename_errors(v) for k, v in errors.items()}
+        def inner(name: str) -> Any:  # what the caller sent under that name, for nested errors
+            return sent.get(name, ()) if isinstance(sent, Mapping) else ()
+        return {(k if k in sent else self.error_names.get(k, k)): self.rename_errors(v, inner(k))
+                for k, v in errors.items()}
 
 
 def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[str, ListContract],

@@ -12,6 +12,7 @@ buffered: by its ``Content-Length`` at once, a chunked one as soon as it passes 
 
 from __future__ import annotations
 
+import logging
 from random import getrandbits
 
 from starlette.types import Message, Receive, Scope, Send
@@ -25,6 +26,8 @@ from .auth import TokenResolver
 from .context import RequestContext
 from .ratelimit import LeakyBuckets
 from .render import send_error
+
+logger = logging.getLogger("rebill")
 
 TOKEN_HEADER = b"x-service-access-token"
 VERSION_HEADER = b"x-service-version"
@@ -66,11 +69,17 @@ class Edge:
                  versions: dict[str, Version], fallback_version: str) -> None:
         self.app, self.tokens, self.buckets = app, tokens, buckets
         self.versions, self.fallback_version = versions, fallback_version
-        self._limits: dict[str, RateLimit] = {}
+        self._limits: dict[str, RateLimit | None] = {}
 
-    def _limit(self, text: str) -> RateLimit:
+    def _limit(self, text: str) -> RateLimit | None:
+        """A store's or token's own limit; None (the process's limit) for one that does not
+        parse, which only a hand edit of the database can store: a request is never a 500."""
         if text not in self._limits:
-            self._limits[text] = RateLimit.parse(text)
+            try:
+                self._limits[text] = RateLimit.parse(text)
+            except ValueError:
+                logger.warning("ignoring the unreadable rate limit %r", text)
+                self._limits[text] = None
         return self._limits[text]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -43,8 +43,11 @@ def anything_due(unit: Unit) -> bool:
 def release_prepaid_orders(unit: Unit) -> list[int]:
     due = _due_orders(unit)
     if due:
-        unit.conn.execute(update(orders).where(orders.c.id.in_(due), orders.c.status == "queued")
-                          .values(status="success", processed_at=unit.now, updated_at=unit.now))
+        # Only the orders this statement changed are told: one deleted or processed meanwhile
+        # is not (RETURNING, on both databases).
+        due = sorted(unit.conn.execute(
+            update(orders).where(orders.c.id.in_(due), orders.c.status == "queued")
+            .values(status="success", processed_at=unit.now, updated_at=unit.now).returning(orders.c.id)).scalars())
         unit.record_many("order/processed", due)
     return due
 
