@@ -48,9 +48,9 @@ from .call import Call, Reply, Services
 
 ALL_VERSIONS = frozenset(API_VERSIONS)
 logger = logging.getLogger("rebill")
-# NOTE: spec 01 Versioning 5 and spec 02 Versioning 2: a deprecated endpoint says so on every
-# reply, errors included (to be retired by 2025-06-30).
-DEPRECATION = ((b"deprecation", b"true"), (b"sunset", b"Mon, 30 Jun 2025 00:00:00 GMT"))
+# A deprecated endpoint says so on every reply, errors included (spec 01 Versioning 5, spec 02
+# Versioning 2), with its `Sunset` when it has a retirement date.
+DEPRECATION = (b"deprecation", b"true")
 
 
 class IdConvertor(Convertor[int]):
@@ -80,8 +80,10 @@ class Operation:
     # Calls a service outside Rebill (the payment gateway) and manages its own transactions:
     # always in a worker thread, never on the event loop.
     calls_out: bool = False
-    # The versions in which the endpoint is deprecated (its replies carry DEPRECATION).
+    # The versions in which the endpoint is deprecated (its replies carry DEPRECATION), and the
+    # HTTP date of its retirement when one is known (a `Sunset` header).
     deprecated_in: frozenset[str] = frozenset()
+    sunset: str | None = None
 
 
 class Endpoints:
@@ -92,10 +94,11 @@ class Endpoints:
 
     def route(self, method: str, path: str, *, scope: str | None,
               versions: frozenset[str] | tuple[str, ...] = ALL_VERSIONS,
-              calls_out: bool = False, deprecated_in: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+              calls_out: bool = False, deprecated_in: tuple[str, ...] = (),
+              sunset: str | None = None) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
             self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
-                                             frozenset(deprecated_in)))
+                                             frozenset(deprecated_in), sunset))
             return handler
         return register
 
@@ -191,7 +194,10 @@ class Api:
         try:
             operation, scope["path_params"] = self._match(scope["method"], scope["path"])
             if ctx.version.name in operation.deprecated_in:
-                ctx.headers.extend(DEPRECATION)  # this request's own list: every reply carries them
+                # This request's own list: every reply, errors included, carries them.
+                ctx.headers.append(DEPRECATION)
+                if operation.sunset:
+                    ctx.headers.append((b"sunset", operation.sunset.encode()))
             call = self._admit(operation, ctx, scope, receive)
             # DELETE too: the 2021-01 bulk delete names its subscriptions in the body.
             if operation.method == "POST" or operation.method == "PUT" or operation.method == "DELETE":

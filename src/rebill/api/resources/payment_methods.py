@@ -3,38 +3,16 @@ of a customer (spec 02 Customers, Versioning 3)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-
 from rebill.domain.payment_method import service
 from rebill.domain.payment_method.model import PaymentMethodCreate, PaymentMethodUpdate
-from rebill.errors import ServiceError
 
 from ..call import Call, Reply
 from ..routing import Endpoints
+from ..v2021_01.payment_methods import select_sources
 
 endpoints = Endpoints()
 READ, WRITE = "read_payment_methods", "write_payment_methods"
 HEAD = ("2021-11",)
-# NOTE: spec 02 Versioning 3, the payment sources endpoint is deprecated (the payment methods
-# endpoint replaces it). No retirement date is given, so, unlike the 2021-01 product endpoints
-# (resources/products.py), no `Sunset` header.
-DEPRECATION = {"Deprecation": "true"}
-
-
-def deprecated(handler: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
-    """Every reply, errors included, says the endpoint is deprecated (as resources/products.py
-    does for the 2021-01 product endpoints)."""
-    @wraps(handler)
-    def run(call: Call) -> Reply:
-        try:
-            reply = handler(call)
-        except ServiceError as exc:
-            exc.headers = {**exc.headers, **DEPRECATION}
-            raise
-        reply.headers = {**(reply.headers or {}), **DEPRECATION}
-        return reply
-    return run
 
 
 @endpoints.get("/payment_methods", scope=READ, versions=HEAD)
@@ -72,11 +50,12 @@ def delete_payment_method(call: Call) -> Reply:
     return call.deleted()
 
 
-@endpoints.get("/customers/{customer_id:id}/payment_sources", scope=READ, versions=("2021-01",))
-@deprecated
+@endpoints.get("/customers/{customer_id:id}/payment_sources", scope=READ, versions=("2021-01",),
+               deprecated_in=("2021-01",))  # NOTE: spec 02 Versioning 3; no retirement date: no Sunset
 def list_payment_sources(call: Call) -> Reply:
-    """Spec 02 Customers; every source of the customer, the default first (no paging: spec 02
-    lists it among neither the paged nor the filtered endpoints)."""
+    """Spec 02 Customers; the sources of the customer, the default first, that its filters
+    select (no paging: spec 02 lists it among neither the paged nor the cursor endpoints)."""
     with call.read() as unit:
         sources = service.sources(unit, call.path["customer_id"])
-    return Reply({"payment_sources": [call.version.serialize("payment_source", s) for s in sources]})
+    records = [call.version.serialize("payment_source", s) for s in sources]
+    return Reply({"payment_sources": select_sources(records, call.params)})

@@ -22,6 +22,8 @@ from ..routing import Endpoints
 endpoints = Endpoints()
 READ, WRITE = "read_products", "write_products"
 LEGACY = "2021-01"
+# NOTE: spec 01 Versioning 5 and spec 02 Versioning 2: deprecated, to be retired by 2025-06-30.
+SUNSET = "Mon, 30 Jun 2025 00:00:00 GMT"
 _ID = re.compile(r"[0-9]{1,18}", re.ASCII)
 MAX_EXTERNAL_ID = 64  # the column's length
 
@@ -41,7 +43,7 @@ def _product(call: Call, unit: Unit) -> Product:
     return service.get_product_by_id(unit, int(key))
 
 
-@endpoints.get("/products", scope=READ, deprecated_in=(LEGACY,))
+@endpoints.get("/products", scope=READ, deprecated_in=(LEGACY,), sunset=SUNSET)
 def list_products(call: Call) -> Reply:
     query = call.list_query("products")
     with call.read() as unit:
@@ -53,7 +55,7 @@ def list_products(call: Call) -> Reply:
     return reply
 
 
-@endpoints.post("/products", scope=WRITE, deprecated_in=(LEGACY,))
+@endpoints.post("/products", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET)
 def create_product(call: Call) -> Reply:
     if _legacy(call):
         legacy = call.command("product_v1.create", LegacyProductWrite)
@@ -64,13 +66,13 @@ def create_product(call: Call) -> Reply:
         return call.created("product", service.create_product(unit, command))
 
 
-@endpoints.get("/products/{product_key}", scope=READ, deprecated_in=(LEGACY,))
+@endpoints.get("/products/{product_key}", scope=READ, deprecated_in=(LEGACY,), sunset=SUNSET)
 def get_product(call: Call) -> Reply:
     with call.read() as unit:
         return call.one("product", _product(call, unit))
 
 
-@endpoints.put("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,))
+@endpoints.put("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET)
 def update_product(call: Call) -> Reply:
     if _legacy(call):
         legacy = call.command("product_v1.update", LegacyProductWrite, partial=True)
@@ -81,7 +83,7 @@ def update_product(call: Call) -> Reply:
         return call.one("product", service.update_product(unit, _product(call, unit), command))
 
 
-@endpoints.delete("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,))
+@endpoints.delete("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET)
 def delete_product(call: Call) -> Reply:
     with call.write() as unit:
         service.delete_product(unit, _product(call, unit))

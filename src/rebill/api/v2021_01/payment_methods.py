@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rebill.api import query as q
 from rebill.api.contract import Change, ListContract
 from rebill.api.fields import Schema
+from rebill.api.listing import parse_filters
 from rebill.domain.payment_method.model import USABLE
 
 # NOTE: spec 02 Payment source `payment_type` (`credit`, `debit`, `paypal`, `apple_pay`); the
@@ -61,5 +63,43 @@ class PaymentSourceOldShape(Change):
 
 
 CHANGES: tuple[Change, ...] = (PaymentSourceOldShape(),)
+
+# NOTE: spec 02 Customers, `GET /customers/{customer_id}/payment_sources` query: each filter
+# selects the sources whose field (as rendered above) has that value; text matches without
+# regard to case or the spaces around it. The list has no paging (docs/api-choices.md), so the
+# filters run on the rendered sources.
+SOURCE_FILTERS: dict[str, tuple[str, q.QueryParser]] = {
+    "cardholder_name": ("cardholder_name", q.text),
+    "card_brand": ("card_brand", q.text),
+    "card_exp_month": ("card_exp_month", q.integer),
+    "card_exp_year": ("card_exp_year", q.integer),
+    "card_last4": ("card_last4", q.text),
+    "customer_id": ("customer_id", q.integer),
+    "has_card_error_in_dunning": ("has_card_error_in_dunning", q.boolean),
+    "payment_type": ("payment_type", q.choice(*dict.fromkeys(("credit", "debit", *OLD_TYPES.values())))),
+    "processor_name": ("processor_name", q.text),
+    "status": ("status", q.choice("active", "failed")),
+    "status_reason": ("status_reason", q.text),
+}
+
+
+def _same(shown: Any, wanted: Any) -> bool:
+    if isinstance(wanted, bool):
+        return shown is wanted
+    if isinstance(wanted, int):
+        try:
+            return shown is not None and not isinstance(shown, bool) and int(str(shown).strip()) == wanted
+        except ValueError:
+            return False
+    return isinstance(shown, str) and shown.strip().casefold() == wanted.strip().casefold()
+
+
+def select_sources(sources: list[dict[str, Any]], params: dict[str, str]) -> list[dict[str, Any]]:
+    """The rendered payment sources that every filter of ``params`` selects (422 for a bad
+    value, naming each; unknown parameters are ignored, as on every list)."""
+    wanted = parse_filters(SOURCE_FILTERS, params)
+    return [s for s in sources if all(_same(s.get(name), value) for name, value in wanted.items())]
+
+
 LISTS: dict[str, ListContract] = {}
 SCHEMAS: dict[str, Schema] = {}

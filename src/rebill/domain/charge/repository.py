@@ -62,8 +62,10 @@ FILTERS: dict[str, Filter] = {
     "processed_at_min": lambda v: charges.c.processed_at >= v,
     "processed_at_max": lambda v: charges.c.processed_at <= v,
     "discount_id": lambda v: charges.c.discount_id == v,
-    # NOTE: decisions §7.5, codes match case-insensitively (as the discounts' own filter does).
-    "discount_code": lambda v: charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code_key == v.lower())),
+    # NOTE: decisions §7.5, codes match case-insensitively and without the spaces around them
+    # (as the addresses' and the discounts' own filters do, docs/api-choices.md).
+    "discount_code": lambda v: charges.c.discount_id.in_(select(discounts.c.id)
+                                                         .where(discounts.c.code_key == v.strip().lower())),
     "purchase_item_id": lambda v: charges.c.id.in_(_items(charge_items.c.purchase_item_id == v)),
     "purchase_item_ids": lambda v: charges.c.id.in_(_items(charge_items.c.purchase_item_id.in_(v))),
     "external_order_id": lambda v: charges.c.external_order_id == v,
