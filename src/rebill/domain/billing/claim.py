@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import Connection, and_, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, or_, select, true, update
 
 from rebill.models import charges
 
@@ -21,26 +21,34 @@ from ..charge.model import ERROR, QUEUED
 STALE_AFTER = timedelta(seconds=60)
 
 
+def _is_due(day: date) -> ColumnElement[bool]:
+    return or_(and_(charges.c.status == QUEUED, charges.c.scheduled_at <= day),
+               and_(charges.c.status == ERROR, charges.c.retry_date <= day))
+
+
 def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limit: int = 500) -> list[int]:
     """NOTE: decisions §6.5, queued charges whose date has come and errored charges whose
     retry date has, in id order from ``after_id``."""
     stmt = (select(charges.c.id)
-            .where(charges.c.store_id == store_id, charges.c.id > after_id,
-                   or_(and_(charges.c.status == QUEUED, charges.c.scheduled_at <= today),
-                       and_(charges.c.status == ERROR, charges.c.retry_date <= today)))
+            .where(charges.c.store_id == store_id, charges.c.id > after_id, _is_due(today))
             .order_by(charges.c.id).limit(limit))
     return list(conn.execute(stmt).scalars())
 
 
 def claim(conn: Connection, store_id: int, ids: list[int], run: str, now: datetime,
-          stale_after: timedelta = STALE_AFTER, statuses: tuple[str, ...] = (QUEUED, ERROR)) -> list[int]:
+          stale_after: timedelta = STALE_AFTER, statuses: tuple[str, ...] = (QUEUED, ERROR),
+          due_on: date | None = None) -> list[int]:
     """Claims those of ``ids`` in ``statuses`` that no live run holds; returns the ids claimed.
-    A capture or a refund claims its charge the same way, so none of them overlaps another."""
+    A capture or a refund claims its charge the same way, so none of them overlaps another.
+    With ``due_on`` (a billing run) only those still due that day: a run whose list was read
+    before another run or a manual process recorded a failure must not try it again the same
+    day (decisions §6.12, the next attempt is on its retry date), nor a ninth time once closed."""
     if not ids:
         return []
     stmt = (update(charges)
             .where(charges.c.store_id == store_id, charges.c.id.in_(ids),
                    charges.c.status.in_(statuses),
+                   _is_due(due_on) if due_on is not None else true(),
                    or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= now - stale_after))
             .values(claimed_by=run, claimed_at=now)
             .returning(charges.c.id))

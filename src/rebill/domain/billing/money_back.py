@@ -39,7 +39,10 @@ def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
         raise ValidationFailed.field("status", f"only a pending (authorized) charge can be captured; this one is "
                                                f"{charge.status}")
     assert charge.authorized_at is not None
-    if now - charge.authorized_at > CAPTURE_WINDOW:
+    # A pending charge still claimed is a capture whose answer was never recorded (only a
+    # capture claims a pending charge): it is finished with the same key whatever the time,
+    # since the processor may have captured inside the window (decisions §6.5: no lost outcome).
+    if now - charge.authorized_at > CAPTURE_WINDOW and charge.claimed_by is None:
         raise ValidationFailed.field("status", "the authorization is more than 7 days old and can no longer be "
                                                "captured")
 
@@ -85,8 +88,10 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
         taken.append(_refund_amount(held, amount, full))
 
     def ask(held: Charge) -> Result:
-        # The state before this refund names it: a retry after a crash is the same refund.
-        key = f"rebill-charge-{held.id}-refund-{held.total_refunds}-{taken[0]}"
+        # The state before this refund names it: a retry after a crash is the same refund. In
+        # minor units: "5", "5.0" and "5.00" are one amount and must be one key.
+        before, amount_minor = _minor(held.total_refunds, held.currency), _minor(taken[0], held.currency)
+        key = f"rebill-charge-{held.id}-refund-{before}-{amount_minor}"
         return gateway.refund(store.id, key, held.external_transaction_id or "", _minor(taken[0], held.currency),
                               held.currency)
 

@@ -60,7 +60,13 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
     address the batch touched."""
     if not answers:
         return []
-    addresses.lock(unit.conn, unit.store_id, sorted({c.address_id for c, _, _ in answers}))
+    # The items' addresses too, locked with the charges' in one sorted pass: an item moved to
+    # another address while its charge was being paid (change_address, merge) gets its next
+    # charge planned there.
+    item_ids = [i for c, _, _ in answers for i in c.purchase_item_ids]
+    homes = set(unit.conn.execute(select(purchase_items.c.address_id).where(
+        purchase_items.c.store_id == unit.store_id, purchase_items.c.id.in_(item_ids))).scalars()) if item_ids else set()
+    addresses.lock(unit.conn, unit.store_id, sorted({c.address_id for c, _, _ in answers} | homes))
     # A claimed charge does not change (replans hold it, decisions §6.3): the rows read at the
     # claim are still its rows, if the claim is still this run's.
     still = set(unit.conn.execute(select(charges.c.id).where(
@@ -75,7 +81,7 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
         recorded.append(batch.add(charge, result, method_id, processor,
                                   [held[i] for i in charge.purchase_item_ids if i in held]))
     batch.write()
-    replan(unit, sorted({c.address_id for c, _, _ in mine}))
+    replan(unit, sorted({c.address_id for c, _, _ in mine} | {i.address_id for i in held.values()}))
     return recorded
 
 

@@ -67,8 +67,9 @@ def idempotency_key(charge_id: int, attempt: int) -> str:
 
 def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int], now: datetime, *,
             run: str | None = None, stale_after: timedelta = claims.STALE_AFTER,
-            summary: Summary | None = None) -> list[Recorded]:
-    """Claims, pays and records ``charge_ids`` (those no other run holds)."""
+            summary: Summary | None = None, due_on: date | None = None) -> list[Recorded]:
+    """Claims, pays and records ``charge_ids`` (those no other run holds; with ``due_on``, a
+    billing run's, only those still due that day)."""
     run = run or uuid.uuid4().hex
     with db.write() as conn:
         unit = Unit(conn, store, now)
@@ -77,7 +78,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
             charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
         if waiting:
             replan(unit, waiting)
-        claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after)
+        claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on)
         held = charge_repo.many(conn, store.id, claimed)
         found = [held[i] for i in claimed if i in held]
         methods = _methods(conn, store.id, found)
@@ -151,14 +152,15 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
             unit = Unit(conn, store, now())
             sweep.release_prepaid_orders(unit)
             sweep.flag_uncaptured(unit)
-    for batch in _due_batches(db, store, now, until):
-        process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after)
+    for day, batch in _due_batches(db, store, now, until):
+        process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after, due_on=day)
         if progress is not None:
             progress(len(batch))
     return summary
 
 
-def _due_batches(db: Database, store: Store, now: Callable[[], datetime], until: date | None) -> Iterator[list[int]]:
+def _due_batches(db: Database, store: Store, now: Callable[[], datetime],
+                 until: date | None) -> Iterator[tuple[date, list[int]]]:
     after = 0
     while True:
         with db.read() as conn:
@@ -167,7 +169,7 @@ def _due_batches(db: Database, store: Store, now: Callable[[], datetime], until:
             batch = claims.due(conn, store.id, day, after_id=after, limit=BATCH)
         if not batch:
             return
-        yield batch
+        yield day, batch
         after = batch[-1]
 
 

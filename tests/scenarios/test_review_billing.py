@@ -1,0 +1,318 @@
+"""Adversarial review of exactly once (decisions §6.3-§6.5, §6.7, §6.12): API writes made while
+a billing run holds a charge (between its claim and the record of the gateway's answer), and
+runs that race on a stale list of due charges. Money is counted in the sandbox gateway's
+ledger, as a processor would count it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import select
+
+from rebill.domain.billing import claim as claims
+from rebill.domain.billing import run as billing
+from rebill.domain.payment.sandbox import SandboxGateway
+from rebill.models import charges, orders, purchase_items, sandbox_payments
+from tests.builders import (
+    charges_of,
+    make_address,
+    make_customer,
+    make_discount,
+    make_payment_method,
+    make_subscription,
+)
+from tests.scenarios.conftest import assert_schedule_consistent
+
+START = date(2027, 3, 10)
+
+
+@pytest.fixture
+def tier_a(api):
+    return api.other_store(plan_tier="premium_a")
+
+
+def _gateway(api):
+    return SandboxGateway(api.db, api.clock.now)
+
+
+def _bill(api, gateway=None, **kw):
+    return billing.run_store(api.db, gateway or _gateway(api), api.store, api.clock.now, **kw)
+
+
+def _ledger(api):
+    """Per charge reference, how many payments moved money."""
+    with api.db.read() as conn:
+        return Counter(conn.execute(select(sandbox_payments.c.reference).where(
+            sandbox_payments.c.store_id == api.store.id, sandbox_payments.c.operation == "charge",
+            sandbox_payments.c.outcome.in_(("captured", "authorized")))).scalars())
+
+
+def _attempts(api):
+    with api.db.read() as conn:
+        return Counter(conn.execute(select(sandbox_payments.c.reference).where(
+            sandbox_payments.c.store_id == api.store.id, sandbox_payments.c.operation == "charge")).scalars())
+
+
+def _consistent_money(api):
+    """Every payment that moved money is a paid (or pending) charge with its orders, and every
+    paid charge has its payment and its orders; nothing is left claimed."""
+    taken = _ledger(api)
+    with api.db.read() as conn:
+        rows = conn.execute(select(charges.c.id, charges.c.status, charges.c.claimed_by, charges.c.orders_count)
+                            .where(charges.c.store_id == api.store.id)).all()
+        made = Counter(conn.execute(select(orders.c.charge_id).where(orders.c.store_id == api.store.id,
+                                                                     orders.c.charge_id.is_not(None))).scalars())
+    assert set(taken.values()) <= {1}, taken
+    for row in rows:
+        assert row.claimed_by is None, row
+        paid = row.status in ("success", "refunded", "partially_refunded")
+        assert (f"charge {row.id}" in taken) == (paid or row.status == "pending"), row
+        assert (made[row.id] > 0) == paid, (row, made[row.id])
+        if paid:
+            assert made[row.id] == row.orders_count, row
+
+
+def _item(api, item_id):
+    with api.db.read() as conn:
+        return conn.execute(select(purchase_items).where(purchase_items.c.id == item_id)).first()
+
+
+class _Meanwhile:
+    """A gateway that, once the processor has answered the first payment and before the run
+    records it, lets ``action`` run (an API write racing with the run)."""
+
+    def __init__(self, inner, action):
+        self.inner, self.name, self.action, self.replies = inner, inner.name, action, []
+
+    def charge(self, payment):
+        result = self.inner.charge(payment)
+        if not self.replies:
+            self.replies.append(self.action())
+        return result
+
+
+def _subscriber(api, token="pm_ok", **kw):
+    customer = make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token=token)
+    address = make_address(api, customer)
+    return customer, address, make_subscription(api, address, next_charge_scheduled_at=START, **kw)
+
+
+WRITES = {
+    "quantity": lambda api, s, a, c, other: api.put(f"/subscriptions/{s.id}", json={"quantity": 3}),
+    "price_uncommitted": lambda api, s, a, c, other: api.put(f"/subscriptions/{s.id}", json={"price": "30.00"},
+                                                             params={"commit": "false"}),
+    "next_date": lambda api, s, a, c, other: api.post(f"/subscriptions/{s.id}/set_next_charge_date",
+                                                      json={"date": "2027-03-20"}),
+    "cancel": lambda api, s, a, c, other: api.post(f"/subscriptions/{s.id}/cancel",
+                                                   json={"cancellation_reason": "too much"}),
+    "delete": lambda api, s, a, c, other: api.delete(f"/subscriptions/{s.id}"),
+    "change_address": lambda api, s, a, c, other: api.post(f"/subscriptions/{s.id}/change_address",
+                                                           json={"address_id": other.id}),
+    "merge": lambda api, s, a, c, other: api.post("/addresses/merge", json={
+        "target_address": {"id": other.id}, "source_addresses": [{"id": a.id}]}),
+    "address_update": lambda api, s, a, c, other: api.put(f"/addresses/{a.id}", json={"address1": "1 Other St"}),
+    "address_delete": lambda api, s, a, c, other: api.delete(f"/addresses/{a.id}"),
+    "address_discount": lambda api, s, a, c, other: api.post(f"/addresses/{a.id}/apply_discount",
+                                                             json={"discount_id": make_discount(api)}),
+    "charge_discount": lambda api, s, a, c, other: api.post(f"/charges/{c}/apply_discount",
+                                                            json={"discount_id": make_discount(api)}),
+    "skip": lambda api, s, a, c, other: api.post(f"/charges/{c}/skip", json={}),
+    "change_charge_date": lambda api, s, a, c, other: api.post(f"/charges/{c}/change_next_charge_date",
+                                                               json={"next_charge_date": "2027-03-25"},
+                                                               version="2021-01"),
+    "process": lambda api, s, a, c, other: api.post(f"/charges/{c}/process", json={}),
+    "onetime": lambda api, s, a, c, other: api.post("/onetimes", json={
+        "address_id": a.id, "product_title": "Mug", "price": "8.00", "quantity": 1,
+        "next_charge_scheduled_at": START.isoformat()}),
+}
+
+
+# NOTE: a queued charge a run holds cannot be skipped or moved: domain/charge/service.py must
+# answer 409 there (as an address delete does) instead of a KeyError (see the review report).
+NOT_YET = {"skip", "change_charge_date"}
+
+
+@pytest.mark.parametrize("write", [pytest.param(w, marks=pytest.mark.xfail(
+    strict=True, reason="charge/service.py: skip/change_date of a claimed charge is a KeyError (500)"))
+    if w in NOT_YET else w for w in sorted(WRITES)])
+def test_an_api_write_while_a_run_pays_a_charge_never_answers_500_nor_pays_or_advances_twice(tier_a, at, write):
+    api = tier_a
+    at(START)
+    customer, address, subscription = _subscriber(api)
+    other = make_address(api, customer)
+    [charge] = charges_of(api, address.id)
+    gateway = _Meanwhile(_gateway(api), lambda: WRITES[write](api, subscription, address, charge.id, other))
+    summary = _bill(api, gateway)
+    [reply] = gateway.replies
+    assert reply.status_code < 500, reply.text
+    assert summary.paid == (2 if write == "onetime" else 1)  # a one-time item added meanwhile: a charge of its own
+    assert _ledger(api)[f"charge {charge.id}"] == 1
+    paid = api.get(f"/charges/{charge.id}").json()["charge"]
+    assert paid["status"] == "success"
+    item = _item(api, subscription.id)
+    if item is not None and item.status == "active":
+        assert item.charges_count == 1
+    _consistent_money(api)
+    assert_schedule_consistent(api, address.id, other.id)
+    # The next month is charged once (if the subscription is still there), never this one again.
+    at(date(2027, 4, 25))
+    _bill(api)
+    _consistent_money(api)
+    assert _ledger(api)[f"charge {charge.id}"] == 1
+    item = _item(api, subscription.id)
+    if item is not None and item.status == "active":
+        assert item.charges_count == 2, item
+    assert_schedule_consistent(api, address.id, other.id)
+
+
+def _stale_list(monkeypatch, api, meanwhile):
+    """The run reads its due charges, then ``meanwhile`` runs before it claims them (another run
+    or a manual process finishing first), so it claims from a stale list."""
+    real = claims.due
+    done = []
+
+    def due(conn, store_id, today, **kw):
+        found = real(conn, store_id, today, **kw)
+        if found and not done:
+            done.append(True)
+            meanwhile()
+        return found
+    monkeypatch.setattr(claims, "due", due)
+
+
+@pytest.mark.parametrize("token", ["pm_declined", "processor_error"])
+def test_a_run_with_a_stale_due_list_does_not_try_a_charge_another_run_just_failed_again(api, at, monkeypatch, token):
+    at(START)
+    _, address, _ = _subscriber(api, token=token)
+    [charge] = charges_of(api, address.id)
+    _stale_list(monkeypatch, api, lambda: billing.process(api.db, _gateway(api), api.store, [charge.id],
+                                                          api.clock.now()))
+    _bill(api)
+    after = api.get(f"/charges/{charge.id}").json()["charge"]
+    # NOTE: decisions §6.12, one attempt on D, the next on D+1: not two on D.
+    assert after["charge_attempts"] == 1 and after["retry_date"].startswith("2027-03-11")
+    assert _attempts(api)[f"charge {charge.id}"] == 1
+
+
+def test_a_run_with_a_stale_due_list_does_not_try_a_closed_charge_a_ninth_time(api, at, monkeypatch):
+    at(START)
+    _, address, subscription = _subscriber(api, token="pm_declined")
+    [charge] = charges_of(api, address.id)
+    day = START
+    for _ in range(7):  # attempts 1-7 on D, D+1, D+7, ..., D+31
+        _bill(api)
+        retry = api.get(f"/charges/{charge.id}").json()["charge"]["retry_date"]
+        day = date.fromisoformat(retry[:10])
+        at(day)
+    _stale_list(monkeypatch, api, lambda: _bill_real(api, charge.id))
+    _bill(api)
+    after = api.get(f"/charges/{charge.id}").json()["charge"]
+    assert after["charge_attempts"] == 8 and after["error_type"] == "CLOSED_MAX_RETRIES_REACHED"
+    assert _attempts(api)[f"charge {charge.id}"] == 8
+
+
+def _bill_real(api, charge_id):
+    billing.process(api.db, _gateway(api), api.store, [charge_id], api.clock.now())
+
+
+class _Died(BaseException):
+    """The process dies (SIGKILL): no cleanup, no release of the claim."""
+
+
+class _DiesAfter:
+    """The processor does the operation, then the process dies before recording it."""
+
+    def __init__(self, inner, operation):
+        self.inner, self.name, self.operation = inner, inner.name, operation
+
+    def charge(self, payment):
+        return self.inner.charge(payment)
+
+    def capture(self, *args):
+        result = self.inner.capture(*args)
+        if self.operation == "capture":
+            raise _Died()
+        return result
+
+    def refund(self, *args):
+        result = self.inner.refund(*args)
+        if self.operation == "refund":
+            raise _Died()
+        return result
+
+
+def _money_back_ledger(api, operation):
+    with api.db.read() as conn:
+        return list(conn.execute(select(sandbox_payments.c.amount).where(
+            sandbox_payments.c.store_id == api.store.id, sandbox_payments.c.operation == operation)
+            .order_by(sandbox_payments.c.id)).scalars())
+
+
+def _authorized(api):
+    _, address, _ = _subscriber(api, token="authorize_only")
+    [charge] = charges_of(api, address.id)
+    _bill(api)
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["status"] == "pending"
+    return charge.id
+
+
+@pytest.mark.parametrize("crashed_before_end", [timedelta(days=1), timedelta(seconds=10)])
+def test_a_capture_that_died_after_the_processor_captured_is_finished_by_the_next_call(tier_a, at,
+                                                                                      crashed_before_end):
+    from rebill.domain.billing import money_back
+    api = tier_a
+    at(START)
+    charge_id = _authorized(api)
+    api.clock.advance(money_back.CAPTURE_WINDOW - crashed_before_end)
+    with pytest.raises(_Died):
+        money_back.capture(api.db, _DiesAfter(_gateway(api), "capture"), api.store, charge_id, api.clock.now())
+    assert _money_back_ledger(api, "capture") == [Decimal(1250)]
+    # The claim holds a minute; the next call repeats the same capture (same key), even when
+    # the window has closed since: the processor captured inside it.
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    reply = api.post(f"/charges/{charge_id}/capture_payment", json={})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["charge"]["status"] == "success"
+    assert _money_back_ledger(api, "capture") == [Decimal(1250)]
+    _consistent_money(api)
+
+
+def test_a_refund_that_died_after_the_processor_refunded_is_finished_by_the_same_refund(tier_a, at):
+    from rebill.domain.billing import money_back
+    api = tier_a
+    at(START)
+    _, address, _ = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    _bill(api)
+    with pytest.raises(_Died):
+        money_back.refund(api.db, _DiesAfter(_gateway(api), "refund"), api.store, charge.id, Decimal("5.00"), False,
+                          api.clock.now())
+    assert api.post(f"/charges/{charge.id}/refund", json={"amount": "5.00"}).status_code == 409  # still held
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    reply = api.post(f"/charges/{charge.id}/refund", json={"amount": "5.00"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["charge"]["total_refunds"] == "5.00"
+    assert _money_back_ledger(api, "refund") == [Decimal(500)]
+    _consistent_money(api)
+
+
+@pytest.mark.xfail(strict=True, reason="a refund key names its amount: a retry with another amount after a crash "
+                                       "refunds again and the first refund is never recorded (see the report)")
+def test_a_refund_that_died_is_never_lost_even_when_the_retry_asks_another_amount(tier_a, at):
+    from rebill.domain.billing import money_back
+    api = tier_a
+    at(START)
+    _, address, _ = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    _bill(api)
+    with pytest.raises(_Died):
+        money_back.refund(api.db, _DiesAfter(_gateway(api), "refund"), api.store, charge.id, Decimal("5.00"), False,
+                          api.clock.now())
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    api.post(f"/charges/{charge.id}/refund", json={"amount": "3.00"})
+    refunded = sum(_money_back_ledger(api, "refund")) / 100
+    assert Decimal(api.get(f"/charges/{charge.id}").json()["charge"]["total_refunds"]) == refunded
