@@ -37,7 +37,8 @@ def _status(body):
 def _ledger(api, operation):
     with api.db.read() as conn:
         return list(conn.execute(select(sandbox_payments.c.amount).where(
-            sandbox_payments.c.store_id == api.store.id, sandbox_payments.c.operation == operation)).scalars())
+            sandbox_payments.c.store_id == api.store.id, sandbox_payments.c.operation == operation)
+            .order_by(sandbox_payments.c.id)).scalars())
 
 
 def test_an_authorized_charge_is_captured_within_seven_days_and_then_makes_its_order(tier_a):

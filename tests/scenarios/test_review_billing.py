@@ -131,14 +131,9 @@ WRITES = {
 }
 
 
-# NOTE: a queued charge a run holds cannot be skipped or moved: domain/charge/service.py must
-# answer 409 there (as an address delete does) instead of a KeyError (see the review report).
-NOT_YET = {"skip", "change_charge_date"}
-
-
-@pytest.mark.parametrize("write", [pytest.param(w, marks=pytest.mark.xfail(
-    strict=True, reason="charge/service.py: skip/change_date of a claimed charge is a KeyError (500)"))
-    if w in NOT_YET else w for w in sorted(WRITES)])
+# NOTE: a queued charge a run holds cannot be skipped or moved: domain/charge/service.py
+# answers 409 there, as an address delete does.
+@pytest.mark.parametrize("write", sorted(WRITES))
 def test_an_api_write_while_a_run_pays_a_charge_never_answers_500_nor_pays_or_advances_twice(tier_a, at, write):
     api = tier_a
     at(START)

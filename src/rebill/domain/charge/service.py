@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from rebill.errors import NotFound, ValidationFailed
+from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..address import repository as addresses
 from ..listing import ListQuery, PageResult
@@ -36,9 +36,14 @@ def count(unit: Unit, filters: dict[str, Any]) -> int:
 
 
 def _locked(unit: Unit, charge_id: int) -> Charge:
+    """The charge under its address's lock; a charge a billing run, capture or refund holds
+    right now cannot be skipped, unskipped or moved (409, as an address delete answers)."""
     charge = get(unit, charge_id)
     addresses.lock(unit.conn, unit.store_id, [charge.address_id])
-    return get(unit, charge_id)
+    charge = get(unit, charge_id)
+    if charge.claimed_by is not None:
+        raise Conflict("The charge is being paid; try again in a moment")
+    return charge
 
 
 def _chosen(charge: Charge, item_ids: list[int] | None, field: str) -> list[int]:
