@@ -311,3 +311,24 @@ def test_a_refund_that_died_is_never_lost_even_when_the_retry_asks_another_amoun
     api.post(f"/charges/{charge.id}/refund", json={"amount": "3.00"})
     refunded = sum(_money_back_ledger(api, "refund")) / 100
     assert Decimal(api.get(f"/charges/{charge.id}").json()["charge"]["total_refunds"]) == refunded
+
+
+def test_a_subscription_cancelled_while_its_charge_is_paid_counts_the_charge_and_is_not_billed_twice(tier_a, at):
+    """The charge being paid keeps the subscription (a claimed charge does not change): it is
+    paid for, so it counts, and an activation must not bring back the date just paid."""
+    api = tier_a
+    at(START)
+    customer, address, subscription = _subscriber(api)
+    gateway = _Meanwhile(_gateway(api), lambda: WRITES["cancel"](api, subscription, address, None, None))
+    _bill(api, gateway)
+    assert gateway.replies[0].status_code == 200, gateway.replies[0].text
+    item = _item(api, subscription.id)
+    assert (item.status, item.charges_count, item.last_charge_date) == ("cancelled", 1, START)
+    assert item.cancelled_next_date == date(2027, 4, 10)
+    at(START + timedelta(days=1))
+    activated = api.post(f"/subscriptions/{subscription.id}/activate", json={})
+    assert activated.status_code == 200, activated.text
+    assert activated.json()["subscription"]["next_charge_scheduled_at"] == "2027-04-10"
+    _bill(api)
+    assert _ledger(api) == Counter({f"charge {c.id}": 1 for c in charges_of(api, address.id) if c.status == "success"})
+    assert len(_ledger(api)) == 1  # nothing more was due

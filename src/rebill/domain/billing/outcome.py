@@ -153,11 +153,24 @@ class _Batch:
         its Nth charge (decisions §6.12: in this transaction, with no next queued charge); each
         one-time item is done."""
         for item in held:
-            if item.status != ACTIVE:
-                continue
             row = {"_id": item.id, "status": item.status, "charges_count": item.charges_count,
                    "last_charge_date": charge.scheduled_at, "max_retries_reached": item.max_retries_reached,
-                   "next_charge_scheduled_at": item.next_charge_scheduled_at, "updated_at": self.unit.now}
+                   "next_charge_scheduled_at": item.next_charge_scheduled_at,
+                   "cancelled_next_date": item.cancelled_next_date, "updated_at": self.unit.now}
+            if item.kind == SUBSCRIPTION and item.status == CANCELLED:
+                # Cancelled while this charge was being paid (a charge being paid does not
+                # change): the charge still paid for it. It counts, and the date an activation
+                # would restore moves past the paid one, so the cycle is never billed twice.
+                assert item.order_interval_unit and item.charge_interval_frequency
+                after = add_interval(charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency,
+                                     item.anchor_day)
+                row.update(charges_count=item.charges_count + 1, cancelled_next_date=max(
+                    item.cancelled_next_date or after, after))
+                self.events["subscription/updated"].append(item.id)
+                self.items.append(row)
+                continue
+            if item.status != ACTIVE:
+                continue
             if item.kind != SUBSCRIPTION:
                 row["status"] = PROCESSED
                 self.events["onetime/updated"].append(item.id)
@@ -211,7 +224,7 @@ _CHARGE_OUTCOME = Prepared(update(charges).where(charges.c.id == bindparam("_id"
     | {"claimed_by": null(), "claimed_at": null(), "lock_version": charges.c.lock_version + 1}))
 _ITEM_ADVANCE = Prepared(update(purchase_items).where(purchase_items.c.id == bindparam("_id")).values(
     {name: bindparam(name) for name in ("status", "charges_count", "last_charge_date", "max_retries_reached",
-                                        "next_charge_scheduled_at", "updated_at")}
+                                        "next_charge_scheduled_at", "cancelled_next_date", "updated_at")}
     | {"lock_version": purchase_items.c.lock_version + 1}))
 
 
