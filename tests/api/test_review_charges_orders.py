@@ -171,9 +171,15 @@ def test_capturing_or_refunding_while_the_processor_is_unreachable_answers_503(t
     monkeypatch.undo()
     assert tier_a.get(f"/charges/{pending['id']}").json()["charge"]["status"].lower() == "pending"
     assert tier_a.get(f"/charges/{paid['id']}").json()["charge"]["total_refunds"] == "0.00"
-    # Nothing stays held: both work at once when the processor answers again.
+    # The capture is free again at once (a repeat is the same request to the processor).
     assert tier_a.post(f"/charges/{pending['id']}/capture_payment", json={}).status_code == 200
-    assert tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "1.00"}).status_code == 200
+    # The refund keeps its claim, which names it (the processor may have refunded): 409 while it
+    # is fresh; then the same refund asked again finishes it, once.
+    assert tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "1.00"}).status_code == 409
+    tier_a.clock.advance(timedelta(seconds=61))
+    again = tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "1.00"})
+    assert again.status_code == 200, again.text
+    assert again.json()["charge"]["total_refunds"] == "1.00"
 
 
 # Refunds: what is left is what the claimed charge has left (decisions §6.12) -----------------

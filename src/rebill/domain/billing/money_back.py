@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from rebill.db.engine import Database
 from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
@@ -77,49 +77,112 @@ def _refund_amount(charge: Charge, amount: Decimal | None, full: bool) -> Decima
     return amount
 
 
+# A refund writes what it asks into its claim before it calls the processor (its run, then
+# REFUND, the refunds before it and its amount, both in minor units): a refund that died or lost
+# its answer on the way is known, and the next refund of the charge finishes it first.
+REFUND = ":refund:"
+
+
 def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount: Decimal | None,
            full: bool, now: datetime) -> Charge:
-    _refund_amount(visible(db, store, charge_id, now), amount, full)  # refused before any claim
+    charge = visible(db, store, charge_id, now)
+    _refund_amount(charge, amount, full)  # refused before any claim
+    finished = _finish_dead_refund(db, gateway, store, charge_id, now)
+    if finished is not None:
+        after = visible(db, store, charge_id, now)
+        if (after.status == REFUNDED if full else amount is not None and _minor(amount, charge.currency) == finished):
+            return after  # this very refund, asked again: done now
+        raise Conflict(f"An earlier refund of {Decimal(finished).scaleb(-minor_digits(charge.currency))} that had "
+                       "not answered has now been completed; send this refund again if it is still wanted")
     taken: list[Decimal] = []
 
-    def check(held: Charge) -> None:
+    def check(held: Charge) -> str:
         # Again on the charge as the claim holds it: a refund recorded since the first read
         # has changed what is left (a full refund takes only the rest).
         taken.append(_refund_amount(held, amount, full))
+        return f"{REFUND}{_minor(held.total_refunds, held.currency)}:{_minor(taken[0], held.currency)}"
 
     def ask(held: Charge) -> Result:
-        # The state before this refund names it: a retry after a crash is the same refund. In
-        # minor units: "5", "5.0" and "5.00" are one amount and must be one key.
-        before, amount_minor = _minor(held.total_refunds, held.currency), _minor(taken[0], held.currency)
-        key = f"rebill-charge-{held.id}-refund-{before}-{amount_minor}"
-        return gateway.refund(store.id, key, held.external_transaction_id or "", _minor(taken[0], held.currency),
-                              held.currency)
+        return _ask_refund(gateway, store, held, _minor(held.total_refunds, held.currency),
+                           _minor(taken[0], held.currency))
 
     def apply(unit: Unit, held: Charge, result: Result) -> None:
-        refunded = held.total_refunds + taken[0]
-        _save(unit, held.id, {"total_refunds": refunded,
-                              "status": REFUNDED if refunded >= held.total_price else PARTIALLY_REFUNDED})
-        unit.record("charge/refunded", held.id)
-    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check)
+        _record_refund(unit, held, taken[0])
+    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check,
+                    keep_when_unknown=True)
+
+
+def _ask_refund(gateway: Gateway, store: Store, held: Charge, before: int, amount_minor: int) -> Result:
+    # The refunds before it name it: a retry after a crash is the same refund to the processor.
+    # In minor units: "5", "5.0" and "5.00" are one amount and must be one key.
+    key = f"rebill-charge-{held.id}-refund-{before}-{amount_minor}"
+    return gateway.refund(store.id, key, held.external_transaction_id or "", amount_minor, held.currency)
+
+
+def _record_refund(unit: Unit, held: Charge, amount: Decimal) -> None:
+    refunded = held.total_refunds + amount
+    _save(unit, held.id, {"total_refunds": refunded,
+                          "status": REFUNDED if refunded >= held.total_price else PARTIALLY_REFUNDED})
+    unit.record("charge/refunded", held.id)
+
+
+def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> int | None:
+    """A refund whose claim went stale without an answer recorded (its process died, or the
+    processor could not be reached) is asked again with its own key and recorded; returns its
+    amount in minor units, or None when there was none. A live one answers 409."""
+    with db.write() as conn:
+        row = conn.execute(select(charges.c.claimed_by, charges.c.claimed_at).where(
+            charges.c.id == charge_id, charges.c.store_id == store.id)).first()
+        if row is None or row.claimed_by is None or REFUND not in row.claimed_by:
+            return None
+        if row.claimed_at > now - claims.STALE_AFTER:
+            raise Conflict("The charge is being processed by another request")
+        before, amount_minor = (int(part) for part in row.claimed_by.split(REFUND, 1)[1].split(":"))
+        run = f"{uuid.uuid4().hex[:16]}{REFUND}{before}:{amount_minor}"
+        taken = conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.claimed_by == row.claimed_by)
+                             .values(claimed_by=run, claimed_at=now)).rowcount
+        held = charge_repo.get(conn, store.id, charge_id, now)
+    if not taken or held is None:
+        raise Conflict("The charge is being processed by another request")
+    try:
+        result = _ask_refund(gateway, store, held, before, amount_minor)
+    except GatewayUnavailable:
+        raise ServiceUnavailable() from None  # still claimed: the next refund asks again
+    with db.write() as conn:
+        unit = Unit(conn, store, now)
+        fresh = charge_repo.get(conn, store.id, charge_id, now)
+        if fresh is None or fresh.claimed_by != run:
+            raise Conflict("The charge was taken over by another request")
+        if result.succeeded and _minor(fresh.total_refunds, fresh.currency) == before:
+            _record_refund(unit, fresh, Decimal(amount_minor).scaleb(-minor_digits(fresh.currency)))
+        _save(unit, charge_id, {"claimed_by": None, "claimed_at": None})
+    return amount_minor if result.succeeded else None
 
 
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],
              ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None],
-             check: Callable[[Charge], None] | None = None) -> Charge:
-    run = uuid.uuid4().hex
+             check: Callable[[Charge], str] | None = None, keep_when_unknown: bool = False) -> Charge:
+    """Claims the charge, runs ``check`` on it under the claim (what it returns is written into
+    the claim before the processor is asked), asks, and records ``apply`` under the claim."""
+    run = uuid.uuid4().hex[:16]
     with db.write() as conn:
         if not claims.claim(conn, store.id, [charge_id], run, now, statuses=statuses):
             raise Conflict("The charge is being processed by another request")
         held = charge_repo.get(conn, store.id, charge_id, now)
-    assert held is not None
+        assert held is not None
+        if check is not None:  # a refusal here rolls the claim back with it
+            mark = check(held)
+            conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.claimed_by == run)
+                         .values(claimed_by=f"{run}{mark}"))
+            run = f"{run}{mark}"
     try:
-        if check is not None:
-            check(held)
         result = ask(held)
     except GatewayUnavailable:
-        # Nothing is known of this call; it changed nothing here, so the charge is free again
-        # (a repeat is the same request to the processor: same idempotency key).
-        _release(db, store, charge_id, run)
+        # Nothing is known of this call. A capture frees the charge (a repeat is the same
+        # request to the processor); a refund keeps its claim, which names it, so the next
+        # refund finishes this one first (_finish_dead_refund).
+        if not keep_when_unknown:
+            _release(db, store, charge_id, run)
         raise ServiceUnavailable() from None
     except Exception:
         _release(db, store, charge_id, run)
