@@ -355,3 +355,52 @@ def test_a_subscription_cancelled_while_its_charge_is_paid_counts_the_charge_and
     _bill(api)
     assert _ledger(api) == Counter({f"charge {c.id}": 1 for c in charges_of(api, address.id) if c.status == "success"})
     assert len(_ledger(api)) == 1  # nothing more was due
+
+
+@pytest.mark.parametrize("change", ["delete", "update"])
+def test_a_claim_waits_for_a_replan_that_read_the_charge_before_it(tier_a, at, change):
+    """A replan that read an address's charges before a run's claim must not rewrite or delete
+    the charge the run then pays: the claim takes the address's lock first (as a replan does),
+    so the run pays what the charge is once the replan is done, or nothing if it is gone."""
+    import threading
+
+    from rebill.domain.schedule import reconcile
+    from rebill.domain.subscription import service as sub_service
+    from rebill.domain.subscription.model import SubscriptionUpdate
+    from rebill.domain.unit import Unit
+    api = tier_a
+    at(START)
+    _, address, subscription = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    read, real = threading.Event(), reconcile.charges.of_addresses
+
+    def slow(*args, **kw):
+        found = real(*args, **kw)
+        if threading.current_thread().name == "replan":
+            read.set()
+            threading.Event().wait(0.5)  # the run tries to claim meanwhile
+        return found
+
+    def write():
+        with api.db.write() as conn:
+            unit = Unit(conn, api.store, api.clock.now())
+            if change == "delete":
+                sub_service.delete(unit, subscription.id)
+            else:
+                sub_service.update(unit, subscription.id, SubscriptionUpdate(quantity=5))
+    reconcile.charges.of_addresses = slow
+    try:
+        replanning = threading.Thread(target=write, name="replan")
+        replanning.start()
+        assert read.wait(10)
+        billing.process(api.db, _gateway(api), api.store, [charge.id], api.clock.now())
+        replanning.join(10)
+    finally:
+        reconcile.charges.of_addresses = real
+    paid = [c for c in charges_of(api, address.id) if c.status == "success"]
+    if change == "delete":
+        assert paid == [] and _ledger(api) == Counter()
+    else:
+        assert [c.total_price for c in paid] == [Decimal("62.50")]
+        assert _money_back_ledger(api, "charge") == [Decimal(6250)]
+    _consistent_money(api)

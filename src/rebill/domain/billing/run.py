@@ -20,6 +20,7 @@ from rebill.db.engine import Database
 from rebill.models import addresses as address_table
 from rebill.models import charges, payment_methods
 
+from ..address import repository as address_repo
 from ..charge import repository as charge_repo
 from ..charge.model import Charge
 from ..money import minor_digits
@@ -73,6 +74,12 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     run = run or uuid.uuid4().hex
     with db.write() as conn:
         unit = Unit(conn, store, now)
+        # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
+        # read a charge before this claim must finish before the claim, or it could rewrite or
+        # delete a charge this run is paying (and deadlock with it).
+        homes = conn.execute(select(charges.c.address_id).where(
+            charges.c.store_id == store.id, charges.c.id.in_(charge_ids))).scalars()
+        address_repo.lock(conn, store.id, sorted(set(homes)))
         # NOTE: decisions §6.3, a charge with uncommitted changes is regenerated first.
         waiting = list(conn.execute(select(charges.c.address_id).distinct().where(
             charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
