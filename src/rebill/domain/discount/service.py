@@ -11,6 +11,7 @@ import msgspec
 
 from rebill.errors import NotFound, ValidationFailed, add_error
 
+from ..address import repository as addresses
 from ..charge import errored
 from ..charge.model import ERROR, QUEUED
 from ..listing import ListQuery, PageResult
@@ -160,6 +161,10 @@ def create(unit: Unit, command: DiscountCreate) -> Discount:
 
 
 def update(unit: Unit, discount_id: int, command: DiscountUpdate) -> Discount:
+    if command.changes().get("status") == FULLY_DISABLED:
+        # The addresses it will clear and replan first, then the discount's row: the order an
+        # apply and the billing run take them in (PostgreSQL; else they deadlock).
+        addresses.lock(unit.conn, unit.store_id, sorted(_touched(unit, discount_id)[1]))
     current = repository.get(unit.conn, unit.store_id, discount_id, lock=True)
     if current is None:
         raise NotFound()
@@ -192,15 +197,21 @@ def fully_disable(unit: Unit, discount_id: int) -> None:
     """NOTE: spec 02 Discount status, removed from every queued charge for good: from the
     addresses holding it, the charges it was applied to, and charges in retry (never from
     processed ones). Re-enabling later gives nothing back."""
-    address_ids = repository.addresses_holding(unit.conn, unit.store_id, discount_id)
-    touched = set(address_ids) | set(repository.charge_inputs_holding(unit.conn, unit.store_id, discount_id))
-    touched |= set(repository.addresses_of_charges(unit.conn, unit.store_id, discount_id, (QUEUED,)))
+    address_ids, touched = _touched(unit, discount_id)
     repository.clear_addresses(unit.conn, unit.store_id, discount_id, unit.now)
     unit.record_many("address/updated", address_ids)
     repository.remove_charge_inputs_of(unit.conn, unit.store_id, discount_id)
     replan(unit, sorted(touched))
     errored.recompute(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)),
                       drop_code=discount_id)
+
+
+def _touched(unit: Unit, discount_id: int) -> tuple[list[int], set[int]]:
+    """The addresses holding the code, and every address a full disable replans."""
+    address_ids = repository.addresses_holding(unit.conn, unit.store_id, discount_id)
+    touched = set(address_ids) | set(repository.charge_inputs_holding(unit.conn, unit.store_id, discount_id))
+    touched |= set(repository.addresses_of_charges(unit.conn, unit.store_id, discount_id, (QUEUED,)))
+    return address_ids, touched
 
 
 def delete(unit: Unit, discount_id: int) -> None:
