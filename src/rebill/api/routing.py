@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.routing import compile_path
 from starlette.types import Message, Receive, Scope, Send
 
+from rebill.db.engine import retryable
 from rebill.db.loop_writer import WriterBusy
 from rebill.domain.store.model import API_VERSIONS
 from rebill.errors import (
@@ -48,6 +51,8 @@ from .call import Call, Reply, Services
 
 ALL_VERSIONS = frozenset(API_VERSIONS)
 logger = logging.getLogger("rebill")
+# Runs of a handler whose transaction PostgreSQL gave up on (Api._in_thread).
+RETRIES = 4
 # A deprecated endpoint says so on every reply, errors included (spec 01 Versioning 5, spec 02
 # Versioning 2), with its `Sunset` when it has a retirement date.
 DEPRECATION = (b"deprecation", b"true")
@@ -222,7 +227,7 @@ class Api:
                 if self.services.db.inline_reads and not operation.calls_out:
                     reply = await self._on_loop(operation, call)
                 else:
-                    reply = await run_in_threadpool(operation.handler, call)
+                    reply = await self._in_thread(operation, call)
             except ValidationFailed as exc:
                 # Domain rules name head fields; the caller reads its own version's names.
                 exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body)
@@ -235,6 +240,23 @@ class Api:
             await send_json(send, 500, {"errors": ServiceError.default}, None, ctx.headers)
             return
         await send_json(send, reply.status, reply.body, reply.headers, ctx.headers)
+
+    async def _in_thread(self, operation: Operation, call: Call) -> Reply:
+        """The handler in a worker thread. When PostgreSQL gives its transaction up for a
+        concurrent one's sake (a deadlock, a serialization failure), everything it wrote was
+        rolled back: it runs again, up to RETRIES times, after a short random pause, so a lost
+        race succeeds instead of answering 500. Handlers that call out (the payment gateway)
+        manage their own transactions around the call and are never run twice."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                return await run_in_threadpool(operation.handler, call)
+            except DBAPIError as exc:
+                if operation.calls_out or attempt == RETRIES or not retryable(exc):
+                    raise
+                logger.info("retrying %s %s after %s (attempt %d)", operation.method, operation.path,
+                            type(exc.orig).__name__, attempt)
+                await asyncio.sleep(random.uniform(0.005, 0.03) * attempt)
+        raise AssertionError("unreachable")
 
     async def _idempotent(self, key: str, operation: Operation, call: Call, ctx: RequestContext, send: Send) -> None:
         """NOTE: decisions §9.2, §6.12: the first answer to a key, replayed to its repeats."""

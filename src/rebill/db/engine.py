@@ -29,6 +29,16 @@ JSON_OPTIONS = {
 }
 
 
+# PostgreSQL's deadlock_detected and serialization_failure: the database rolled the whole
+# transaction back, so running it again is safe (api/routing.py does, for plain handlers).
+RETRYABLE_STATES = frozenset({"40P01", "40001"})
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether ``exc`` is a transaction the database gave up on for a concurrent one's sake."""
+    return getattr(getattr(exc, "orig", None), "sqlstate", None) in RETRYABLE_STATES
+
+
 def normalize_url(url: str) -> str:
     """Accept ``postgresql://`` and ``postgres://`` and pick the psycopg 3 driver."""
     if url.startswith("postgres://"):

@@ -1,0 +1,86 @@
+"""A request whose transaction PostgreSQL gives up on for a concurrent one's sake (deadlock,
+serialization failure) runs again instead of answering 500 (api/routing.py `Api._in_thread`).
+Handlers run in worker threads on PostgreSQL only (SQLite writes run on the event loop, one
+writer at a time, and never deadlock)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
+
+from rebill.domain.billing import money_back
+from rebill.domain.customer import service as customer_service
+from rebill.models import customers
+
+
+class _Orig(Exception):
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(sqlstate)
+        self.sqlstate = sqlstate
+
+
+def _given_up(sqlstate: str) -> OperationalError:
+    return OperationalError("UPDATE ...", {}, _Orig(sqlstate))
+
+
+@pytest.fixture
+def pg_api(api: Any) -> Any:
+    if api.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs handlers on the event loop, one writer at a time: nothing to retry")
+    return api
+
+
+def _count(api: Any) -> int:
+    with api.db.read() as conn:
+        return conn.execute(select(func.count()).select_from(customers)
+                            .where(customers.c.store_id == api.store.id)).scalar()
+
+
+@pytest.mark.parametrize("sqlstate", ["40P01", "40001"])
+def test_a_transaction_given_up_for_another_runs_again_and_succeeds(pg_api, monkeypatch, sqlstate):
+    real, calls = customer_service.create, []
+
+    def flaky(unit, command):
+        calls.append(1)
+        made = real(unit, command)  # written, then given up on: rolled back with the unit
+        if len(calls) < 3:
+            raise _given_up(sqlstate)
+        return made
+    monkeypatch.setattr(customer_service, "create", flaky)
+    reply = pg_api.post("/customers", json={"email": "retry@example.com", "first_name": "R", "last_name": "T"})
+    assert reply.status_code == 201, reply.text
+    assert len(calls) == 3 and _count(pg_api) == 1  # the given-up attempts left nothing
+
+
+def test_it_gives_up_after_four_runs_with_a_500(pg_api, monkeypatch):
+    calls = []
+
+    def always(unit, command):
+        calls.append(1)
+        raise _given_up("40P01")
+    monkeypatch.setattr(customer_service, "create", always)
+    reply = pg_api.post("/customers", json={"email": "never@example.com", "first_name": "R", "last_name": "T"})
+    assert reply.status_code == 500 and len(calls) == 4
+
+
+def test_other_database_errors_and_handlers_that_call_out_run_once(pg_api, monkeypatch):
+    calls = []
+
+    def broken(unit, command):
+        calls.append(1)
+        raise _given_up("23505")  # a unique violation is no lost race to retry
+    monkeypatch.setattr(customer_service, "create", broken)
+    assert pg_api.post("/customers", json={"email": "x@example.com", "first_name": "R",
+                                           "last_name": "T"}).status_code == 500
+    assert len(calls) == 1
+    refunds = []
+
+    def refund(*args, **kw):
+        refunds.append(1)
+        raise _given_up("40P01")
+    monkeypatch.setattr(money_back, "refund", refund)
+    assert pg_api.post("/charges/1/refund", json={"amount": "1.00"}).status_code == 500
+    assert len(refunds) == 1  # it talks to the processor: never run twice
