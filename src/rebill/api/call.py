@@ -43,7 +43,8 @@ def convert(clean: dict[str, Any], cls: type[T]) -> T:
     try:
         return msgspec.convert(clean, cls)
     except msgspec.ValidationError as exc:
-        path = str(exc).rpartition("$.")[2].split(".")[0].split("[")[0] or "body"
+        # msgspec names the field as "... - at `$.name`": the name without the backquote.
+        path = str(exc).rpartition("$.")[2].split(".")[0].split("[")[0].rstrip("`") or "body"
         raise ValidationFailed.field(path, "is invalid" if "null" not in str(exc) else "cannot be null") from None
 
 

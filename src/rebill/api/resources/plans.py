@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-import msgspec
-
 from rebill.domain.catalog import plans as service
 from rebill.domain.catalog.model import PlanCreate, PlanUpdate
 from rebill.domain.catalog.plans import BULK_LIMIT
 from rebill.errors import ValidationFailed
 
-from ..call import Call, Reply
+from ..call import Call, Reply, convert
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -36,21 +34,22 @@ def _bulk_items(call: Call, schema_name: str, cls: type[T], *, partial: bool,
         raise ValidationFailed.field("plans", f"has too many items (at most {BULK_LIMIT})")
     schema = call.version.schemas[schema_name]
     errors: dict[str, Any] = {}
-    clean: list[dict[str, Any]] = []
+    clean: list[T] = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             errors[str(index)] = ["must be an object"]
             continue
         problems: dict[str, Any] = {name: ["is required"] for name in required if item.get(name) is None}
         try:
-            clean.append(schema.parse(item, partial=partial))
+            # Converted here too: a null the command cannot take is this item's error, named.
+            clean.append(convert(schema.parse(item, partial=partial), cls))
         except ValidationFailed as exc:
             problems.update(exc.errors)  # type: ignore[arg-type]
         if problems:
             errors[str(index)] = problems
     if errors:
         raise ValidationFailed({"plans": errors})
-    return [msgspec.convert(values, cls) for values in clean]
+    return clean
 
 
 @endpoints.get("/plans", scope=READ, versions=HEAD)

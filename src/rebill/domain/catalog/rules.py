@@ -108,8 +108,10 @@ def preferences(plan_type: str, given: dict[str, Any] | None) -> dict[str, Any] 
         elif unit in INTERVAL_UNITS and unit != belongs:
             add_error(errors, name, f"can only be set when interval_unit is {belongs}")
     expire = values["expire_after_specific_number_of_charges"]
-    if expire is not None and expire < 1:
-        add_error(errors, "expire_after_specific_number_of_charges", "must be at least 1")
+    if expire is not None and not 1 <= expire <= MAX_INT32:
+        # Copied to the 32-bit column of the subscriptions made from the plan.
+        add_error(errors, "expire_after_specific_number_of_charges",
+                  "must be at least 1" if expire < 1 else f"must be at most {MAX_INT32}")
     if errors:
         raise ValidationFailed({"subscription_preferences": errors})
     return values

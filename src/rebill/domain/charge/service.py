@@ -14,6 +14,7 @@ from ..listing import ListQuery, PageResult
 from ..schedule.dates import add_interval, occurrences
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
+from ..subscription.intervals import check_room, has_room
 from ..subscription.model import ACTIVE, SUBSCRIPTION, PurchaseItem
 from ..unit import Unit
 from . import repository
@@ -25,6 +26,18 @@ def get(unit: Unit, charge_id: int) -> Charge:
     if found is None:
         raise NotFound()
     return found
+
+
+def check_next_dates(unit: Unit, charge_id: int) -> None:
+    """Hardening: paying a charge moves each of its subscriptions one charge interval on from
+    the charge's date; a charge whose subscription has no cadence date after it (the end of the
+    calendar) answers 422 before any payment is asked for, never a 500 after it."""
+    charge = get(unit, charge_id)
+    for item in items.many(unit.conn, unit.store_id, charge.purchase_item_ids).values():
+        if item.kind == SUBSCRIPTION and item.status == ACTIVE and not has_room(
+                charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency, item.anchor_day):
+            raise ValidationFailed.field("scheduled_at", f"purchase item {item.id} would have its next charge "
+                                                         "past 9999-12-31: the charge cannot be processed")
 
 
 def list_page(unit: Unit, query: ListQuery) -> PageResult:
@@ -74,13 +87,22 @@ def _next_after(item: PurchaseItem, when: date, skipped: set[date]) -> date:
             return current
 
 
-def _skip_items(unit: Unit, chosen: list[PurchaseItem], when: date) -> None:
+def _skip_items(unit: Unit, chosen: list[PurchaseItem], when: date, field: str) -> None:
     for item in chosen:
         items.add_skip(unit.conn, unit.store_id, item.address_id, item.id, when)
         if item.kind == SUBSCRIPTION and item.next_charge_scheduled_at == when:
             skipped = set(items.skipped_dates(unit.conn, item.id))
+            try:
+                after = _next_after(item, when, skipped)
+            except (OverflowError, ValueError):  # a date set by hand at the end of the calendar
+                after = None
+            if after is None or not has_room(after, item.order_interval_unit, item.charge_interval_frequency,
+                                             item.anchor_day):
+                # Hardening: the next charge must have a cadence date after it (intervals.check_room).
+                raise ValidationFailed.field(field, f"purchase item {item.id} cannot be skipped: its next charge "
+                                                    "would fall too close to 9999-12-31")
             items.update_item(unit.conn, unit.store_id, item.id, item.lock_version,
-                              {"next_charge_scheduled_at": _next_after(item, when, skipped), "updated_at": unit.now})
+                              {"next_charge_scheduled_at": after, "updated_at": unit.now})
         unit.record(f"{item.kind}/skipped", item.id)
 
 
@@ -93,7 +115,7 @@ def skip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "p
     chosen = items.many(unit.conn, unit.store_id, _chosen(charge, item_ids, field))
     for item in chosen.values():
         _skippable(item, field)
-    _skip_items(unit, list(chosen.values()), charge.scheduled_at)
+    _skip_items(unit, list(chosen.values()), charge.scheduled_at, field)
     result = replan(unit, [charge.address_id])
     return get(unit, result[(charge.address_id, charge.scheduled_at, SKIPPED)])
 
@@ -142,6 +164,9 @@ def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
             if item.order_interval_unit in ("month", "week"):
                 # The moved date sets the cadence from now on (a weekly one drops its order day).
                 changes["anchor_day"] = when.day if item.order_interval_unit == "month" else None
+            if item.kind == SUBSCRIPTION:
+                check_room("next_charge_date", when, item.order_interval_unit, item.charge_interval_frequency,
+                           changes.get("anchor_day", item.anchor_day))
             items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes)
             unit.record(f"{item.kind}/updated", item.id)
     result = replan(unit, [charge.address_id], moved={(charge.address_id, charge.scheduled_at): when})
@@ -170,6 +195,6 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
             raise ValidationFailed.field("date", f"purchase item {item.id} is not charged on {when.isoformat()}")
         if when in items.skipped_dates(unit.conn, item.id):
             raise ValidationFailed.field("date", f"purchase item {item.id} is already skipped on {when.isoformat()}")
-    _skip_items(unit, list(chosen.values()), when)
+    _skip_items(unit, list(chosen.values()), when, field)
     result = replan(unit, [address_id])
     return get(unit, result[(address_id, when, SKIPPED)])

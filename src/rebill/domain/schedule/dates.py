@@ -71,7 +71,10 @@ def occurrences(start: date, unit: str, frequency: int, anchor_day: int | None, 
     dates: list[date] = []
     step = 0
     while len(dates) < limit:
-        current = add_interval(start, unit, frequency * step, anchor_day) if step else start
+        try:
+            current = add_interval(start, unit, frequency * step, anchor_day) if step else start
+        except (OverflowError, ValueError):  # past 9999-12-31: later than any ``until``
+            break
         if current > until:
             break
         dates.append(current)

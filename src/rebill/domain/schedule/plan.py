@@ -24,6 +24,9 @@ from ..subscription.model import PurchaseItem
 from .dates import add_interval
 
 QUEUED, SKIPPED = "queued", "skipped"
+# Charges and orders keep their weight in a 32-bit column (a heavier charge shows this much).
+MAX_WEIGHT_GRAMS = 2**31 - 1
+
 ADDRESS_FIELDS = ("address1", "address2", "city", "company", "country_code", "first_name", "last_name", "phone",
                   "province", "zip")
 
@@ -138,7 +141,9 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
         "total_tax": totals.total_tax,
         "total_shipping": totals.total_shipping,
         "total_price": totals.total_price,
-        "total_weight_grams": sum((item.grams or 0) * item.quantity * item.orders_per_charge for item in items),
+        # A 32-bit column: each item's grams fit, but not always their sum times the quantities.
+        "total_weight_grams": min(sum((item.grams or 0) * item.quantity * item.orders_per_charge for item in items),
+                                  MAX_WEIGHT_GRAMS),
         "orders_count": max(item.orders_per_charge for item in items),
     }
     return PlannedCharge(address.id, when, status, [item.id for item in items], values)

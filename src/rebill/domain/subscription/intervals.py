@@ -12,6 +12,7 @@ from ..schedule.dates import UNITS, add_interval, align, first_after
 
 INTERVAL_FIELDS = ("charge_interval_frequency", "order_interval_frequency", "order_interval_unit")
 MAX_FREQUENCY = 1000
+MAX_CHARGES = 2**31 - 1  # expire_after_specific_number_of_charges: a 32-bit column
 
 
 def check(values: dict[str, Any]) -> dict[str, Any]:
@@ -49,8 +50,9 @@ def check(values: dict[str, Any]) -> dict[str, Any]:
         if value is not None and not 0 <= value <= high:
             add_error(errors, name, f"must be from 0 to {high}")
     limit = values.get("expire_after_specific_number_of_charges")
-    if limit is not None and limit < 1:
-        add_error(errors, "expire_after_specific_number_of_charges", "must be at least 1")
+    if limit is not None and not 1 <= limit <= MAX_CHARGES:
+        add_error(errors, "expire_after_specific_number_of_charges",
+                  "must be at least 1" if limit < 1 else f"must be at most {MAX_CHARGES}")
     if errors:
         raise ValidationFailed(errors)
     return values
@@ -60,6 +62,28 @@ def check_future(name: str, when: date, today: date) -> None:
     """NOTE: decisions §5.3, a next charge date in the past answers 422; today is allowed."""
     if when < today:
         raise ValidationFailed.field(name, "must not be in the past")
+
+
+LATE = "is too late: the charge after it would fall past 9999-12-31"
+
+
+def has_room(when: date, unit: str | None, frequency: int | None, anchor_day: int | None = None) -> bool:
+    """Whether the cadence date after ``when`` exists: billing moves a subscription's next
+    charge one charge interval on, which must not fall past 9999-12-31."""
+    if not unit or not frequency:
+        return True
+    try:
+        add_interval(when, unit, frequency, anchor_day)
+    except (OverflowError, ValueError):
+        return False
+    return True
+
+
+def check_room(name: str, when: date, unit: str | None, frequency: int | None, anchor_day: int | None = None) -> None:
+    """Hardening: a next charge date with no cadence date after it answers 422 now, rather
+    than a 500 when the charge is paid and the next one cannot be dated."""
+    if not has_room(when, unit, frequency, anchor_day):
+        raise ValidationFailed.field(name, LATE)
 
 
 def anchor_for(unit: str, when: date, day_of_month: int | None, day_of_week: int | None = None) -> int | None:

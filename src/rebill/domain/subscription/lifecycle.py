@@ -75,6 +75,7 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
     if when != current.next_charge_scheduled_at:
         # Later charges follow the new date: it becomes the anchor of a monthly cadence.
         anchor = intervals.anchor_for(current.order_interval_unit or "", when, None)
+        intervals.check_room("date", when, current.order_interval_unit, current.charge_interval_frequency, anchor)
         _save(unit, current, {"next_charge_scheduled_at": when, "anchor_day": anchor}, "subscription/updated")
         replan(unit, [current.address_id])
     return get(unit, subscription_id)
@@ -98,6 +99,8 @@ def change_address(unit: Unit, subscription_id: int, address_id: int, when: date
         if when != current.next_charge_scheduled_at:
             changes["next_charge_scheduled_at"] = when
             changes["anchor_day"] = intervals.anchor_for(current.order_interval_unit or "", when, None)
+            intervals.check_room("next_charge_scheduled_at", when, current.order_interval_unit,
+                                 current.charge_interval_frequency, changes["anchor_day"])
     if changes:
         _save(unit, current, changes, "subscription/updated")
         repository.move_skips(unit.conn, subscription_id, address_id)

@@ -158,6 +158,10 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
         intervals.check_future("next_charge_scheduled_at", when, today)
     else:
         when = intervals.first_date(values, today)
+    intervals.check_room("next_charge_scheduled_at", when, values["order_interval_unit"],
+                         values["charge_interval_frequency"],
+                         intervals.anchor_for(values["order_interval_unit"], when, values.get("order_day_of_month"),
+                                              values.get("order_day_of_week")))
     values.update(
         store_id=unit.store_id,
         kind=SUBSCRIPTION,
@@ -235,6 +239,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
             changes["anchor_day"] = intervals.anchor_for(cadence["order_interval_unit"], when,
                                                          cadence.get("order_day_of_month"),
                                                          cadence.get("order_day_of_week"))
+            intervals.check_room("next_charge_scheduled_at", when, cadence["order_interval_unit"],
+                                 cadence["charge_interval_frequency"], changes["anchor_day"])
     if interval_changed:
         # NOTE: decisions §5.3, a new interval drops skipped and moved charges.
         repository.remove_skips(unit.conn, subscription_id, from_date=today)
