@@ -404,3 +404,26 @@ def test_a_claim_waits_for_a_replan_that_read_the_charge_before_it(tier_a, at, c
         assert [c.total_price for c in paid] == [Decimal("62.50")]
         assert _money_back_ledger(api, "charge") == [Decimal(6250)]
     _consistent_money(api)
+
+
+def test_a_paid_charge_at_the_end_of_the_calendar_expires_its_subscription_never_raises(tier_a, at):
+    """The payment is already taken when the outcome is recorded: a subscription whose next date
+    would fall past 9999-12-31 (a date set in the database by hand; the API refuses it) ends
+    there instead of failing the record."""
+    from sqlalchemy import update
+
+    from rebill.domain.schedule.reconcile import replan
+    from rebill.domain.unit import Unit
+    api = tier_a
+    end = date(9999, 12, 15)
+    _, address, subscription = _subscriber(api)
+    with api.db.write() as conn:
+        conn.execute(update(purchase_items).where(purchase_items.c.id == subscription.id)
+                     .values(next_charge_scheduled_at=end, anchor_day=15))
+        replan(Unit(conn, api.store, api.clock.now()), [address.id])
+    at(end)
+    summary = _bill(api)
+    assert summary.paid == 1
+    item = _item(api, subscription.id)
+    assert (item.status, item.next_charge_scheduled_at, item.charges_count) == ("expired", None, 1)
+    _consistent_money(api)

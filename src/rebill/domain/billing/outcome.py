@@ -161,11 +161,9 @@ class _Batch:
                 # Cancelled while this charge was being paid (a charge being paid does not
                 # change): the charge still paid for it. It counts, and the date an activation
                 # would restore moves past the paid one, so the cycle is never billed twice.
-                assert item.order_interval_unit and item.charge_interval_frequency
-                after = add_interval(charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency,
-                                     item.anchor_day)
-                row.update(charges_count=item.charges_count + 1, cancelled_next_date=max(
-                    item.cancelled_next_date or after, after))
+                after = _next_date(charge, item)
+                row.update(charges_count=item.charges_count + 1,
+                           cancelled_next_date=max(item.cancelled_next_date or after, after) if after else None)
                 self.events["subscription/updated"].append(item.id)
                 self.items.append(row)
                 continue
@@ -180,10 +178,13 @@ class _Batch:
                 if limit is not None and row["charges_count"] >= limit:
                     row.update(status=EXPIRED, next_charge_scheduled_at=None)
                     self.refresh.add(item.customer_id)
+                elif (after := _next_date(charge, item)) is None:
+                    # No date after this one in the calendar (a date set by hand at its very
+                    # end): the subscription is done, as after its last charge.
+                    row.update(status=EXPIRED, next_charge_scheduled_at=None)
+                    self.refresh.add(item.customer_id)
                 else:
-                    assert item.order_interval_unit and item.charge_interval_frequency
-                    row["next_charge_scheduled_at"] = add_interval(
-                        charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency, item.anchor_day)
+                    row["next_charge_scheduled_at"] = after
                 self.events["subscription/updated"].append(item.id)
             self.items.append(row)
 
@@ -226,6 +227,17 @@ _ITEM_ADVANCE = Prepared(update(purchase_items).where(purchase_items.c.id == bin
     {name: bindparam(name) for name in ("status", "charges_count", "last_charge_date", "max_retries_reached",
                                         "next_charge_scheduled_at", "cancelled_next_date", "updated_at")}
     | {"lock_version": purchase_items.c.lock_version + 1}))
+
+
+def _next_date(charge: Charge, item: PurchaseItem) -> date | None:
+    """The subscription's next charge date after ``charge`` (one charge interval on), or None
+    past the end of the calendar: the payment is already taken, so this never raises."""
+    assert item.order_interval_unit and item.charge_interval_frequency
+    try:
+        return add_interval(charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency,
+                            item.anchor_day)
+    except (OverflowError, ValueError):
+        return None
 
 
 def _save(unit: Unit, charge_id: int, values: dict[str, Any]) -> None:
