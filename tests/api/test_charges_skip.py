@@ -438,3 +438,30 @@ def test_address_skip_needs_write_subscriptions(api):
                         json={"date": days(api, 14).isoformat(), "subscription_ids": [sub.id]},
                         token=api.token_with("write_orders", "read_subscriptions", "write_customers"))
     assert (response.status_code, response.json()) == (403, SCOPE_403)
+
+
+def test_skipping_a_date_names_at_least_one_item(api):
+    address = make_address(api)
+    weekly(api, address)
+    response = skip_date(api, address.id, {"date": days(api, 14).isoformat(), "purchase_item_ids": []})
+    assert response.status_code == 422
+    assert response.json() == {"errors": {"purchase_item_ids": ["must name at least one purchase item"]}}
+
+
+def test_an_item_waiting_for_a_retry_cannot_have_a_date_skipped_meanwhile(api):
+    """Its charge in error holds it out of the plan (decisions §6.3): a skip of its later date
+    would make nothing (it was a 500). 422 naming the charge it waits for."""
+    from tests.builders import make_customer, make_payment_method
+    customer = make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token="pm_declined")
+    address = make_address(api, customer)
+    sub = weekly(api, address, on=0)
+    charge = only(api, address.id)
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    billing.process(api.db, SandboxGateway(api.db, api.clock.now), api.store, [charge.id], api.clock.now())
+    assert only(api, address.id, "error").id == charge.id
+    response = skip_date(api, address.id, {"date": days(api, 7).isoformat(), "purchase_item_ids": [sub.id]})
+    assert response.status_code == 422, response.text
+    assert response.json() == {"errors": {"purchase_item_ids": [
+        f"purchase item {sub.id} waits for the retry of charge {charge.id}"]}}

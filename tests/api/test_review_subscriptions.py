@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from rebill.domain.billing import run as billing
 from rebill.domain.payment.sandbox import SandboxGateway
 from tests.api.test_subscriptions import create_sub, day, errors_of, today
@@ -79,3 +81,32 @@ def test_activating_a_cancelled_subscription_that_has_had_all_its_charges_answer
     assert errors_of(vapi.post(f"/subscriptions/{sub['id']}/activate")) == {
         "status": ["the subscription has had its 1 charges (expire_after_specific_number_of_charges)"]}
     assert vapi.get(f"/subscriptions/{sub['id']}").json()["subscription"]["status"].lower() == "cancelled"
+
+
+def test_a_change_of_an_item_read_before_it_moved_answers_409_and_changes_nothing(api, monkeypatch):
+    """Item services read the item, lock its address and read it again: one that moved to
+    another address in between is a lost race (409), never a change replanned at the wrong
+    address (found by a PostgreSQL stress run)."""
+    from rebill.domain.subscription import service as sub_service
+    from tests.builders import make_address as _address
+    from tests.builders import make_customer as _customer
+    from tests.builders import make_subscription as _subscription
+    customer = _customer(api)
+    home, other = _address(api, customer), _address(api, customer)
+    sub = _subscription(api, home)
+    real, reads = sub_service.get, []
+
+    def get(unit, item_id, kind="subscription"):
+        found = real(unit, item_id, kind)
+        reads.append(found.address_id)
+        if len(reads) == 1:  # between the first read and the lock, the item moves
+            moved = api.post(f"/subscriptions/{item_id}/change_address", json={"address_id": other.id})
+            assert moved.status_code == 200, moved.text
+        return found
+    if api.db.engine.dialect.name == "sqlite":
+        pytest.skip("SQLite: one writer at a time, the move cannot come between the read and the lock")
+    monkeypatch.setattr(sub_service, "get", get)
+    reply = api.delete(f"/subscriptions/{sub.id}")
+    monkeypatch.undo()
+    assert reply.status_code == 409, reply.text
+    assert api.get(f"/subscriptions/{sub.id}").json()["subscription"]["address_id"] == other.id

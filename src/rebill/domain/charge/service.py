@@ -18,7 +18,7 @@ from ..subscription.intervals import check_room, has_room
 from ..subscription.model import ACTIVE, SUBSCRIPTION, PurchaseItem
 from ..unit import Unit
 from . import repository
-from .model import QUEUED, SKIPPED, Charge
+from .model import ERROR, OPEN, QUEUED, SKIPPED, Charge
 
 
 def get(unit: Unit, charge_id: int) -> Charge:
@@ -116,8 +116,7 @@ def skip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "p
     for item in chosen.values():
         _skippable(item, field)
     _skip_items(unit, list(chosen.values()), charge.scheduled_at, field)
-    result = replan(unit, [charge.address_id])
-    return get(unit, result[(charge.address_id, charge.scheduled_at, SKIPPED)])
+    return _skipped(unit, replan(unit, [charge.address_id]), (charge.address_id, charge.scheduled_at, SKIPPED))
 
 
 def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "purchase_item_ids") -> Charge:
@@ -180,11 +179,22 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
         raise NotFound()
     if when <= unit.today:
         raise ValidationFailed.field("date", "must be in the future")
+    if not item_ids:
+        raise ValidationFailed.field(field, "must name at least one purchase item")
     chosen = items.many(unit.conn, unit.store_id, item_ids)
     missing = [i for i in item_ids if i not in chosen or chosen[i].address_id != address_id]
     if missing:
         raise ValidationFailed.field(field, f"not on this address: {', '.join(map(str, missing))}")
+    # An item on a charge being paid or in retry is out of the plan until that charge is done
+    # (decisions §6.3): its dates cannot be skipped meanwhile.
+    held = {i: c for c in repository.of_addresses(unit.conn, unit.store_id, [address_id], OPEN)
+            if c.claimed_by is not None or c.status == ERROR for i in c.purchase_item_ids}
     for item in chosen.values():
+        if item.id in held and held[item.id].claimed_by is not None:
+            raise Conflict(f"Purchase item {item.id} is on a charge being paid; try again in a moment")
+        if item.id in held:
+            raise ValidationFailed.field(field, f"purchase item {item.id} waits for the retry of charge "
+                                                f"{held[item.id].id}")
         _skippable(item, field)
         if item.status != ACTIVE or item.next_charge_scheduled_at is None:
             raise ValidationFailed.field(field, f"purchase item {item.id} is {item.status}")
@@ -196,5 +206,11 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
         if when in items.skipped_dates(unit.conn, item.id):
             raise ValidationFailed.field("date", f"purchase item {item.id} is already skipped on {when.isoformat()}")
     _skip_items(unit, list(chosen.values()), when, field)
-    result = replan(unit, [address_id])
-    return get(unit, result[(address_id, when, SKIPPED)])
+    return _skipped(unit, replan(unit, [address_id]), (address_id, when, SKIPPED))
+
+
+def _skipped(unit: Unit, planned: dict[Any, int], key: Any) -> Charge:
+    """The skipped charge the replan made; none means its items were held meanwhile (409)."""
+    if key not in planned:
+        raise Conflict("The charge could not be skipped: its items are held by a payment; try again")
+    return get(unit, planned[key])

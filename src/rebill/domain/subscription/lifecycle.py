@@ -13,7 +13,7 @@ from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, CANCELLED, EXPIRED, PurchaseItem
-from .service import address_for, get
+from .service import address_for, get, locked
 
 
 def _save(unit: Unit, current: PurchaseItem, changes: dict[str, object], topic: str) -> None:
@@ -24,8 +24,7 @@ def _save(unit: Unit, current: PurchaseItem, changes: dict[str, object], topic: 
 
 
 def cancel(unit: Unit, subscription_id: int, reason: str, comments: str | None) -> PurchaseItem:
-    current = get(unit, subscription_id)
-    address_for(unit, current.address_id)
+    current = locked(unit, subscription_id)
     if current.status != ACTIVE:
         raise ValidationFailed.field("status", f"the subscription is {current.status}, not active")
     # NOTE: decisions §5.16, cancel clears the next date and takes the item out of its charge;
@@ -42,8 +41,7 @@ def cancel(unit: Unit, subscription_id: int, reason: str, comments: str | None) 
 
 
 def activate(unit: Unit, subscription_id: int) -> PurchaseItem:
-    current = get(unit, subscription_id)
-    address_for(unit, current.address_id)
+    current = locked(unit, subscription_id)
     if current.status == ACTIVE:
         raise ValidationFailed.field("status", "the subscription is already active")
     if current.status == EXPIRED:
@@ -67,8 +65,7 @@ def activate(unit: Unit, subscription_id: int) -> PurchaseItem:
 
 
 def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> PurchaseItem:
-    current = get(unit, subscription_id)
-    address_for(unit, current.address_id)
+    current = locked(unit, subscription_id)
     if current.status != ACTIVE:
         raise ValidationFailed.field("date", f"the subscription is {current.status}: it has no next charge")
     intervals.check_future("date", when, unit.today)
@@ -82,9 +79,10 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
 
 
 def change_address(unit: Unit, subscription_id: int, address_id: int, when: date | None) -> PurchaseItem:
-    current = get(unit, subscription_id)
+    # Both addresses locked in id order (never the target first: two moves the other way
+    # round would deadlock), the item read under them.
+    current = locked(unit, subscription_id, also=address_id)
     target = address_for(unit, address_id)
-    address_for(unit, current.address_id)
     if target.customer_id != current.customer_id:
         raise ValidationFailed.field("address_id", "address belongs to another customer")
     if target.presentment_currency != current.presentment_currency:

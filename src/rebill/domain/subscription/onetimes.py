@@ -11,7 +11,7 @@ from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
-from .service import _check_quantity, address_for, catalog_values, get, swap_values
+from .service import _check_quantity, address_for, catalog_values, get, locked, swap_values
 
 
 def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
@@ -33,9 +33,7 @@ def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
 
 
 def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
-    current = get(unit, onetime_id, ONETIME)
-    address_for(unit, current.address_id)
-    current = get(unit, onetime_id, ONETIME)
+    current = locked(unit, onetime_id, ONETIME)
     changes = command.changes()
     if "quantity" in changes:
         _check_quantity(changes["quantity"])

@@ -36,6 +36,22 @@ def get(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION) -> PurchaseI
     return found
 
 
+def locked(unit: Unit, item_id: int, kind: str = SUBSCRIPTION, *, also: int | None = None) -> PurchaseItem:
+    """The item read under its address's lock, as every change of an item must be (its
+    address's replan, reconcile.replan): read it, lock its address (and the address ``also``,
+    in id order: two addresses are always locked in that order), read it again. An item that
+    moved to another address meanwhile answers 409: the caller's reading of it is stale."""
+    current = get(unit, item_id, kind)
+    wanted = sorted({current.address_id} | ({also} if also is not None else set()))
+    found = addresses.lock(unit.conn, unit.store_id, wanted)
+    if also is not None and also not in found:
+        raise ValidationFailed.field("address_id", "address not found")
+    again = get(unit, item_id, kind)
+    if again.address_id != current.address_id:
+        raise Conflict("The item moved to another address meanwhile; try again")
+    return again
+
+
 def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Address:
     """The address a purchase item goes on, locked for the unit (reconcile.replan)."""
     if not addresses.lock(unit.conn, unit.store_id, [address_id]):
@@ -192,9 +208,7 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
 
 
 def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
-    current = get(unit, subscription_id)
-    address_for(unit, current.address_id)
-    current = get(unit, subscription_id)  # read again under the address's lock
+    current = locked(unit, subscription_id)
     changes = command.changes()
     sent = [name for name in intervals.INTERVAL_FIELDS if name in changes]
     if sent and len(sent) != len(intervals.INTERVAL_FIELDS):
@@ -270,8 +284,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
 
 
 def delete(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION, *, replan_now: bool = True) -> None:
-    current = get(unit, subscription_id, kind)
-    address_for(unit, current.address_id)
+    current = locked(unit, subscription_id, kind)
     # A charge in retry holding it must not take its money (domain/charge/errored.py).
     errored.recompute(unit, errored.holding(unit, subscription_id), leaving={subscription_id})
     repository.delete_item(unit.conn, unit.store_id, subscription_id)
