@@ -427,3 +427,26 @@ def test_a_paid_charge_at_the_end_of_the_calendar_expires_its_subscription_never
     item = _item(api, subscription.id)
     assert (item.status, item.next_charge_scheduled_at, item.charges_count) == ("expired", None, 1)
     _consistent_money(api)
+
+
+def test_a_record_given_up_in_a_deadlock_is_recorded_again(tier_a, at, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    class _Orig(Exception):
+        sqlstate = "40P01"
+    api = tier_a
+    at(START)
+    _, address, subscription = _subscriber(api)
+    real, tries = billing.record, []
+
+    def flaky(unit, *args, **kw):
+        tries.append(1)
+        done = real(unit, *args, **kw)  # written, then given up on: rolled back
+        if len(tries) == 1:
+            raise OperationalError("UPDATE purchase_items ...", {}, _Orig())
+        return done
+    monkeypatch.setattr(billing, "record", flaky)
+    summary = _bill(api)
+    assert len(tries) == 2 and summary.paid == 1
+    assert _item(api, subscription.id).charges_count == 1  # advanced once
+    _consistent_money(api)

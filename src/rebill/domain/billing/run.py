@@ -14,9 +14,10 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 
 from rebill import failpoints
-from rebill.db.engine import Database
+from rebill.db.engine import Database, retryable
 from rebill.models import addresses as address_table
 from rebill.models import charges, payment_methods
 
@@ -66,6 +67,10 @@ def idempotency_key(charge_id: int, attempt: int) -> str:
     return f"rebill-charge-{charge_id}-attempt-{attempt}"
 
 
+# Tries of a batch's record when the database gives it up in a deadlock (process).
+RECORD_TRIES = 4
+
+
 def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int], now: datetime, *,
             run: str | None = None, stale_after: timedelta = claims.STALE_AFTER,
             summary: Summary | None = None, due_on: date | None = None) -> list[Recorded]:
@@ -92,9 +97,18 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     failpoints.hit("billing.after_claim")
     answers = _pay(gateway, store, found, methods)
     failpoints.hit("billing.after_gateway")
-    with db.write() as conn:
-        recorded = record(Unit(conn, store, now), run, answers, gateway.name)
-        failpoints.hit("billing.before_commit")
+    for attempt in range(1, RECORD_TRIES + 1):
+        try:
+            with db.write() as conn:
+                recorded = record(Unit(conn, store, now), run, answers, gateway.name)
+                failpoints.hit("billing.before_commit")
+            break
+        except DBAPIError as exc:
+            # PostgreSQL gave the record up for a concurrent transaction's sake (deadlock):
+            # nothing of it was kept and the answers are in hand, so it is recorded again.
+            # Past the last try the claims stay and a later run finishes them (same keys).
+            if attempt == RECORD_TRIES or not retryable(exc):
+                raise
     failpoints.hit("billing.after_record")
     if summary is not None:
         for done in recorded:
