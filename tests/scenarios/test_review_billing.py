@@ -450,3 +450,17 @@ def test_a_record_given_up_in_a_deadlock_is_recorded_again(tier_a, at, monkeypat
     assert len(tries) == 2 and summary.paid == 1
     assert _item(api, subscription.id).charges_count == 1  # advanced once
     _consistent_money(api)
+
+
+def test_moving_the_next_date_of_a_subscription_being_paid_answers_409(tier_a, at):
+    """The payment moves the date on from the charge's when it is recorded: a date set meanwhile
+    would be overwritten, so the request loses the race openly."""
+    api = tier_a
+    at(START)
+    _, address, subscription = _subscriber(api)
+    gateway = _Meanwhile(_gateway(api), lambda: WRITES["next_date"](api, subscription, address, None, None))
+    _bill(api, gateway)
+    assert gateway.replies[0].status_code == 409, gateway.replies[0].text
+    assert _item(api, subscription.id).next_charge_scheduled_at == date(2027, 4, 10)
+    moved = api.post(f"/subscriptions/{subscription.id}/set_next_charge_date", json={"date": "2027-04-20"})
+    assert moved.status_code == 200, moved.text  # once the payment is recorded, it moves

@@ -74,6 +74,15 @@ FILTERS: dict[str, Filter] = {
 _by_id = Prepared(_shown.where(charges.c.id == bindparam("id"), charges.c.store_id == bindparam("store_id")))
 
 
+def being_paid(conn: Connection, store_id: int, item_id: int) -> bool:
+    """Whether a charge holding this purchase item is claimed right now (by a billing run, a
+    capture or a refund)."""
+    stmt = (select(charges.c.id).join(charge_items, charge_items.c.charge_id == charges.c.id)
+            .where(charge_items.c.purchase_item_id == item_id, charges.c.store_id == store_id,
+                   charges.c.claimed_by.is_not(None)).limit(1))
+    return conn.execute(stmt).first() is not None
+
+
 def get(conn: Connection, store_id: int, charge_id: int, now: datetime) -> Charge | None:
     row = _by_id.one(conn, id=charge_id, store_id=store_id)
     if row is None:

@@ -8,6 +8,7 @@ from datetime import date, timedelta
 from rebill.errors import Conflict, ValidationFailed
 
 from ..charge import errored
+from ..charge import repository as charges
 from ..customer import activity
 from ..schedule.reconcile import replan
 from ..unit import Unit
@@ -69,6 +70,10 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
     if current.status != ACTIVE:
         raise ValidationFailed.field("date", f"the subscription is {current.status}: it has no next charge")
     intervals.check_future("date", when, unit.today)
+    if when != current.next_charge_scheduled_at and charges.being_paid(unit.conn, unit.store_id, subscription_id):
+        # The payment moves the date on from the charge's when it is recorded: the date asked
+        # now would be overwritten. A lost race: 409.
+        raise Conflict("The subscription's charge is being paid; try again in a moment")
     if when != current.next_charge_scheduled_at:
         # Later charges follow the new date: it becomes the anchor of a monthly cadence.
         anchor = intervals.anchor_for(current.order_interval_unit or "", when, None)
