@@ -171,12 +171,13 @@ def test_capturing_or_refunding_while_the_processor_is_unreachable_answers_503(t
     monkeypatch.undo()
     assert tier_a.get(f"/charges/{pending['id']}").json()["charge"]["status"].lower() == "pending"
     assert tier_a.get(f"/charges/{paid['id']}").json()["charge"]["total_refunds"] == "0.00"
-    # The capture is free again at once (a repeat is the same request to the processor).
-    assert tier_a.post(f"/charges/{pending['id']}/capture_payment", json={}).status_code == 200
-    # The refund keeps its claim, which names it (the processor may have refunded): 409 while it
-    # is fresh; then the same refund asked again finishes it, once.
+    # Both keep their claims (the processor may have acted): 409 while they are fresh; then the
+    # same request finishes each, once, with the same key.
+    assert tier_a.post(f"/charges/{pending['id']}/capture_payment", json={}).status_code == 409
     assert tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "1.00"}).status_code == 409
     tier_a.clock.advance(timedelta(seconds=61))
+    captured = tier_a.post(f"/charges/{pending['id']}/capture_payment", json={})
+    assert captured.status_code == 200, captured.text
     again = tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "1.00"})
     assert again.status_code == 200, again.text
     assert again.json()["charge"]["total_refunds"] == "1.00"

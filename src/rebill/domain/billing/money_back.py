@@ -55,7 +55,7 @@ def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
         count_use(unit, held)
         make_orders(unit, held, items_of(unit, held))
         unit.record("charge/paid", held.id)
-    return _claimed(db, store, charge_id, now, (PENDING,), ask, apply)
+    return _claimed(db, store, charge_id, now, (PENDING,), ask, apply, keep_when_unknown=True)
 
 
 def _refund_amount(charge: Charge, amount: Decimal | None, full: bool) -> Decimal:
@@ -178,9 +178,10 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
     try:
         result = ask(held)
     except GatewayUnavailable:
-        # Nothing is known of this call. A capture frees the charge (a repeat is the same
-        # request to the processor); a refund keeps its claim, which names it, so the next
-        # refund finishes this one first (_finish_dead_refund).
+        # Nothing is known of this call: the processor may have acted. A capture or a refund
+        # keeps its claim (409 meanwhile); once it is stale, the next capture finishes the
+        # capture with the same key, even past the 7 days, and the next refund finishes the
+        # refund its claim names (_finish_dead_refund).
         if not keep_when_unknown:
             _release(db, store, charge_id, run)
         raise ServiceUnavailable() from None
