@@ -447,3 +447,24 @@ def test_moving_the_next_date_of_a_subscription_being_paid_answers_409(tier_a, a
     assert _item(api, subscription.id).next_charge_scheduled_at == date(2027, 4, 10)
     moved = api.post(f"/subscriptions/{subscription.id}/set_next_charge_date", json={"date": "2027-04-20"})
     assert moved.status_code == 200, moved.text  # once the payment is recorded, it moves
+
+
+def test_the_billing_run_finishes_a_capture_and_a_refund_nobody_asked_again(tier_a, at):
+    """Money the processor may have moved never stays unrecorded: with no repeat from the
+    client, the next billing run finishes an abandoned capture and an abandoned refund with
+    their own keys (money_back.finish_abandoned)."""
+    from rebill.domain.billing import money_back
+    api = tier_a
+    charge = _dead_refund(api, at)  # a refund of 5.00 the processor made, never recorded
+    authorized = _authorized(api)
+    with pytest.raises(_Died):
+        money_back.capture(api.db, _DiesAfter(_gateway(api), "capture"), api.store, authorized, api.clock.now())
+    _bill(api)  # too early: both claims are still fresh, the run leaves them
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["total_refunds"] == "0.00"
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    _bill(api)
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["total_refunds"] == "5.00"
+    assert api.get(f"/charges/{authorized}").json()["charge"]["status"] == "success"
+    assert _money_back_ledger(api, "refund") == [Decimal(500)]
+    assert _money_back_ledger(api, "capture") == [Decimal(1250)]
+    _consistent_money(api)

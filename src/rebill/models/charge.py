@@ -4,7 +4,7 @@ A queued or skipped charge is derived data: the reconciler (domain/schedule) wri
 the plan of its address. Line items, addresses and amounts are stored as computed, so a read
 renders a charge from its own row."""
 
-from sqlalchemy import Boolean, Column, Date, ForeignKey, Index, Integer, String, Table
+from sqlalchemy import Boolean, Column, Date, ForeignKey, Index, Integer, String, Table, text
 
 from .base import DecimalText, IdType, JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
 
@@ -66,6 +66,10 @@ charges = Table(
     Index("ix_charges_store_status_date", "store_id", "status", "scheduled_at"),
     # Lists sorted by date walk it in order (with the row id after the date) instead of sorting.
     Index("ix_charges_store_scheduled", "store_id", "scheduled_at"),
+    # The few charges claimed right now: the billing run looks for abandoned captures and
+    # refunds every time it runs (domain/billing/money_back.py finish_abandoned; 0011).
+    Index("ix_charges_store_claimed", "store_id", postgresql_where=text("claimed_by IS NOT NULL"),
+          sqlite_where=text("claimed_by IS NOT NULL")),
     sqlite_autoincrement=True,
 )
 

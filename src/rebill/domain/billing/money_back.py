@@ -12,10 +12,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 
 from rebill.db.engine import Database
-from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
+from rebill.errors import Conflict, ServiceError, ServiceUnavailable, ValidationFailed
 from rebill.models import charges
 
 from ..charge import repository as charge_repo
@@ -45,7 +45,10 @@ def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
     if now - charge.authorized_at > CAPTURE_WINDOW and charge.claimed_by is None:
         raise ValidationFailed.field("status", "the authorization is more than 7 days old and can no longer be "
                                                "captured")
+    return _capture(db, gateway, store, charge_id, now)
 
+
+def _capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
     def ask(held: Charge) -> Result:
         return gateway.capture(store.id, f"rebill-charge-{held.id}-capture", held.external_transaction_id or "",
                                _minor(held.total_price, held.currency), held.currency)
@@ -157,6 +160,29 @@ def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id:
             _record_refund(unit, fresh, Decimal(amount_minor).scaleb(-minor_digits(fresh.currency)))
         _save(unit, charge_id, {"claimed_by": None, "claimed_at": None})
     return amount_minor if result.succeeded else None
+
+
+def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime) -> int:
+    """Captures and refunds whose claim went stale with no answer recorded (their process died,
+    or the processor did not answer and nobody asked again): each is asked again with its own
+    key and recorded, so money the processor may have moved never stays unrecorded (decisions
+    §6.5). The billing run calls it; returns how many it finished."""
+    with db.read() as conn:
+        rows = conn.execute(select(charges.c.id, charges.c.status).where(
+            charges.c.store_id == store.id, charges.c.claimed_by.is_not(None),
+            charges.c.claimed_at <= now - claims.STALE_AFTER,
+            or_(charges.c.status == PENDING, charges.c.claimed_by.contains(REFUND)))).all()
+    finished = 0
+    for charge_id, status in rows:
+        try:
+            if status == PENDING:  # only a capture claims a pending charge
+                _capture(db, gateway, store, charge_id, now)
+            else:
+                _finish_dead_refund(db, gateway, store, charge_id, now)
+            finished += 1
+        except ServiceError:  # no answer again, refused, or a request took it meanwhile: next run
+            continue
+    return finished
 
 
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],

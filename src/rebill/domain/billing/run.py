@@ -166,6 +166,9 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
     """The billing run of one store: every charge due on or before ``until`` (default, and at
     most, the store's today), in batches."""
     summary = summary or Summary()
+    # (A local import: money_back builds on manual, which builds on this module.)
+    from .money_back import finish_abandoned
+    finish_abandoned(db, gateway, store, now())
     with db.read() as conn:
         due = sweep.anything_due(Unit(conn, store, now()))
     if due:
