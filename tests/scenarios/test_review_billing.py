@@ -225,7 +225,10 @@ class _DiesAfter:
         self.inner, self.name, self.operation = inner, inner.name, operation
 
     def charge(self, payment):
-        return self.inner.charge(payment)
+        result = self.inner.charge(payment)
+        if self.operation == "charge":
+            raise _Died()
+        return result
 
     def capture(self, *args):
         result = self.inner.capture(*args)
@@ -467,4 +470,23 @@ def test_the_billing_run_finishes_a_capture_and_a_refund_nobody_asked_again(tier
     assert api.get(f"/charges/{authorized}").json()["charge"]["status"] == "success"
     assert _money_back_ledger(api, "refund") == [Decimal(500)]
     assert _money_back_ledger(api, "capture") == [Decimal(1250)]
+    _consistent_money(api)
+
+
+def test_the_billing_run_finishes_a_manual_process_of_a_later_charge_that_died(tier_a, at):
+    """A manual process of a charge dated next week that died after the processor charged: no
+    batch picks the charge before its date, so the run finishes the abandoned claim first."""
+    from rebill.domain.billing import manual
+    api = tier_a
+    at(START)
+    _, address, subscription = _subscriber(api)
+    api.clock.advance(timedelta(days=-7))  # the charge is a week away
+    [charge] = charges_of(api, address.id)
+    with pytest.raises(_Died):
+        manual.process(api.db, _DiesAfter(_gateway(api), "charge"), api.store, charge.id, api.clock.now())
+    assert _ledger(api) == Counter({f"charge {charge.id}": 1})
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    _bill(api)
+    assert [c.status for c in charges_of(api, address.id) if c.id == charge.id] == ["success"]
+    assert _ledger(api) == Counter({f"charge {charge.id}": 1})  # the same key: charged once
     _consistent_money(api)

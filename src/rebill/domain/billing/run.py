@@ -168,7 +168,7 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
     summary = summary or Summary()
     # (A local import: money_back builds on manual, which builds on this module.)
     from .money_back import finish_abandoned
-    finish_abandoned(db, gateway, store, now())
+    finish_abandoned(db, gateway, store, now(), summary)
     with db.read() as conn:
         due = sweep.anything_due(Unit(conn, store, now()))
     if due:
