@@ -9,9 +9,11 @@ from rebill.db.engine import Database
 from rebill.errors import Conflict, Forbidden, NotFound, ServiceUnavailable, ValidationFailed
 
 from ..charge import repository as charge_repo
+from ..charge import service as charge_service
 from ..charge.model import ERROR, QUEUED, Charge
 from ..payment.gateway import Gateway
 from ..store.model import Store
+from ..unit import Unit
 from . import run
 
 # NOTE: decisions §6.6, processing on request needs plan tier A (tier B includes it: docs).
@@ -29,6 +31,8 @@ def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
     if charge.status not in (QUEUED, ERROR):
         raise ValidationFailed.field("status", f"only a queued or error charge can be processed; this one is "
                                                f"{charge.status}")
+    with db.read() as conn:  # before any money moves: a 422, never a 500 after the payment
+        charge_service.check_next_dates(Unit(conn, store, now), charge_id)
     mine = uuid.uuid4().hex
     if not run.process(db, gateway, store, [charge_id], now, run=mine):
         if visible(db, store, charge_id, now).claimed_by == mine:

@@ -59,7 +59,7 @@ def _capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: 
         count_use(unit, held)
         make_orders(unit, held, items_of(unit, held))
         unit.record("charge/paid", held.id)
-    return _claimed(db, store, charge_id, now, (PENDING,), ask, apply, keep_when_unknown=True)
+    return _claimed(db, store, charge_id, now, (PENDING,), ask, apply)
 
 
 def _refund_amount(charge: Charge, amount: Decimal | None, full: bool) -> Decimal:
@@ -112,8 +112,7 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
 
     def apply(unit: Unit, held: Charge, result: Result) -> None:
         _record_refund(unit, held, taken[0])
-    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check,
-                    keep_when_unknown=True)
+    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check)
 
 
 def _ask_refund(gateway: Gateway, store: Store, held: Charge, before: int, amount_minor: int) -> Result:
@@ -132,35 +131,28 @@ def _record_refund(unit: Unit, held: Charge, amount: Decimal) -> None:
 
 def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> int | None:
     """A refund whose claim went stale without an answer recorded (its process died, or the
-    processor could not be reached) is asked again with its own key and recorded; returns its
-    amount in minor units, or None when there was none. A live one answers 409."""
-    with db.write() as conn:
-        row = conn.execute(select(charges.c.claimed_by, charges.c.claimed_at).where(
-            charges.c.id == charge_id, charges.c.store_id == store.id)).first()
-        if row is None or row.claimed_by is None or REFUND not in row.claimed_by:
-            return None
-        if row.claimed_at > now - claims.STALE_AFTER:
-            raise Conflict("The charge is being processed by another request")
-        before, amount_minor = (int(part) for part in row.claimed_by.split(REFUND, 1)[1].split(":"))
-        run = f"{uuid.uuid4().hex[:16]}{REFUND}{before}:{amount_minor}"
-        taken = conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.claimed_by == row.claimed_by)
-                             .values(claimed_by=run, claimed_at=now)).rowcount
-        held = charge_repo.get(conn, store.id, charge_id, now)
-    if not taken or held is None:
-        raise Conflict("The charge is being processed by another request")
+    processor could not be reached) is asked again with its own key, under a claim that names
+    it again, and recorded; returns its amount in minor units, or None when there was none (or
+    the processor refused it: nothing was refunded). A live one answers 409."""
+    with db.read() as conn:
+        claimed_by = conn.execute(select(charges.c.claimed_by).where(
+            charges.c.id == charge_id, charges.c.store_id == store.id)).scalar()
+    if claimed_by is None or REFUND not in claimed_by:
+        return None
+    before, amount_minor = (int(part) for part in claimed_by.split(REFUND, 1)[1].split(":"))
+
+    def ask(held: Charge) -> Result:
+        return _ask_refund(gateway, store, held, before, amount_minor)
+
+    def apply(unit: Unit, held: Charge, result: Result) -> None:
+        if _minor(held.total_refunds, held.currency) == before:
+            _record_refund(unit, held, Decimal(amount_minor).scaleb(-minor_digits(held.currency)))
     try:
-        result = _ask_refund(gateway, store, held, before, amount_minor)
-    except GatewayUnavailable:
-        raise ServiceUnavailable() from None  # still claimed: the next refund asks again
-    with db.write() as conn:
-        unit = Unit(conn, store, now)
-        fresh = charge_repo.get(conn, store.id, charge_id, now)
-        if fresh is None or fresh.claimed_by != run:
-            raise Conflict("The charge was taken over by another request")
-        if result.succeeded and _minor(fresh.total_refunds, fresh.currency) == before:
-            _record_refund(unit, fresh, Decimal(amount_minor).scaleb(-minor_digits(fresh.currency)))
-        _save(unit, charge_id, {"claimed_by": None, "claimed_at": None})
-    return amount_minor if result.succeeded else None
+        _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply,
+                 lambda held: f"{REFUND}{before}:{amount_minor}")
+    except ValidationFailed:  # the processor refused it
+        return None
+    return amount_minor
 
 
 def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime,
@@ -172,36 +164,27 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
     a charge dated later, which no batch of the run would pick before its date. The billing run
     calls it; returns how many it finished."""
     with db.read() as conn:
-        rows = conn.execute(select(charges.c.id, charges.c.status).where(
+        rows = conn.execute(select(charges.c.id, charges.c.status, charges.c.claimed_by).where(
             charges.c.store_id == store.id, charges.c.claimed_by.is_not(None),
             charges.c.claimed_at <= now - claims.STALE_AFTER)).all()
     finished = 0
-    for charge_id, status in rows:
+    for charge_id, status, claimed_by in rows:
         try:
             if status in (QUEUED, ERROR):  # a payment: the same attempt, the same key
                 finished += len(run.process(db, gateway, store, [charge_id], now, summary=summary))
-                continue
-            if status == PENDING:  # only a capture claims a pending charge
+            elif status == PENDING:  # only a capture claims a pending charge
                 _capture(db, gateway, store, charge_id, now)
-            elif REFUND in (_claim_of(db, store, charge_id) or ""):
-                _finish_dead_refund(db, gateway, store, charge_id, now)
-            else:
-                continue
-            finished += 1
+                finished += 1
+            elif REFUND in claimed_by:
+                finished += _finish_dead_refund(db, gateway, store, charge_id, now) is not None
         except ServiceError:  # no answer again, refused, or a request took it meanwhile: next run
             continue
     return finished
 
 
-def _claim_of(db: Database, store: Store, charge_id: int) -> str | None:
-    with db.read() as conn:
-        return conn.execute(select(charges.c.claimed_by).where(
-            charges.c.id == charge_id, charges.c.store_id == store.id)).scalar()
-
-
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],
              ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None],
-             check: Callable[[Charge], str] | None = None, keep_when_unknown: bool = False) -> Charge:
+             check: Callable[[Charge], str] | None = None) -> Charge:
     """Claims the charge, runs ``check`` on it under the claim (what it returns is written into
     the claim before the processor is asked), asks, and records ``apply`` under the claim."""
     run = uuid.uuid4().hex[:16]
@@ -218,12 +201,10 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
     try:
         result = ask(held)
     except GatewayUnavailable:
-        # Nothing is known of this call: the processor may have acted. A capture or a refund
-        # keeps its claim (409 meanwhile); once it is stale, the next capture finishes the
-        # capture with the same key, even past the 7 days, and the next refund finishes the
-        # refund its claim names (_finish_dead_refund).
-        if not keep_when_unknown:
-            _release(db, store, charge_id, run)
+        # Nothing is known of this call: the processor may have acted. The claim stays (409
+        # meanwhile); once it is stale, the next capture finishes the capture with the same
+        # key, even past the 7 days, the next refund finishes the refund its claim names
+        # (_finish_dead_refund), and the billing run either if nobody asks (finish_abandoned).
         raise ServiceUnavailable() from None
     except Exception:
         _release(db, store, charge_id, run)
