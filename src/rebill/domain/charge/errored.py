@@ -59,20 +59,22 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
     codes = discounts.many(unit.conn, unit.store_id, {c.discount_id for c in found} - {drop_code})
     places = addresses.many(unit.conn, unit.store_id, [c.address_id for c in found])
     billing = customers.billing_addresses(unit.conn, unit.store_id, [c.customer_id for c in found])
+    held = items.many(unit.conn, unit.store_id,  # every item of every charge: one query
+                      sorted({i for c in found for i in c.purchase_item_ids if i not in leaving}))
     rows, gone, removed = [], [], []
     for charge in found:
         address = places.get(charge.address_id)
         if address is None:
             continue
         removed += [(charge.id, i) for i in charge.purchase_item_ids if i in leaving]
-        kept = items.many(unit.conn, unit.store_id, [i for i in charge.purchase_item_ids if i not in leaving])
+        kept = [held[i] for i in charge.purchase_item_ids if i in held]
         if not kept:
             gone.append(charge.id)
             continue
         code = codes.get(charge.discount_id)
         terms = Terms.of(code, address.presentment_currency) if code is not None else None
         planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,
-                               ERROR, list(kept.values()), terms)
+                               ERROR, kept, terms)
         rows.append({**{name: planned.values[name] for name in MONEY}, "charge_id": charge.id,
                      "updated_at": unit.now})
     repository.change_items(unit.conn, unit.store_id, [], removed)
