@@ -1,0 +1,22 @@
+"""The ``rebill`` command line: serve, migrate, stores, tokens, the schedule, billing and the
+test clock. Each command module adds its commands (or its group) to the root app itself."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import typer
+
+app = typer.Typer(help="Rebill: self-hostable subscription billing (API 2021-01 and 2021-11).",
+                  no_args_is_help=True)
+
+# The command modules, each with a ``register(app)``: a new group is one module and its name
+# here. The order is the order of `rebill --help` (Typer lists plain commands, then groups).
+COMMANDS = ("migrate", "serve", "billing", "stores", "tokens", "schedule", "clock")
+
+for _name in COMMANDS:
+    import_module(f"{__name__}.{_name}").register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,68 @@
+"""`rebill bill`: the billing run on demand."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from rebill.clock import SystemClock
+from rebill.db.engine import Database
+
+from .common import DatabaseOption, err, out, settings_for, stores_named
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bill")(bill)
+
+
+def bill(
+    store: Optional[str] = typer.Option(None, "--store", help="Store name (default: every store)"),
+    until: Optional[str] = typer.Option(None, "--until", help="Charges dated on or before YYYY-MM-DD "
+                                        "(default and latest: the store's today)"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Process every due charge: queued charges whose date has come and charges in error whose
+    retry date has (decisions §6.5, §6.12). Failed payments are an outcome, not an error: the
+    command exits 0 unless it could not run."""
+    from datetime import date, timedelta
+
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.domain.store import clock as store_clock
+    try:
+        last = date.fromisoformat(until) if until else None
+    except ValueError:
+        err.print(f"[red]--until must be a date (YYYY-MM-DD), not {until!r}[/red]")
+        raise typer.Exit(2) from None
+    settings = settings_for(database)
+    db = Database.from_url(settings.database_url)
+    clock = SystemClock()
+    gateway = SandboxGateway(db, clock.now)
+    stale = timedelta(seconds=settings.claim_stale_seconds)
+    with db.read() as conn:
+        found = stores_named(conn, store)
+    due = {s.id: billing.count_due(db, s, store_clock.clock_for(s, clock.now)(), last) for s in found}
+    summary = billing.Summary()
+    with Progress(console=err) as progress:
+        task = progress.add_task("billing", total=sum(due.values()))
+        for each in found:
+            billing.run_store(db, gateway, each, store_clock.clock_for(each, clock.now),
+                              until=last, summary=summary, progress=lambda n: progress.advance(task, n),
+                              stale_after=stale)
+    table = Table(title="billing run")
+    for column in ("processed", "paid", "pending", "failed", "of which closed", "retried"):
+        table.add_column(column, justify="right")
+    table.add_row(*(str(v) for v in (summary.processed, summary.paid, summary.pending, summary.failed,
+                                      summary.closed, summary.retried)))
+    out.print(table)
+    if summary.amounts:
+        amounts = Table(title="paid, per currency")
+        amounts.add_column("currency")
+        amounts.add_column("amount", justify="right")
+        for currency, amount in sorted(summary.amounts.items()):
+            amounts.add_row(currency, str(amount))
+        out.print(amounts)

@@ -1,0 +1,55 @@
+"""`rebill clock advance`: a sandbox store's test clock."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from rebill.clock import SystemClock
+
+from .common import DatabaseOption, err, open_database, out, store_named
+
+app = typer.Typer(help="A sandbox store's test clock.", no_args_is_help=True)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="clock")
+
+
+@app.command("advance")
+def clock_advance(
+    store: str = typer.Option(..., "--store", help="Store name (a sandbox store)"),
+    days: Optional[int] = typer.Option(None, "--days", help="Move N x 24 hours forward (N >= 1)"),
+    to: Optional[str] = typer.Option(None, "--to", help="Move to YYYY-MM-DD, keeping the time of day"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Move a sandbox store's clock forward, day by day, running every billing that falls due
+    on the way (decisions §6.11, §6.12). Other stores keep the real time."""
+    from datetime import date
+
+    from rich.progress import Progress
+
+    from rebill.domain.billing import travel
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.errors import ServiceError
+    try:
+        target = date.fromisoformat(to) if to else None
+    except ValueError:
+        err.print(f"[red]--to must be a date (YYYY-MM-DD), not {to!r}[/red]")
+        raise typer.Exit(2) from None
+    db = open_database(database)
+    clock = SystemClock()
+    with db.read() as conn:
+        found = store_named(conn, store)
+    try:
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("advancing", total=None)
+            now, summary = travel.advance(db, SandboxGateway(db, clock.now), clock.now, found.id,
+                                          days=days, to=target,
+                                          progress=lambda day: progress.update(task, description=str(day)))
+    except ServiceError as exc:
+        err.print(f"[red]{exc.errors}[/red]")
+        raise typer.Exit(2) from None
+    out.print(f"{found.name}: now {now.isoformat()}; processed {summary.processed}, "
+              f"paid {summary.paid}, pending {summary.pending}, failed {summary.failed}")

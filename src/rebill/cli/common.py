@@ -1,0 +1,62 @@
+"""What every command shares: the consoles, the ``--database`` option, opening the database
+the settings name, finding a store by name, and printing a refusal."""
+
+from __future__ import annotations
+
+from typing import NoReturn, Optional
+
+import typer
+from rich.console import Console
+from sqlalchemy import Connection
+
+from rebill.db.engine import Database
+from rebill.db.migrate import upgrade
+from rebill.domain.store import repository as stores_repo
+from rebill.domain.store.model import Store
+from rebill.errors import ValidationFailed
+from rebill.settings import Settings
+
+# Messages and progress go to stderr, results to stdout: `tokens create` can be captured alone.
+err = Console(stderr=True)
+out = Console()
+DatabaseOption: Optional[str] = typer.Option(
+    None, "--database", help="Database URL (default: $REBILL_DATABASE_URL or ./var/rebill.db)")
+
+
+def settings_for(database: str | None) -> Settings:
+    return Settings.from_env().with_(database_url=database)
+
+
+def open_database(database: str | None, *, migrate: bool = False) -> Database:
+    """The database of the settings (``--database`` first); ``migrate`` brings its schema up to
+    date first, for the commands that may be the first to touch a new database."""
+    url = settings_for(database).database_url
+    if migrate:
+        upgrade(url)
+    return Database.from_url(url)
+
+
+def stores_named(conn: Connection, name: str | None) -> list[Store]:
+    """The store called ``name``, or every store when it is None; exit 2 when there is none."""
+    if name is None:
+        return stores_repo.all_stores(conn)
+    return [store_named(conn, name)]
+
+
+def store_named(conn: Connection, name: str) -> Store:
+    found = stores_repo.by_name(conn, name)
+    if found is None:
+        err.print(f"[red]no store named {name!r}[/red]")
+        raise typer.Exit(2)
+    return found
+
+
+def fail(exc: ValidationFailed) -> NoReturn:
+    """Print a refusal field by field, as the API would name them, and exit 2."""
+    for field, messages in (exc.errors.items() if isinstance(exc.errors, dict) else [("error", [exc.errors])]):
+        err.print(f"[red]{field}[/red]: {'; '.join(messages)}")
+    raise typer.Exit(2)
+
+
+def csv(value: str | None) -> list[str] | None:
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]

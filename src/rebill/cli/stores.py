@@ -1,0 +1,100 @@
+"""`rebill stores create | list | rates`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from rebill.clock import SystemClock
+from rebill.domain.store import repository as stores_repo
+from rebill.domain.store import service as store_service
+from rebill.errors import ValidationFailed
+
+from .common import DatabaseOption, csv, err, fail, open_database, out, store_named
+
+app = typer.Typer(help="Manage stores (tenants).", no_args_is_help=True)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="stores")
+
+
+@app.command("create")
+def stores_create(
+    name: str,
+    currency: str = typer.Option("USD", help="Store currency"),
+    ships_to: str = typer.Option("US", "--ships-to", help="Comma-separated country codes"),
+    presentment_currencies: Optional[str] = typer.Option(None, "--presentment-currencies",
+                                                         help="Comma-separated extra currencies"),
+    plan_tier: str = typer.Option("standard", "--plan-tier", help="standard, premium_a or premium_b"),
+    checkout_platform: str = typer.Option("custom", "--checkout-platform"),
+    default_version: str = typer.Option("2021-01", "--default-version"),
+    sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Create a store."""
+    db = open_database(database, migrate=True)
+    try:
+        with db.write() as conn:
+            store = store_service.create_store(
+                conn, SystemClock().now(), name=name, currency=currency, ships_to=csv(ships_to),
+                presentment_currencies=csv(presentment_currencies), plan_tier=plan_tier,
+                checkout_platform=checkout_platform, default_api_version=default_version, sandbox=sandbox)
+    except ValidationFailed as exc:
+        fail(exc)
+    err.print(f"[green]created store[/green] {store.name} (id {store.id})")
+
+
+@app.command("list")
+def stores_list(database: Optional[str] = DatabaseOption) -> None:
+    """List stores."""
+    db = open_database(database)
+    table = Table("id", "name", "currency", "ships to", "tier", "platform", "version", "sandbox", "installed")
+    with db.read() as conn:
+        for s in stores_repo.all_stores(conn):
+            table.add_row(str(s.id), s.name, s.currency, ",".join(s.ships_to), s.plan_tier, s.checkout_platform,
+                          s.default_api_version, str(s.sandbox), str(s.installed))
+    out.print(table)
+
+
+def _rate(text: str, names: tuple[str, ...]) -> dict[str, str]:
+    parts = text.split(":")
+    if len(parts) < 2 or len(parts) > len(names):
+        raise typer.BadParameter(f"{text!r}: expected {':'.join(names)}")
+    return dict(zip(names, parts))
+
+
+@app.command("rates")
+def stores_rates(
+    name: str,
+    shipping_rate: Optional[list[str]] = typer.Option(
+        None, "--shipping-rate", help="PRICE[:COUNTRIES[:CODE[:TITLE]]], e.g. 5.00:US,CA:std:Standard (repeatable)"),
+    tax_rate: Optional[list[str]] = typer.Option(
+        None, "--tax-rate", help="COUNTRY:RATE[:PROVINCE[:TITLE]], e.g. US:0.0725:CA:CA tax (repeatable)"),
+    clear_shipping: bool = typer.Option(False, "--clear-shipping", help="Remove every shipping rate"),
+    clear_tax: bool = typer.Option(False, "--clear-tax", help="Remove every tax rate"),
+    taxes_included: Optional[bool] = typer.Option(None, "--taxes-included/--taxes-added"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Set a store's shipping and tax rates (decisions §5.9); its queued charges follow at once."""
+    from rebill.domain.store.rates import update_rates
+    shipping = [] if clear_shipping else None
+    if shipping_rate:
+        shipping = []
+        for text in shipping_rate:
+            rate = _rate(text, ("price", "country_codes", "code", "title"))
+            shipping.append({**rate, "country_codes": csv(rate.get("country_codes")) or []})
+    tax = [] if clear_tax else None
+    if tax_rate:
+        tax = [_rate(text, ("country_code", "rate", "province", "title")) for text in tax_rate]
+    db = open_database(database)
+    try:
+        with db.write() as conn:
+            store = store_named(conn, name)
+            update_rates(conn, SystemClock().now(), store, shipping_rates=shipping, tax_rates=tax,  # type: ignore
+                         taxes_included=taxes_included)
+    except ValidationFailed as exc:
+        fail(exc)
+    err.print(f"[green]updated rates of[/green] {name}; its queued charges were regenerated")
