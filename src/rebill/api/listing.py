@@ -16,7 +16,7 @@ import msgspec
 
 from rebill.domain.listing import ListQuery, Position
 from rebill.errors import ValidationFailed
-from rebill.http.render import nested_deeper_than
+from rebill.json_limits import nested_deeper_than
 
 from .contract import ListContract
 

@@ -7,7 +7,7 @@ import re
 import msgspec
 
 from rebill.errors import ValidationFailed
-from rebill.http.render import nested_deeper_than
+from rebill.json_limits import MAX_NESTING, nested_deeper_than
 
 # NOTE: decisions §7.6, an `integer` is an optional sign and ASCII digits.
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -21,7 +21,7 @@ def check_value(value: str, value_type: str) -> None:
         raw = value.encode()
         # Refused before decoding: no decoder ever recurses past what a request body may nest.
         if nested_deeper_than(raw):
-            raise ValidationFailed.field("value", "is nested too deeply (at most 32 levels)")
+            raise ValidationFailed.field("value", f"is nested too deeply (at most {MAX_NESTING} levels)")
         try:
             msgspec.json.decode(raw)
         except (msgspec.DecodeError, ValueError, RecursionError):
