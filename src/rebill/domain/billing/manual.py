@@ -6,23 +6,15 @@ import uuid
 from datetime import datetime
 
 from rebill.db.engine import Database
-from rebill.errors import Conflict, Forbidden, NotFound, ServiceUnavailable, ValidationFailed
+from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
 
-from ..charge import repository as charge_repo
 from ..charge import service as charge_service
 from ..charge.model import ERROR, QUEUED, Charge
 from ..payment.gateway import Gateway
 from ..store.model import Store
 from ..unit import Unit
 from . import run
-
-# NOTE: decisions §6.6, processing on request needs plan tier A (tier B includes it: docs).
-TIER_A = ("premium_a", "premium_b")
-
-
-def require_tier(store: Store, tiers: tuple[str, ...], what: str) -> None:
-    if store.plan_tier not in tiers:
-        raise Forbidden(f"{what} needs plan tier A (premium_a); this store's tier is {store.plan_tier}")
+from .access import TIER_A, require_tier, visible
 
 
 def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
@@ -41,11 +33,3 @@ def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
             raise ServiceUnavailable()
         raise Conflict("The charge is being processed by another request or billing run")
     return visible(db, store, charge_id, now)
-
-
-def visible(db: Database, store: Store, charge_id: int, now: datetime) -> Charge:
-    with db.read() as conn:
-        charge = charge_repo.get(conn, store.id, charge_id, now)
-    if charge is None:
-        raise NotFound()
-    return charge

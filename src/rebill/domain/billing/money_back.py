@@ -15,18 +15,17 @@ from typing import Any
 from sqlalchemy import select, update
 
 from rebill.db.engine import Database
-from rebill.errors import Conflict, ServiceError, ServiceUnavailable, ValidationFailed
+from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
 from rebill.models import charges
 
 from ..charge import repository as charge_repo
-from ..charge.model import ERROR, PARTIALLY_REFUNDED, PENDING, QUEUED, REFUNDED, SUCCESS, Charge
+from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge
 from ..money import minor_digits, places_problem
 from ..payment.gateway import Gateway, GatewayUnavailable, Result
 from ..store.model import Store
 from ..unit import Unit
 from . import claim as claims
-from . import run
-from .manual import TIER_A, require_tier, visible
+from .access import TIER_A, require_tier, visible
 from .outcome import count_use, items_of, make_orders
 
 # NOTE: decisions §6.7, §6.12: 7 x 24 hours, the end itself still allowed.
@@ -153,33 +152,6 @@ def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id:
     except ValidationFailed:  # the processor refused it
         return None
     return amount_minor
-
-
-def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime,
-                     summary: run.Summary | None = None) -> int:
-    """Payments, captures and refunds whose claim went stale with no answer recorded (their
-    process died, or the processor did not answer and nobody asked again): each is asked again
-    with its own key and recorded, so money the processor may have moved never stays unrecorded
-    (decisions §6.5). Payments too, with the same attempt's key: among them a manual process of
-    a charge dated later, which no batch of the run would pick before its date. The billing run
-    calls it; returns how many it finished."""
-    with db.read() as conn:
-        rows = conn.execute(select(charges.c.id, charges.c.status, charges.c.claimed_by).where(
-            charges.c.store_id == store.id, charges.c.claimed_by.is_not(None),
-            charges.c.claimed_at <= now - claims.STALE_AFTER)).all()
-    finished = 0
-    for charge_id, status, claimed_by in rows:
-        try:
-            if status in (QUEUED, ERROR):  # a payment: the same attempt, the same key
-                finished += len(run.process(db, gateway, store, [charge_id], now, summary=summary))
-            elif status == PENDING:  # only a capture claims a pending charge
-                _capture(db, gateway, store, charge_id, now)
-                finished += 1
-            elif REFUND in claimed_by:
-                finished += _finish_dead_refund(db, gateway, store, charge_id, now) is not None
-        except ServiceError:  # no answer again, refused, or a request took it meanwhile: next run
-            continue
-    return finished
 
 
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],

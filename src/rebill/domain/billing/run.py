@@ -18,12 +18,13 @@ from sqlalchemy.exc import DBAPIError
 
 from rebill import failpoints
 from rebill.db.engine import Database, retryable
+from rebill.errors import ServiceError
 from rebill.models import addresses as address_table
 from rebill.models import charges, payment_methods
 
 from ..address import repository as address_repo
 from ..charge import repository as charge_repo
-from ..charge.model import Charge
+from ..charge.model import ERROR, PENDING, QUEUED, Charge
 from ..money import minor_digits
 from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all
 from ..schedule.reconcile import replan
@@ -31,6 +32,7 @@ from ..store.model import Store
 from ..unit import Unit
 from . import claim as claims
 from . import sweep
+from .money_back import REFUND, _capture, _finish_dead_refund  # finish_abandoned: their own steps and keys
 from .outcome import Recorded, record
 
 # NOTE: decisions §6.12, no method to charge: the customer must add or update one.
@@ -166,8 +168,6 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
     """The billing run of one store: every charge due on or before ``until`` (default, and at
     most, the store's today), in batches."""
     summary = summary or Summary()
-    # (A local import: money_back builds on manual, which builds on this module.)
-    from .money_back import finish_abandoned
     finish_abandoned(db, gateway, store, now(), summary)
     with db.read() as conn:
         due = sweep.anything_due(Unit(conn, store, now()))
@@ -181,6 +181,35 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
         if progress is not None:
             progress(len(batch))
     return summary
+
+
+def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime,
+                     summary: Summary | None = None) -> int:
+    """Payments, captures and refunds whose claim went stale with no answer recorded (their
+    process died, or the processor did not answer and nobody asked again): each is asked again
+    with its own key and recorded, so money the processor may have moved never stays unrecorded
+    (decisions §6.5). Payments too, with the same attempt's key: among them a manual process of
+    a charge dated later, which no batch of the run would pick before its date. The billing run
+    calls it; returns how many it finished. (Here rather than in money_back, whose capture and
+    refund steps it reuses: money_back then needs nothing from the run, and the package's
+    imports stay acyclic, tests/unit/test_layering.py.)"""
+    with db.read() as conn:
+        rows = conn.execute(select(charges.c.id, charges.c.status, charges.c.claimed_by).where(
+            charges.c.store_id == store.id, charges.c.claimed_by.is_not(None),
+            charges.c.claimed_at <= now - claims.STALE_AFTER)).all()
+    finished = 0
+    for charge_id, status, claimed_by in rows:
+        try:
+            if status in (QUEUED, ERROR):  # a payment: the same attempt, the same key
+                finished += len(process(db, gateway, store, [charge_id], now, summary=summary))
+            elif status == PENDING:  # only a capture claims a pending charge
+                _capture(db, gateway, store, charge_id, now)
+                finished += 1
+            elif REFUND in claimed_by:
+                finished += _finish_dead_refund(db, gateway, store, charge_id, now) is not None
+        except ServiceError:  # no answer again, refused, or a request took it meanwhile: next run
+            continue
+    return finished
 
 
 def _due_batches(db: Database, store: Store, now: Callable[[], datetime],
