@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from rebill.api.v2021_11.serializers import platform_id
+from rebill.api.external_ids import platform_id
 from rebill.domain.schedule.dates import add_interval
 from rebill.models import charges as charges_table
 from tests.api.test_real_fields import ARR, BOOL, DT_NAIVE, DT_OFFSET, INT, NULL, OBJ, STR, assert_fields

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from rebill.api.v2021_11.serializers import platform_id
+from rebill.api.external_ids import platform_id
 from rebill.domain.order import repository as order_repo
 from rebill.models import charges as charges_table
 from rebill.models import orders as orders_table

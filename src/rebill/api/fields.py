@@ -15,6 +15,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from rebill.api import external_ids
 from rebill.errors import ValidationFailed
 
 MISSING = object()
@@ -114,7 +115,10 @@ def _coerce(kind: str, value: Any, field: "Field | None" = None) -> tuple[Any, s
             value = str(value)
         if not isinstance(value, str) or "\x00" in value or not value.strip():
             return None, "must be a non-empty string or number"
-        return value.strip(), None
+        value = value.strip()
+        # NOTE: spec 02 and 03, 2021-01 shows an id as an integer; the rule is api/external_ids.py.
+        refused = external_ids.problem(value)
+        return (None, refused) if refused else (value, None)
     if kind == "int":
         if isinstance(value, bool):
             return None, "must be an integer"

@@ -7,12 +7,12 @@ change modules, list contracts and the schemas of 2021-01-only endpoints, merged
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from rebill.api import query as q
 from rebill.api.contract import Change, ListContract
+from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11.catalog import IMAGES, CatalogSchema, in_path, one_of
 from rebill.api.v2021_11.catalog import LISTS as HEAD_LISTS
@@ -20,14 +20,6 @@ from rebill.domain.catalog.model import DISCOUNT_TYPES
 from rebill.domain.catalog.purchase_options import STOREFRONT, derive
 
 from .changes import NaiveDatetimes
-
-_PLATFORM_ID = re.compile(r"[0-9]{1,18}", re.ASCII)
-
-
-def platform_id(external_id: str) -> int | str:
-    """NOTE: spec 03 product (2021-01), platform ids are integers; an id that is no number
-    (a custom platform's) stays a string rather than being lost."""
-    return int(external_id) if _PLATFORM_ID.fullmatch(external_id) else external_id
 
 
 def _number(amount: Decimal | None) -> int | float:
@@ -52,6 +44,7 @@ class ProductPlatformIds(Change):
     kinds = ("product",)
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        # NOTE: spec 03 product (2021-01), integers; a custom platform's id stays a string.
         data["platform_product_id"] = data["product_id"] = platform_id(data.pop("external_product_id"))
         return data
 

@@ -8,12 +8,13 @@ from typing import Any
 
 from rebill.api import query as q
 from rebill.api.contract import Change, ListContract
+from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import charges as head
 from rebill.domain.charge.model import STATUSES
 from rebill.domain.geo import country_name
 
-from .purchases import naive, platform_id
+from .purchases import naive
 
 
 def old_address(document: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from rebill.api.contract import Change, ListContract
+from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import discounts as head
 
@@ -23,13 +24,6 @@ def _number(value: Decimal | None) -> int | str | None:
     return int(value) if value == value.to_integral_value() else str(value)
 
 
-def _platform_id(value: str | None) -> int | str | None:
-    """NOTE: spec 02 Discount `applies_to_id` is an integer; a non-numeric platform id stays text."""
-    if value is None:
-        return None
-    return int(value) if value.isdigit() and len(value) < 19 else value
-
-
 class DiscountOldShape(Change):
     """Discounts are flat: `discount_type`, `duration`/`duration_usage_limit`, `usage_limit`,
     `once_per_customer`, `first_time_customer_restriction`, `applies_to_id`/`_resource`/
@@ -41,7 +35,8 @@ class DiscountOldShape(Change):
         return {
             "id": obj.id,
             "applies_to": None,
-            "applies_to_id": _platform_id(obj.applies_to_id),
+            # NOTE: spec 02 Discount, an integer; a platform id that is no number stays text.
+            "applies_to_id": platform_id(obj.applies_to_id),
             "applies_to_product_type": obj.applies_to_product_type,
             "applies_to_resource": obj.applies_to_resource,
             "channel_settings": data["channel_settings"],

@@ -9,6 +9,7 @@ from typing import Any
 
 from rebill.api import query as q
 from rebill.api.contract import Change, ListContract
+from rebill.api.external_ids import as_integer, platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import charges as head_charges
 from rebill.api.v2021_11 import orders as head
@@ -18,7 +19,7 @@ from rebill.domain.order.model import STATUSES, Order
 from rebill.domain.order.repository import PROCESSED_SORT
 
 from .charges import old_address
-from .purchases import naive, platform_id
+from .purchases import naive
 
 
 def _old_line(line: dict[str, Any], head_line: dict[str, Any]) -> dict[str, Any]:
@@ -39,10 +40,6 @@ def _old_line(line: dict[str, Any], head_line: dict[str, Any]) -> dict[str, Any]
         "title": line["title"],
         "variant_title": line["variant_title"],
     }
-
-
-def _number(value: str | None) -> int | None:
-    return int(value) if value is not None and value.isdigit() and len(value) < 19 else None
 
 
 class OrderOldShape(Change):
@@ -86,7 +83,7 @@ class OrderOldShape(Change):
             "platform_customer_id": platform_id(obj.customer_external_id),
             "platform_id": obj.external_order_id,
             "platform_order_id": platform_id(obj.external_order_id),
-            "platform_order_number": _number(obj.external_order_number),
+            "platform_order_number": as_integer(obj.external_order_number),
             "processed_at": naive(data["processed_at"]),
             "scheduled_at": scheduled,
             "shipped_date": naive(data["processed_at"]),

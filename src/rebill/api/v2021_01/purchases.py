@@ -9,9 +9,9 @@ from typing import Any
 
 from rebill.api import query as q
 from rebill.api.contract import Change, ListContract
+from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import purchases as head
-from rebill.api.v2021_11.serializers import platform_id
 
 KINDS = ("subscription", "onetime")
 

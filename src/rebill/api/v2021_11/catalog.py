@@ -12,6 +12,7 @@ from typing import Any
 
 from rebill.api import query as q
 from rebill.api.contract import ListContract, Serializer
+from rebill.api.external_ids import problem as id_problem
 from rebill.api.fields import Field, Schema
 from rebill.domain.catalog.model import CHANNELS, DISCOUNT_TYPES, IMAGE_SIZES, PLAN_TYPES, PREFERENCES, Plan, Product
 from rebill.domain.catalog.rules import MAX_INT32
@@ -57,7 +58,7 @@ class CatalogSchema(Schema):
 
 def in_path(value: str) -> str | None:
     """NOTE: a product's external id is a path segment (`/products/{external_product_id}`)."""
-    return "must not contain '/'" if "/" in value else None
+    return "must not contain '/'" if "/" in value else id_problem(value)
 
 
 def one_of(allowed: tuple[str, ...]) -> Any:
@@ -145,7 +146,8 @@ SERIALIZERS: dict[str, Serializer] = {"product": product, "plan": plan}
 
 IMAGES = Schema(*(Field(size, "str", nullable=False, max_length=2048) for size in IMAGE_SIZES))
 VARIANT = Schema(
-    Field("external_variant_id", "str", required=True, nullable=False, min_length=1, max_length=64),
+    Field("external_variant_id", "str", required=True, nullable=False, min_length=1, max_length=64,
+          check=id_problem),
     Field("title", "str"),
     # The store currency's minor digits are checked by the domain.
     Field("price", "money", decimals=None),

@@ -8,12 +8,13 @@ from typing import Any
 
 from rebill.api import query as q
 from rebill.api.contract import ListContract, Serializer
+from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.domain.charge.model import STATUSES, Charge
 from rebill.domain.geo import country_name
 from rebill.domain.money import format_amount
 
-from .serializers import platform_id, ts
+from .serializers import ts
 
 NO_IMAGES = {"large": None, "medium": None, "original": None, "small": None}
 

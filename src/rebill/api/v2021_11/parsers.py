@@ -3,6 +3,7 @@ contract: email, first and last name required)."""
 
 from __future__ import annotations
 
+from rebill.api import external_ids
 from rebill.api.fields import Field, Schema
 from rebill.domain.address.merge import MAX_SOURCES as MAX_MERGE_SOURCES
 from rebill.domain.customer.service import EMAIL
@@ -38,7 +39,8 @@ CUSTOMER_CREATE = Schema(
     Field("first_name", "str", required=True, nullable=False, min_length=1),
     Field("last_name", "str", required=True, nullable=False, min_length=1),
     Field("phone", "str", max_length=64),
-    Field("external_customer_id", "object", items=Schema(Field("ecommerce", "str", max_length=64)),
+    Field("external_customer_id", "object",
+          items=Schema(Field("ecommerce", "str", max_length=64, check=external_ids.problem)),
           convert=lambda value: value.get("ecommerce")),
     Field("tax_exempt", "bool", nullable=False),
     Field("accepts_marketing", "bool", nullable=False),

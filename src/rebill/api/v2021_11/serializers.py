@@ -22,11 +22,6 @@ _encode = msgspec.json.Encoder().encode
 _UTC = timezone.utc
 
 
-def platform_id(value: str | None) -> int | str | None:
-    """A platform id that is all digits renders as an integer, as the real service sends it."""
-    return int(value) if value is not None and value.isdigit() and len(value) < 19 else value
-
-
 def ts(value: datetime | None) -> str | None:
     """``YYYY-MM-DDTHH:MM:SS+00:00``. msgspec writes a UTC datetime as ``"YYYY-MM-DDTHH:MM:SS
     [.ffffff]Z"`` (a four-digit year, so the first 19 characters are always date and time);
