@@ -3,6 +3,7 @@ SQLite database; a token it prints works against the API with exactly its scopes
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from rebill.app import create_app
 from rebill.cli import app as cli
 from rebill.db.engine import Database
 from rebill.domain.store import repository
+from rebill.models import tokens
 from rebill.settings import Settings
 
 runner = CliRunner()
@@ -271,3 +273,68 @@ def test_clock_advance_moves_a_sandbox_store_and_refuses_others(store_db):
     refused = run("clock", "advance", "--store", "live", "--days", "1", "--database", store_db)
     assert refused.exit_code == 2 and "sandbox" in refused.output
     assert _store(store_db, "live").clock_offset_seconds == 0
+
+
+def _token(url: str, raw: str):
+    """The token row of ``raw``: its id and when it was revoked."""
+    db = Database.from_url(url)
+    try:
+        with db.read() as conn:
+            return conn.execute(select(tokens.c.id, tokens.c.revoked_at).where(
+                tokens.c.token_hash == repository.hash_token(raw))).one()
+    finally:
+        db.dispose()
+
+
+def test_tokens_list_shows_the_store_tokens_with_their_prefix_and_abbreviated_scopes(store_db):
+    few = run("tokens", "create", "--store", "acme", "--scopes", "read_orders", "--name", "lister",
+              "--database", store_db).stdout.strip()
+    every = run("tokens", "create", "--store", "acme", "--all-scopes", "--database", store_db).stdout.strip()
+    result = run("tokens", "list", "--store", "acme", "--database", store_db)
+    assert result.exit_code == 0, result.output
+    assert few[:10] in result.stdout and every[:10] in result.stdout
+    assert "lister" in result.stdout and "read_orders" in result.stdout
+    assert "every scope" in result.stdout
+    assert few not in result.stdout, "only the prefix is shown"
+    assert run("tokens", "list", "--store", "nobody", "--database", store_db).exit_code == 2
+
+
+def test_scopes_are_abbreviated_when_long():
+    from rebill.cli.tokens import SCOPES_WIDTH, scopes_text
+    from rebill.domain.store.model import SCOPES
+    assert scopes_text(["read_customers"]) == "read_customers"
+    assert scopes_text(list(SCOPES)) == f"every scope ({len(SCOPES)})"
+    many = list(SCOPES[:6])
+    text = scopes_text(many)
+    assert len(text) <= SCOPES_WIDTH and text.startswith(many[0]) and text.endswith(" more")
+
+
+def test_tokens_revoke_makes_the_token_answer_401_and_is_harmless_twice(store_db):
+    raw = run("tokens", "create", "--store", "acme", "--scopes", "read_customers", "--database", store_db).stdout.strip()
+    token_id = _token(store_db, raw).id
+    # No token cache: the revocation is seen at the very next request.
+    edge = create_app(Settings(database_url=store_db, token_cache_seconds=0))
+    try:
+        with TestClient(edge) as client:
+            headers = {"X-Service-Access-Token": raw}
+            assert client.get("/customers", headers=headers).status_code == 200
+            revoked = run("tokens", "revoke", str(token_id), "--database", store_db)
+            assert revoked.exit_code == 0, revoked.output
+            assert client.get("/customers", headers=headers).status_code == 401
+            first = _token(store_db, raw).revoked_at
+            assert first is not None
+            again = run("tokens", "revoke", str(token_id), "--database", store_db)
+            assert again.exit_code == 0 and "already revoked" in again.output
+            assert _token(store_db, raw).revoked_at == first, "the first revocation's time stays"
+            assert client.get("/customers", headers=headers).status_code == 401
+    finally:
+        edge.services.db.dispose()
+    listed = run("tokens", "list", "--store", "acme", "--database", store_db)
+    [row] = [line for line in listed.stdout.splitlines() if raw[:10] in line]
+    assert len(re.findall(r"\d{4}-\d{2}-\d{2}", row)) == 2, "created and revoked"
+
+
+def test_tokens_revoke_refuses_an_unknown_id(store_db):
+    result = run("tokens", "revoke", "987654", "--database", store_db)
+    assert result.exit_code == 2
+    assert "no token with id 987654" in result.output

@@ -78,3 +78,16 @@ class Token(msgspec.Struct, kw_only=True, frozen=True):
         if scope in self.scopes:
             return True
         return scope.startswith("read_") and "write_" + scope[5:] in self.scopes
+
+
+class TokenRecord(msgspec.Struct, frozen=True):
+    """A token as an operator sees it (`rebill tokens list`): its prefix, never its hash.
+    Positional, in the order the repository selects its columns (db/rows.py)."""
+
+    id: int
+    store_id: int
+    name: str
+    token_prefix: str
+    scopes: list[str]
+    created_at: datetime
+    revoked_at: datetime | None

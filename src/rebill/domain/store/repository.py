@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, select, update
 
 from rebill.db.prepared import Prepared
+from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
 from rebill.models import stores, tokens
 
-from .model import Store, Token
+from .model import Store, Token, TokenRecord
 
 
 def hash_token(raw: str) -> str:
@@ -69,3 +71,22 @@ def token_by_raw(conn: Connection, raw: str) -> tuple[Token, Store] | None:
                   client_name=row.client_name, scopes=frozenset(row.scopes), rate_limit=row.rate_limit)
     return token, store
 
+
+
+_token_records = select(*columns_for(TokenRecord, tokens.c))
+
+
+def tokens_of_store(conn: Connection, store_id: int) -> list[TokenRecord]:
+    rows = conn.execute(_token_records.where(tokens.c.store_id == store_id).order_by(tokens.c.id))
+    return [TokenRecord(*row) for row in rows]
+
+
+def token_record(conn: Connection, token_id: int) -> TokenRecord | None:
+    row = conn.execute(_token_records.where(tokens.c.id == token_id)).first()
+    return TokenRecord(*row) if row else None
+
+
+def revoke_token(conn: Connection, token_id: int, now: datetime) -> None:
+    """Sets ``revoked_at`` once: a token already revoked keeps the time it was first revoked."""
+    conn.execute(update(tokens).where(tokens.c.id == token_id, tokens.c.revoked_at.is_(None))
+                 .values(revoked_at=now, updated_at=now))

@@ -7,11 +7,11 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from rebill.errors import ValidationFailed
+from rebill.errors import NotFound, ValidationFailed
 
 from ..geo import country
 from . import repository
-from .model import API_VERSIONS, CHECKOUT_PLATFORMS, DEFAULT_DUNNING, PLAN_TIERS, SCOPES, Store
+from .model import API_VERSIONS, CHECKOUT_PLATFORMS, DEFAULT_DUNNING, PLAN_TIERS, SCOPES, Store, TokenRecord
 
 
 def create_store(
@@ -102,3 +102,24 @@ def create_token(
         "updated_at": now,
     })
     return raw
+
+
+def list_tokens(conn: Connection, store: Store) -> list[TokenRecord]:
+    """The store's tokens, revoked ones included, oldest first."""
+    return repository.tokens_of_store(conn, store.id)
+
+
+def revoke_token(conn: Connection, now: datetime, token_id: int) -> tuple[TokenRecord, bool]:
+    """Revokes a token: requests with it answer 401 from then on (token resolution refuses a
+    revoked token; a process that cached it sees the change within its token cache's seconds).
+    Returns the token and whether it was already revoked: revoking twice changes nothing, so an
+    operator's script may repeat it."""
+    found = repository.token_record(conn, token_id)
+    if found is None:
+        raise NotFound(f"no token with id {token_id}")
+    if found.revoked_at is not None:
+        return found, True
+    repository.revoke_token(conn, token_id, now)
+    revoked = repository.token_record(conn, token_id)
+    assert revoked is not None
+    return revoked, False
