@@ -10,12 +10,17 @@ import typer
 app = typer.Typer(help="Rebill: self-hostable subscription billing (API 2021-01 and 2021-11).",
                   no_args_is_help=True)
 
-# The command modules, each with a ``register(app)``: a new group is one module and its name
-# here. The order is the order of `rebill --help` (Typer lists plain commands, then groups).
+# The command modules: a group's module holds its named Typer as ``app``; a module of plain
+# commands adds them with ``register(app)``. A new group is one module and its name here. The
+# order is the order of `rebill --help` (Typer lists plain commands, then groups).
 COMMANDS = ("migrate", "serve", "billing", "stores", "tokens", "schedule", "clock")
 
 for _name in COMMANDS:
-    import_module(f"{__name__}.{_name}").register(app)
+    _module = import_module(f"{__name__}.{_name}")
+    if hasattr(_module, "register"):
+        _module.register(app)
+    else:
+        app.add_typer(_module.app)
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import typer
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 
-from .common import DatabaseOption, err, out, settings_for, stores_named
+from .common import DatabaseOption, date_option, err, out, settings_for, stores_named
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +25,7 @@ def bill(
     """Process every due charge: queued charges whose date has come and charges in error whose
     retry date has (decisions §6.5, §6.12). Failed payments are an outcome, not an error: the
     command exits 0 unless it could not run."""
-    from datetime import date, timedelta
+    from datetime import timedelta
 
     from rich.progress import Progress
     from rich.table import Table
@@ -33,11 +33,7 @@ def bill(
     from rebill.domain.billing import run as billing
     from rebill.domain.payment.sandbox import SandboxGateway
     from rebill.domain.store import clock as store_clock
-    try:
-        last = date.fromisoformat(until) if until else None
-    except ValueError:
-        err.print(f"[red]--until must be a date (YYYY-MM-DD), not {until!r}[/red]")
-        raise typer.Exit(2) from None
+    last = date_option(until, "--until")
     settings = settings_for(database)
     db = Database.from_url(settings.database_url)
     clock = SystemClock()

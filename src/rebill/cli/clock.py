@@ -8,13 +8,9 @@ import typer
 
 from rebill.clock import SystemClock
 
-from .common import DatabaseOption, err, open_database, out, store_named
+from .common import DatabaseOption, date_option, err, open_database, out, store_named
 
-app = typer.Typer(help="A sandbox store's test clock.", no_args_is_help=True)
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="clock")
+app = typer.Typer(name="clock", help="A sandbox store's test clock.", no_args_is_help=True)
 
 
 @app.command("advance")
@@ -26,18 +22,12 @@ def clock_advance(
 ) -> None:
     """Move a sandbox store's clock forward, day by day, running every billing that falls due
     on the way (decisions §6.11, §6.12). Other stores keep the real time."""
-    from datetime import date
-
     from rich.progress import Progress
 
     from rebill.domain.billing import travel
     from rebill.domain.payment.sandbox import SandboxGateway
     from rebill.errors import ServiceError
-    try:
-        target = date.fromisoformat(to) if to else None
-    except ValueError:
-        err.print(f"[red]--to must be a date (YYYY-MM-DD), not {to!r}[/red]")
-        raise typer.Exit(2) from None
+    target = date_option(to, "--to")
     db = open_database(database)
     clock = SystemClock()
     with db.read() as conn:

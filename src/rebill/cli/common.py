@@ -3,6 +3,7 @@ the settings name, finding a store by name, and printing a refusal."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import NoReturn, Optional
 
 import typer
@@ -60,3 +61,12 @@ def fail(exc: ValidationFailed) -> NoReturn:
 
 def csv(value: str | None) -> list[str] | None:
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
+
+
+def date_option(value: str | None, option: str) -> date | None:
+    """The date an option names (YYYY-MM-DD), None when it was not given; exit 2 otherwise."""
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        err.print(f"[red]{option} must be a date (YYYY-MM-DD), not {value!r}[/red]")
+        raise typer.Exit(2) from None

@@ -10,13 +10,9 @@ from rebill.clock import SystemClock
 
 from .common import DatabaseOption, err, open_database, out, stores_named
 
-app = typer.Typer(help="The schedule of queued charges.", no_args_is_help=True)
+app = typer.Typer(name="schedule", help="The schedule of queued charges.", no_args_is_help=True)
 
 SCHEDULE_TABLES = ("charges", "charge_items", "purchase_items", "skips", "events")
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="schedule")
 
 
 @app.command("regenerate")

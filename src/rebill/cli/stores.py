@@ -14,11 +14,7 @@ from rebill.errors import ValidationFailed
 
 from .common import DatabaseOption, csv, err, fail, open_database, out, store_named
 
-app = typer.Typer(help="Manage stores (tenants).", no_args_is_help=True)
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="stores")
+app = typer.Typer(name="stores", help="Manage stores (tenants).", no_args_is_help=True)
 
 
 @app.command("create")

@@ -16,11 +16,7 @@ from rebill.errors import NotFound, ValidationFailed
 
 from .common import DatabaseOption, csv, err, fail, open_database, out, store_named
 
-app = typer.Typer(help="Manage API tokens.", no_args_is_help=True)
-
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="tokens")
+app = typer.Typer(name="tokens", help="Manage API tokens.", no_args_is_help=True)
 
 
 @app.command("create")
