@@ -10,6 +10,7 @@ import pytest
 
 from rebill.domain.schedule.audit import differences
 from rebill.domain.unit import Unit
+from tests.builders import make_address, make_customer, make_payment_method, make_subscription
 
 
 @pytest.fixture
@@ -28,3 +29,19 @@ def assert_schedule_consistent(api: Any, *address_ids: int) -> None:
     """The stored queued and skipped charges equal a plan made from scratch."""
     with api.db.read() as conn:
         assert differences(Unit(conn, api.store, api.clock.now()), list(address_ids)) == []
+
+
+def subscriber(api: Any, token: str = "pm_ok", customer: Any = None, **kw: Any) -> tuple[Any, Any]:
+    """An address whose customer pays with ``token`` (decisions §6.12, sandbox tokens), and a
+    subscription on it (``kw``: its fields)."""
+    customer = customer or make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token=token)
+    address = make_address(api, customer)
+    return address, make_subscription(api, address, **kw)
+
+
+def advance(api: Any, **body: Any) -> dict[str, Any]:
+    """Moves the store's test clock (``days``, ``to`` or ``hours``); the `store_clock` answer."""
+    reply = api.post("/store/clock/advance", json=body)
+    assert reply.status_code == 200, reply.text
+    return dict(reply.json()["store_clock"])

@@ -18,26 +18,14 @@ from tests.builders import (
     make_customer,
     make_discount,
     make_onetime,
-    make_payment_method,
     make_subscription,
 )
+from tests.scenarios.conftest import advance as _advance
 from tests.scenarios.conftest import assert_schedule_consistent
+from tests.scenarios.conftest import subscriber as _subscriber
 from tests.scenarios.test_billing_crash import _bill
 
 V01 = "2021-01"
-
-
-def _subscriber(api, token="pm_ok", customer=None, **kw):
-    customer = customer or make_customer(api)
-    make_payment_method(api, customer, processor_payment_method_token=token)
-    address = make_address(api, customer)
-    return address, make_subscription(api, address, **kw)
-
-
-def _advance(api, **body):
-    reply = api.post("/store/clock/advance", json=body)
-    assert reply.status_code == 200, reply.text
-    return reply.json()["store_clock"]
 
 
 def _apply(api, address, discount_id):

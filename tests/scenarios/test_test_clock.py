@@ -7,14 +7,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from tests.builders import charges_of, make_address, make_customer, make_payment_method, make_subscription
-
-
-def _subscriber(api, token="pm_ok", **kw):
-    customer = make_customer(api)
-    make_payment_method(api, customer, processor_payment_method_token=token)
-    address = make_address(api, customer)
-    return address, make_subscription(api, address, **kw)
+from tests.builders import charges_of
+from tests.scenarios.conftest import subscriber as _subscriber
 
 
 def _advance(api, **body):

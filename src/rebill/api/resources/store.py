@@ -3,7 +3,7 @@
 from rebill.domain.billing import travel
 from rebill.domain.geo import country_name, subdivisions
 from rebill.domain.unit import zone
-from rebill.errors import Forbidden, ValidationFailed
+from rebill.errors import Forbidden
 
 from ..call import Call, Reply
 from ..fields import Field, Schema
@@ -56,22 +56,22 @@ def shipping_countries(call: Call) -> Reply:
 
 
 # A Rebill extension (docs/api-choices.md, "Test clock"), the same in every version. A null is
-# no value: `{"days": 2, "to": null}` moves two days (a client model with both fields optional
-# sends it so); nulls alone answer that days or to is required.
-CLOCK_ADVANCE = Schema(Field("days", "int"), Field("to", "date"), one_of=(("days", "to"),))
+# no value: `{"days": 2, "to": null}` moves two days (a client model with every field optional
+# sends it so); nulls alone answer that days (or to, or hours) is required.
+CLOCK_ADVANCE = Schema(Field("days", "int"), Field("to", "date"), Field("hours", "int"),
+                       one_of=(("days", "to", "hours"),))
 
 
 @endpoints.post("/store/clock/advance", scope="write_orders", calls_out=True)
 def advance_clock(call: Call) -> Reply:
-    """NOTE: decisions §6.11, §6.12: a sandbox store only (403 before any validation); `days`
-    (at least 1) or `to` (a date after the store's today, same time of day)."""
+    """NOTE: decisions §6.11, §6.12: a sandbox store only (403 before any validation); one of
+    `days` (at least 1), `to` (a date after the store's today, same time of day) or `hours`
+    (at least 1; travel.py refuses two of them and out-of-range counts)."""
     if not call.store.sandbox:
         raise Forbidden("Only a sandbox store can move its clock")
     body = {k: v for k, v in CLOCK_ADVANCE.parse(call.body).items() if v is not None}
-    if "days" in body and "to" in body:
-        raise ValidationFailed.field("days", "give either days or to, not both")
     now, summary = travel.advance(call.services.db, call.services.gateway, call.services.clock.now, call.store.id,
-                                  days=body.get("days"), to=body.get("to"))
+                                  days=body.get("days"), to=body.get("to"), hours=body.get("hours"))
     local = now.astimezone(zone(call.store.timezone))
     return Reply({"store_clock": {
         "now": local.isoformat(), "today": local.date().isoformat(), "processed": summary.processed,

@@ -1,0 +1,105 @@
+"""When a store's work next falls due, so that a test clock advance (``travel.py``) can jump
+from one such moment to the next instead of stepping through days when nothing happens.
+
+``next_due(unit)`` is the earliest moment at which some work of ``unit``'s store is due: the
+minimum of what each source in ``SOURCES`` answers. A source is one kind of due work, one
+function ``(unit: Unit) -> datetime | None``: the earliest moment at which a row of its kind
+is due (an aware datetime), or None when it has none. A moment at or before ``unit.now`` is
+work already due that no run has done yet (a charge dated today, made before the advance;
+work a run could not finish); the advance runs it at its next step.
+
+Adding a kind of due work (upcoming-charge notices, webhook delivery retries, ...):
+
+1. write its source here: one aggregate query (``min``) scoped to ``unit.store_id``, with the
+   same conditions as the query that finds the work due, so the two never disagree; a date
+   (a ``Date`` column) falls due when it has come, at midnight in the store's timezone:
+   return ``came(unit, day)``;
+2. append it to ``SOURCES``;
+3. if that work is not done by the billing run (``run.run_store``), call it where the advance
+   does each stop's work (``travel._work``).
+
+A source that misses a kind of work does not lose it: the next billing run does it; an
+advance would only do it late (at the next stop something else is due), so every kind the
+billing run does has a source, and a test runs the billing run after an advance and expects
+it to find nothing left.
+
+Deferred regenerations (decisions §5.3) have no source: their 5-second window is real time,
+not the store's clock, and the advance does not run them (a due charge still flagged
+``has_uncommitted_changes`` is regenerated when it is paid, ``run.process``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime, time
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, func, select
+
+from rebill.models import charges, events, orders
+
+from ..charge.model import ERROR, PENDING, QUEUED
+from ..unit import Unit, zone
+from .claim import STALE_AFTER
+from .sweep import UNCAPTURED_AFTER
+
+Source = Callable[[Unit], datetime | None]
+
+
+def came(unit: Unit, day: date | None) -> datetime | None:
+    """NOTE: decisions §6.12, a date "has come" at midnight in the store's timezone."""
+    if day is None:
+        return None
+    return datetime.combine(day, time(0), tzinfo=zone(unit.store.timezone))
+
+
+def _earliest(unit: Unit, column: ColumnElement[Any], *where: ColumnElement[bool]) -> Any:
+    return unit.conn.execute(select(func.min(column)).where(*where)).scalar()
+
+
+def queued_charges(unit: Unit) -> datetime | None:
+    """NOTE: decisions §6.5, a queued charge is due on its date (claim.py ``due``). A claimed
+    one waits for its claim (``abandoned_claims``)."""
+    return came(unit, _earliest(unit, charges.c.scheduled_at, charges.c.store_id == unit.store_id,
+                                charges.c.status == QUEUED, charges.c.claimed_by.is_(None)))
+
+
+def retries(unit: Unit) -> datetime | None:
+    """NOTE: decisions §6.4, §6.12, a charge in error is tried again on its retry date (null
+    once closed)."""
+    return came(unit, _earliest(unit, charges.c.retry_date, charges.c.store_id == unit.store_id,
+                                charges.c.status == ERROR, charges.c.claimed_by.is_(None)))
+
+
+def prepaid_orders(unit: Unit) -> datetime | None:
+    """NOTE: decisions §6.12 Prepaid, a queued order of a paid prepaid charge is processed on its
+    date (sweep.py ``release_prepaid_orders``)."""
+    return came(unit, _earliest(unit, orders.c.scheduled_at, orders.c.store_id == unit.store_id,
+                                orders.c.status == "queued", orders.c.is_prepaid.is_(True),
+                                orders.c.charge_id.is_not(None)))
+
+
+def uncaptured(unit: Unit) -> datetime | None:
+    """NOTE: decisions §6.7, an authorization not captured is told 6 days after it was made,
+    once (sweep.py ``flag_uncaptured``)."""
+    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == "charge/uncaptured",
+                          events.c.resource_id == charges.c.id)
+    first = _earliest(unit, charges.c.authorized_at, charges.c.store_id == unit.store_id,
+                      charges.c.status == PENDING, and_(charges.c.authorized_at.is_not(None), ~told))
+    return None if first is None else first + UNCAPTURED_AFTER
+
+
+def abandoned_claims(unit: Unit) -> datetime | None:
+    """A claim no run finished is taken over once it is stale (run.py ``finish_abandoned``)."""
+    first = _earliest(unit, charges.c.claimed_at, charges.c.store_id == unit.store_id,
+                      charges.c.claimed_by.is_not(None))
+    return None if first is None else first + STALE_AFTER
+
+
+SOURCES: list[Source] = [queued_charges, retries, prepaid_orders, uncaptured, abandoned_claims]
+
+
+def next_due(unit: Unit) -> datetime | None:
+    """The earliest moment at which work of the store is due, at or before ``unit.now`` for
+    work due already; None when it has none."""
+    return min((moment for source in SOURCES if (moment := source(unit)) is not None), default=None)
