@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import random
+import threading
+import time
+from collections import Counter
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from sqlalchemy import select
 
-from rebill.models import sandbox_payments
-from tests.builders import charges_of, events_of, make_address, make_customer, make_payment_method, make_subscription
+from rebill.models import charges, sandbox_payments
+from tests.builders import (
+    charges_of,
+    concurrently,
+    events_of,
+    make_address,
+    make_customer,
+    make_payment_method,
+    make_subscription,
+)
 
 
 @pytest.fixture
@@ -108,6 +120,65 @@ def test_a_partial_refund_then_the_rest_adds_up_and_ends_refunded(tier_a):
     assert [t for t, i in events_of(tier_a, charge["id"]) if t == "charge/refunded"] == ["charge/refunded"] * 2
     again = tier_a.post(f"/charges/{charge['id']}/refund", json={"full_refund": True})
     assert again.status_code == 422 and "only a paid charge" in again.json()["errors"]["status"][0]
+
+
+def test_two_refunds_of_one_amount_one_after_the_other_are_two_refunds_and_a_replay_is_none(tier_a):
+    """Two requests are two refunds, whatever their amounts; only a repeat under one
+    Idempotency-Key is the same request (decisions §6.8, §9.2)."""
+    charge = _processed(tier_a)
+    refund = f"/charges/{charge['id']}/refund"
+    for total in ("1.00", "2.00"):
+        reply = tier_a.post(refund, json={"amount": "1.00"})
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["charge"]["total_refunds"] == total
+    keyed = [tier_a.post(refund, json={"amount": "1"}, headers={"Idempotency-Key": f"refund-{charge['id']}"})
+             for _ in range(2)]
+    assert [r.status_code for r in keyed] == [200, 200] and keyed[0].json() == keyed[1].json()
+    assert keyed[1].json()["charge"]["total_refunds"] == "3.00"
+    assert _ledger(tier_a, "refund") == [Decimal(100)] * 3
+    assert [t for t, _ in events_of(tier_a, charge["id"])].count("charge/refunded") == 3
+
+
+def _later(open_transaction, most=0.1):
+    """``open_transaction`` after a random pause of up to ``most`` seconds in worker threads,
+    where calls to the processor run (the event loop's own reads are left alone)."""
+    def opened():
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(random.uniform(0, most))
+        return open_transaction()
+    return opened
+
+
+def test_twenty_refunds_at_once_answer_200_only_for_a_refund_made_and_409_to_the_others(api, monkeypatch):
+    """A hostile client's race: every 200 is a refund made and recorded, every other answer a
+    409 in the errors shape (decisions §6.8, §6.12). The requests run in worker threads on
+    both databases, each transaction after a random pause, so they spread over the time one
+    refund holds the charge and the time after: a request that had looked at the claim of a
+    refund still running, then claimed the charge once it was free, answered 200 for that
+    refund again (before the fix one burst showed it in most runs on SQLite and about half on
+    PostgreSQL; two bursts failed every run on both). A request that claims a free charge
+    refunds for real, so the charge has room for all forty."""
+    tier_a = api.other_store(plan_tier="premium_a")
+    charge = _processed(tier_a, price="50.00")
+    for name in ("read", "write"):
+        monkeypatch.setattr(tier_a.db, name, _later(getattr(tier_a.db, name)))
+    burst = [("POST", f"/charges/{charge['id']}/refund", {"amount": "1.00"})] * 20
+    replies = concurrently(tier_a, burst) + concurrently(tier_a, burst)  # twice the chance of the interleaving
+    monkeypatch.undo()
+    statuses = Counter(r.status_code for r in replies)
+    assert set(statuses) <= {200, 409} and statuses[200] >= 1, [(r.status_code, r.text) for r in replies]
+    for reply in replies:
+        if reply.status_code == 409:
+            body = reply.json()
+            assert list(body) == ["errors"] and isinstance(body["errors"], str) and body["errors"], body
+    made = statuses[200]
+    after = tier_a.get(f"/charges/{charge['id']}").json()["charge"]
+    assert Decimal(after["total_refunds"]) == made, (statuses, after["total_refunds"])
+    assert _ledger(tier_a, "refund") == [Decimal(100)] * made
+    assert [t for t, _ in events_of(tier_a, charge["id"])].count("charge/refunded") == made
+    assert _status(after) == "partially_refunded"
+    with tier_a.db.read() as conn:  # nothing left held
+        assert conn.execute(select(charges.c.claimed_by).where(charges.c.id == charge["id"])).scalar() is None
 
 
 @pytest.mark.parametrize("body, field, message", [

@@ -13,7 +13,7 @@ from rebill.domain.address.verifier import OfflineZipVerifier
 from rebill.domain.customer import service as customer_service
 from rebill.domain.unit import Unit
 from rebill.errors import Conflict, ValidationFailed
-from tests.builders import events_of, make_address, make_customer
+from tests.builders import concurrently, events_of, make_address, make_customer
 
 VERIFIER = OfflineZipVerifier()
 
@@ -115,21 +115,6 @@ def test_an_address_created_while_its_customer_is_deleted_is_refused_not_lost(ap
     assert ("address/deleted", existing.id) in events_of(api)
 
 
-def _concurrently(api, requests):
-    """Sends ``requests`` (method, path, body) at once through the ASGI app on one event loop,
-    as a server with many connections does; returns the responses in order."""
-    import asyncio
-
-    import httpx2 as httpx
-
-    async def main():
-        transport = httpx.ASGITransport(app=api.client.app)
-        headers = {"X-Service-Access-Token": api.token, "X-Service-Version": api.version}
-        async with httpx.AsyncClient(transport=transport, base_url="http://rebill.test", headers=headers) as http:
-            return await asyncio.gather(*(http.request(m, p, json=b) for m, p, b in requests))
-    return asyncio.run(main())
-
-
 def test_concurrent_creates_answer_each_on_its_own_and_a_refused_one_takes_nothing_with_it(api, database,
                                                                                             monkeypatch):
     commits = []
@@ -140,7 +125,7 @@ def test_concurrent_creates_answer_each_on_its_own_and_a_refused_one_takes_nothi
     emails = [f"c{n}-{api.store.id}@example.com" for n in range(12)]
     bodies = [{"email": e, "first_name": "A", "last_name": "B"} for e in emails] + [
         {"email": emails[3], "first_name": "Twin", "last_name": "B"}]  # taken by a sibling
-    replies = _concurrently(api, [("POST", "/customers", b) for b in bodies])
+    replies = concurrently(api, [("POST", "/customers", b) for b in bodies])
     # Which of the two with the same email wins is a race; exactly one does.
     statuses = [r.status_code for r in replies]
     assert sorted(statuses) == [201] * 12 + [422]
@@ -170,7 +155,7 @@ def test_a_write_that_finds_a_background_job_holding_the_lock_waits_for_it(api, 
     worker.start()
     time.sleep(0.05)
     started = time.monotonic()
-    [reply] = _concurrently(api, [("POST", "/customers", {"email": f"late-{api.store.id}@example.com",
+    [reply] = concurrently(api, [("POST", "/customers", {"email": f"late-{api.store.id}@example.com",
                                                                   "first_name": "L", "last_name": "T"})])
     assert reply.status_code == 201, reply.text
     assert released.is_set() and time.monotonic() - started >= 0.2

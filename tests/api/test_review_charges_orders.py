@@ -13,7 +13,7 @@ from rebill.domain.billing import money_back
 from rebill.domain.billing import run as billing
 from rebill.domain.charge import repository as charge_repo
 from rebill.domain.order import repository as order_repo
-from rebill.domain.payment.gateway import GatewayUnavailable
+from rebill.domain.payment.gateway import FAILED, GatewayUnavailable, Result
 from rebill.domain.payment.sandbox import SandboxGateway
 from tests.api.test_charges import only, weekly
 from tests.api.test_charges_totals import with_discount
@@ -181,6 +181,29 @@ def test_capturing_or_refunding_while_the_processor_is_unreachable_answers_503(t
     again = tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "1.00"})
     assert again.status_code == 200, again.text
     assert again.json()["charge"]["total_refunds"] == "1.00"
+
+
+def test_a_refund_abandoned_unanswered_that_the_processor_then_refuses_lets_the_next_refund_through(tier_a,
+                                                                                                     monkeypatch):
+    """The refund that takes over an abandoned refund's claim asks it again; refused, nothing
+    was refunded, so that request's own refund is made (decisions §6.8, §6.12)."""
+    paid = _processed(tier_a)
+    _unreachable(tier_a, monkeypatch, "refund")
+    assert tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "5.00"}).status_code == 503
+    monkeypatch.undo()
+    tier_a.clock.advance(timedelta(seconds=61))
+    gateway = tier_a.client.app.services.gateway
+    real_refund = gateway.refund
+
+    def refuse_the_abandoned(store_id: int, key: str, *rest: Any) -> Result:
+        if key.endswith("-refund-0-500"):
+            return Result(FAILED, error_type="CARD_DECLINED", error="the refund was declined")
+        return real_refund(store_id, key, *rest)
+    monkeypatch.setattr(gateway, "refund", refuse_the_abandoned)
+    reply = tier_a.post(f"/charges/{paid['id']}/refund", json={"amount": "3.00"})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["charge"]["total_refunds"] == "3.00"
+    assert [t for t, _ in events_of(tier_a, paid["id"])].count("charge/refunded") == 1
 
 
 # Refunds: what is left is what the claimed charge has left (decisions §6.12) -----------------

@@ -82,7 +82,7 @@ def _refund_amount(charge: Charge, amount: Decimal | None, full: bool) -> Decima
 
 # A refund writes what it asks into its claim before it calls the processor (its run, then
 # REFUND, the refunds before it and its amount, both in minor units): a refund that died or lost
-# its answer on the way is known, and the next refund of the charge finishes it first.
+# its answer on the way is known, and the refund that next takes the charge's claim finishes it.
 REFUND = ":refund:"
 
 
@@ -90,28 +90,75 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
            full: bool, now: datetime) -> Charge:
     charge = visible(db, store, charge_id, now)
     _refund_amount(charge, amount, full)  # refused before any claim
-    finished = _finish_dead_refund(db, gateway, store, charge_id, now)
-    if finished is not None:
-        after = visible(db, store, charge_id, now)
-        if (after.status == REFUNDED if full else amount is not None and _minor(amount, charge.currency) == finished):
-            return after  # this very refund, asked again: done now
-        raise Conflict(f"An earlier refund of {Decimal(finished).scaleb(-minor_digits(charge.currency))} that had "
-                       "not answered has now been completed; send this refund again if it is still wanted")
-    taken: list[Decimal] = []
 
-    def check(held: Charge) -> str:
+    def wanted(held: Charge) -> Decimal:
         # Again on the charge as the claim holds it: a refund recorded since the first read
         # has changed what is left (a full refund takes only the rest).
-        taken.append(_refund_amount(held, amount, full))
-        return f"{REFUND}{_minor(held.total_refunds, held.currency)}:{_minor(taken[0], held.currency)}"
+        return _refund_amount(held, amount, full)
+    after, finished = _refund_claimed(db, gateway, store, charge_id, now, wanted)
+    if after is None and finished is not None:
+        # The abandoned refund it took over was refused by the processor: nothing was
+        # refunded, so this refund is made now, as with no abandoned claim.
+        after, finished = _refund_claimed(db, gateway, store, charge_id, now, wanted)
+    if finished is None:
+        assert after is not None
+        return after  # this request's own refund, made and recorded
+    earlier = Decimal(finished).scaleb(-minor_digits(charge.currency))
+    if after is None:
+        raise Conflict(f"An earlier refund of {earlier} that had not answered was refused by the payment "
+                       "processor; send this refund again")
+    if (after.status == REFUNDED) if full else (amount is not None and _minor(amount, charge.currency) == finished):
+        # NOTE: decisions §6.5, §6.8: the abandoned refund asked what this one asks (a retry of
+        # a refund whose answer was lost); this request alone held its claim and recorded it.
+        return after
+    raise Conflict(f"An earlier refund of {earlier} that had not answered has now been completed; send this "
+                   "refund again if it is still wanted")
+
+
+class _NoAbandonedRefund(Exception):
+    """The claim taken holds no abandoned refund: rolled back with the claim."""
+
+
+def _refund_claimed(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime,
+                    wanted: Callable[[Charge], Decimal] | None) -> tuple[Charge | None, int | None]:
+    """Claims the charge and refunds under the claim. The claim it took over, read in the
+    claim's own transaction, decides which refund: a stale claim naming a refund is that
+    abandoned refund, asked again with its own key and recorded; the answer is the charge and
+    that refund's amount in minor units (None and the amount when the processor refused it:
+    nothing was refunded). Otherwise it is the refund of ``wanted(held)``: the charge and None
+    (without ``wanted``, _NoAbandonedRefund)."""
+    asked: list[tuple[int, int]] = []  # (the refunds before it, its amount), minor units
+    abandoned: list[int] = []
+
+    def check(held: Charge, taken_over: str | None) -> str:
+        # NOTE: decisions §6.5, §6.8: a claim read before claiming may be a live refund that
+        # has ended since; finishing it again would send its key again, get the processor's
+        # replay, and answer 200 for a refund this request never made. Only the claim this
+        # request took over makes it the finisher, and only one request takes over a claim.
+        if taken_over is not None and REFUND in taken_over:
+            before, amount_minor = (int(part) for part in taken_over.split(REFUND, 1)[1].split(":"))
+            abandoned.append(amount_minor)
+        elif wanted is None:
+            raise _NoAbandonedRefund()
+        else:
+            before, amount_minor = _minor(held.total_refunds, held.currency), _minor(wanted(held), held.currency)
+        asked.append((before, amount_minor))
+        return f"{REFUND}{before}:{amount_minor}"
 
     def ask(held: Charge) -> Result:
-        return _ask_refund(gateway, store, held, _minor(held.total_refunds, held.currency),
-                           _minor(taken[0], held.currency))
+        return _ask_refund(gateway, store, held, *asked[0])
 
     def apply(unit: Unit, held: Charge, result: Result) -> None:
-        _record_refund(unit, held, taken[0])
-    return _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check)
+        before, amount_minor = asked[0]
+        if _minor(held.total_refunds, held.currency) == before:  # always, under the claim
+            _record_refund(unit, held, Decimal(amount_minor).scaleb(-minor_digits(held.currency)))
+    try:
+        after = _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check)
+    except ValidationFailed:
+        if abandoned:  # the processor refused the abandoned refund; this request's own 422s go on
+            return None, abandoned[0]
+        raise
+    return after, abandoned[0] if abandoned else None
 
 
 def _ask_refund(gateway: Gateway, store: Store, held: Charge, before: int, amount_minor: int) -> Result:
@@ -129,44 +176,36 @@ def _record_refund(unit: Unit, held: Charge, amount: Decimal) -> None:
 
 
 def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> int | None:
-    """A refund whose claim went stale without an answer recorded (its process died, or the
-    processor could not be reached) is asked again with its own key, under a claim that names
-    it again, and recorded; returns its amount in minor units, or None when there was none (or
-    the processor refused it: nothing was refunded). A live one answers 409."""
-    with db.read() as conn:
-        claimed_by = conn.execute(select(charges.c.claimed_by).where(
-            charges.c.id == charge_id, charges.c.store_id == store.id)).scalar()
-    if claimed_by is None or REFUND not in claimed_by:
-        return None
-    before, amount_minor = (int(part) for part in claimed_by.split(REFUND, 1)[1].split(":"))
-
-    def ask(held: Charge) -> Result:
-        return _ask_refund(gateway, store, held, before, amount_minor)
-
-    def apply(unit: Unit, held: Charge, result: Result) -> None:
-        if _minor(held.total_refunds, held.currency) == before:
-            _record_refund(unit, held, Decimal(amount_minor).scaleb(-minor_digits(held.currency)))
+    """The billing run's finishing of a refund whose claim went stale without an answer recorded
+    (run.finish_abandoned): its amount in minor units, or None when the claim it took named no
+    refund (a request finished it meanwhile) or the processor refused it. A live claim: 409."""
     try:
-        _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply,
-                 lambda held: f"{REFUND}{before}:{amount_minor}")
-    except ValidationFailed:  # the processor refused it
+        after, finished = _refund_claimed(db, gateway, store, charge_id, now, None)
+    except _NoAbandonedRefund:
         return None
-    return amount_minor
+    return finished if after is not None else None
 
 
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],
              ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None],
-             check: Callable[[Charge], str] | None = None) -> Charge:
-    """Claims the charge, runs ``check`` on it under the claim (what it returns is written into
-    the claim before the processor is asked), asks, and records ``apply`` under the claim."""
+             check: Callable[[Charge, str | None], str] | None = None) -> Charge:
+    """Claims the charge, runs ``check`` on it under the claim, with the claim it took over
+    (None, or a stale one; what ``check`` returns is written into the claim before the
+    processor is asked), asks, and records ``apply`` under the claim."""
     run = uuid.uuid4().hex[:16]
     with db.write() as conn:
+        taken_over = None
+        if check is not None:
+            # NOTE: decisions §6.5: read in the claim's own transaction, the row locked (on
+            # SQLite the writer holds the database), so it is the very claim replaced below.
+            taken_over = conn.execute(select(charges.c.claimed_by).where(
+                charges.c.id == charge_id, charges.c.store_id == store.id).with_for_update()).scalar()
         if not claims.claim(conn, store.id, [charge_id], run, now, statuses=statuses):
             raise Conflict("The charge is being processed by another request")
         held = charge_repo.get(conn, store.id, charge_id, now)
         assert held is not None
         if check is not None:  # a refusal here rolls the claim back with it
-            mark = check(held)
+            mark = check(held, taken_over)
             conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.claimed_by == run)
                          .values(claimed_by=f"{run}{mark}"))
             run = f"{run}{mark}"
@@ -175,8 +214,8 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
     except GatewayUnavailable:
         # Nothing is known of this call: the processor may have acted. The claim stays (409
         # meanwhile); once it is stale, the next capture finishes the capture with the same
-        # key, even past the 7 days, the next refund finishes the refund its claim names
-        # (_finish_dead_refund), and the billing run either if nobody asks (finish_abandoned).
+        # key, even past the 7 days, the next refund to take the claim finishes the refund it
+        # names (_refund_claimed), and the billing run either if nobody asks (finish_abandoned).
         raise ServiceUnavailable() from None
     except Exception:
         _release(db, store, charge_id, run)
