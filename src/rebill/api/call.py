@@ -121,7 +121,7 @@ class Call:
 
     def _unit(self, opened: AbstractContextManager[Connection]) -> Unit:
         now = store_clock.clock_for(self.store, self.services.clock.now)
-        return Unit(opened.__enter__(), self.store, now, opened.__exit__)
+        return Unit(opened.__enter__(), self.store, now, opened.__exit__, origin="api", token_id=self.token.id)
 
     # Requests ----------------------------------------------------------------------
 
@@ -151,21 +151,7 @@ class Call:
 
     def render(self, kind: str, items: list[Any], unit: Unit | None = None,
                include: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-        serialize = self.version.serialize
-        records = [serialize(kind, item) for item in items]
-        if include and items:
-            assert unit is not None
-            related = includes.load(unit, kind, items, include)
-            for record, item in zip(records, items):
-                embedded = {}
-                for name, (related_kind, by_id) in related.items():
-                    value = by_id.get(item.id)
-                    if isinstance(value, list):
-                        embedded[name] = [serialize(related_kind, v) for v in value]
-                    else:
-                        embedded[name] = serialize(related_kind, value) if value is not None else None
-                record["include"] = embedded
-        return records
+        return includes.embed(self.version.serialize, unit, kind, items, include)
 
     def one(self, kind: str, obj: Any, unit: Unit | None = None, *, include: tuple[str, ...] = (),
             status: int = 200) -> Reply:

@@ -94,7 +94,7 @@ def _charge_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
     return {c.id: found.get(c.customer_id, []) for c in items}
 
 
-def _metafields_of(owner_resource: str) -> Loader:
+def metafields_of(owner_resource: str) -> Loader:
     """NOTE: spec 01 and 02 include tables, `metafields`: the records' own, one statement for
     the page."""
     def load(unit: Unit, items: list[Any]) -> dict[int, Any]:
@@ -107,7 +107,7 @@ def _metafields_of(owner_resource: str) -> Loader:
 LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
     "customer": {
         "addresses": ("address", _customer_addresses),
-        "metafields": ("metafield", _metafields_of("customer")),
+        "metafields": ("metafield", metafields_of("customer")),
         "payment_methods": ("payment_method", _customer_payment_methods),
         "subscriptions": ("subscription", _subscriptions_by("customer_id")),
     },
@@ -120,19 +120,19 @@ LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
     "subscription": {
         "address": ("address", _subscription_address),
         "customer": ("customer", _customer_of),
-        "metafields": ("metafield", _metafields_of("subscription")),
+        "metafields": ("metafield", metafields_of("subscription")),
     },
     "payment_method": {
         "addresses": ("address", _payment_method_addresses),
     },
     "charge": {
         "customer": ("customer", _customer_of),
-        "metafields": ("metafield", _metafields_of("charge")),
+        "metafields": ("metafield", metafields_of("charge")),
         "payment_methods": ("payment_method", _charge_payment_methods),
     },
     "order": {
         "customer": ("customer", _customer_of),
-        "metafields": ("metafield", _metafields_of("order")),
+        "metafields": ("metafield", metafields_of("order")),
         "subscriptions": ("subscription", _order_subscriptions),
     },
 }
@@ -145,5 +145,26 @@ def check_available(kind: str, names: tuple[str, ...]) -> None:
         raise ValidationFailed({"include": [f"{n} is not available yet" for n in missing]})
 
 
-def load(unit: Unit, kind: str, items: list[Any], names: tuple[str, ...]) -> dict[str, tuple[str, dict[int, Any]]]:
-    return {name: (LOADERS[kind][name][0], LOADERS[kind][name][1](unit, items)) for name in names}
+def load(unit: Unit, kind: str, items: list[Any], names: tuple[str, ...],
+         loaders: dict[str, dict[str, tuple[str, Loader]]] = LOADERS) -> dict[str, tuple[str, dict[int, Any]]]:
+    return {name: (loaders[kind][name][0], loaders[kind][name][1](unit, items)) for name in names}
+
+
+def embed(serialize: Callable[[str, Any], dict[str, Any]], unit: Unit | None, kind: str, items: list[Any],
+          names: tuple[str, ...], loaders: dict[str, dict[str, tuple[str, Loader]]] = LOADERS) -> list[dict[str, Any]]:
+    """The records of ``items``, each with its related objects under `include` (decisions §3.8):
+    what a GET with ``include`` answers, and a webhook's payload with its `included_objects`."""
+    records = [serialize(kind, item) for item in items]
+    if names and items:
+        assert unit is not None
+        related = load(unit, kind, items, names, loaders)
+        for record, item in zip(records, items):
+            embedded = {}
+            for name, (related_kind, by_id) in related.items():
+                value = by_id.get(item.id)
+                if isinstance(value, list):
+                    embedded[name] = [serialize(related_kind, v) for v in value]
+                else:
+                    embedded[name] = serialize(related_kind, value) if value is not None else None
+            record["include"] = embedded
+    return records

@@ -6,7 +6,7 @@ Services never commit; the request or job that opened the unit does (design guid
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
@@ -14,10 +14,9 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection
 
-from rebill.db.statements import insert_all, insert_row
-from rebill.models import events
-
+from .event import outbox
 from .store.model import Store
+from .webhook import fanout  # noqa: F401 - registers the fan-out of events to webhooks
 
 
 @lru_cache(maxsize=64)
@@ -26,22 +25,32 @@ def zone(name: str) -> ZoneInfo:
 
 
 class Unit:
-    __slots__ = ("conn", "store", "_now", "_release")
+    __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id")
 
     def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime],
-                 release: Callable[..., bool | None] | None = None) -> None:
+                 release: Callable[..., bool | None] | None = None, *, origin: str = "system",
+                 token_id: int | None = None) -> None:
         """``now`` is the time of the request, or the clock to read it from on first use
         (most reads never need it). ``release`` ends the transaction when the unit is used
-        as a context manager: it is the ``__exit__`` of whatever opened the connection."""
+        as a context manager: it is the ``__exit__`` of whatever opened the connection.
+        ``origin`` and ``token_id`` say who made the changes (the `source` of their events)."""
         self.conn = conn
         self.store = store
         self._now = now
         self._release = release
+        self.origin = origin
+        self.token_id = token_id
 
     def __enter__(self) -> "Unit":
         return self
 
     def __exit__(self, *exc: Any) -> bool | None:
+        # The events and their deliveries go in before the transaction (or the loop writer's
+        # savepoint) ends; a failed unit takes its events with it.
+        if exc[0] is None:
+            outbox.flush(self.conn)
+        else:
+            outbox.discard(self.conn)
         return None if self._release is None else self._release(*exc)
 
     @property
@@ -59,24 +68,24 @@ class Unit:
     def store_id(self) -> int:
         return self.store.id
 
-    def record_many(self, topic: str, resource_ids: list[int], *, with_id: bool = False) -> None:
-        """One event per id in one statement (the reconciler writes thousands at a time);
-        ``with_id`` stores ``{"id": ...}`` as a ``*/deleted`` event needs."""
+    def record_many(self, topic: str, resource_ids: list[int], *, with_id: bool = False,
+                    customer_ids: dict[int, int] | None = None) -> None:
+        """One event per id (the reconciler records thousands at a time); ``with_id`` stores
+        ``{"id": ...}`` as a ``*/deleted`` event needs; ``customer_ids`` names the customer of
+        ids whose row may be gone (domain/event/customers.py finds the others)."""
         if not resource_ids:
             return
         resource = topic.split("/", 1)[0]
-        insert_all(self.conn, events, [
-            {"store_id": self.store.id, "topic": topic, "resource": resource, "resource_id": resource_id,
-             "data": {"id": resource_id} if with_id else None, "created_at": self.now}
-            for resource_id in resource_ids])
+        known = customer_ids or {}
+        outbox.add(self.conn, (
+            outbox.Pending(self.store, topic, resource, resource_id, {"id": resource_id} if with_id else None,
+                           known.get(resource_id), None, self.origin, self.token_id, self.now)
+            for resource_id in resource_ids))
 
-    def record(self, topic: str, resource_id: int, data: dict[str, Any] | None = None) -> None:
-        """NOTE: decisions §8.1, the event row is written in the change's own transaction."""
-        insert_row(self.conn, events, {
-            "store_id": self.store.id,
-            "topic": topic,
-            "resource": topic.split("/", 1)[0],
-            "resource_id": resource_id,
-            "data": data,
-            "created_at": self.now,
-        })
+    def record(self, topic: str, resource_id: int, data: dict[str, Any] | None = None, *,
+               customer_id: int | None = None, changed: Iterable[str] | None = None) -> None:
+        """NOTE: decisions §8.1, the event is written in the change's own transaction.
+        ``changed`` names the fields an update changed (the event's `updated_attributes`)."""
+        outbox.buffer(self.conn).append(outbox.Pending(
+            self.store, topic, topic.split("/", 1)[0], resource_id, data, customer_id,
+            tuple(sorted(changed)) if changed is not None else None, self.origin, self.token_id, self.now))

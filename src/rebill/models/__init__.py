@@ -13,8 +13,10 @@ from .metafield import metafields
 from .order import order_items, orders
 from .payment_method import payment_methods
 from .purchase_item import purchase_items, skips
-from .store import stores, tokens
+from .store import revisions, stores, tokens
+from .webhook import webhook_attempts, webhook_deliveries, webhook_payloads, webhooks
 
 __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods",
            "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys",
-           "charge_discounts", "discount_redemptions", "metafields"]
+           "charge_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads",
+           "webhook_deliveries", "webhook_attempts"]

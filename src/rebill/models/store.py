@@ -1,6 +1,6 @@
 """Stores (tenants) and their API tokens: decisions §1."""
 
-from sqlalchemy import BigInteger, Boolean, Column, String, Table, false, text
+from sqlalchemy import BigInteger, Boolean, Column, Integer, String, Table, false, text
 
 from .base import JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
 
@@ -28,7 +28,14 @@ stores = Table(
     Column("clock_offset_seconds", BigInteger, nullable=False, server_default=text("0")),
     Column("installed", Boolean, nullable=False),
     Column("dunning", JsonType, nullable=False),
+    # NOTE: decisions §8.3, the key of both webhook signatures, in the Standard Webhooks form
+    # (`whsec_` and base64). After a rotation the previous one signs too, for 24 hours.
     Column("client_secret", String(128), nullable=False),
+    Column("previous_client_secret", String(128), nullable=True),
+    Column("client_secret_rotated_at", UtcDateTime(), nullable=True),
+    # Days before a charge's or a prepaid order's date that `charge/upcoming` and
+    # `order/upcoming` are told (issue 14).
+    Column("upcoming_notice_days", Integer, nullable=False, server_default=text("3")),
     # "BURST/PER_SECOND" overriding the server default for every token of the store.
     Column("rate_limit", String(32), nullable=True),
     *timestamps(),
@@ -51,4 +58,14 @@ tokens = Table(
     Column("revoked_at", UtcDateTime(), nullable=True),
     *timestamps(),
     sqlite_autoincrement=True,
+)
+
+# One row, bumped by triggers (migration 0012) whenever a store or a token changes: every
+# process compares it before trusting its cached stores and tokens, so an operator's change
+# (a clock advance, a revoked token) is seen at the very next request (http/auth.py).
+revisions = Table(
+    "revisions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("value", BigInteger, nullable=False),
 )

@@ -57,6 +57,9 @@ class Store(msgspec.Struct, kw_only=True, frozen=True):
     created_at: datetime
     updated_at: datetime
     clock_offset_seconds: int = 0
+    previous_client_secret: str | None = None
+    client_secret_rotated_at: datetime | None = None
+    upcoming_notice_days: int = 3
 
     @property
     def currencies(self) -> set[str]:

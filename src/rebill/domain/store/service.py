@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 from datetime import datetime
 
@@ -65,11 +66,16 @@ def create_store(
         "sandbox": sandbox,
         "installed": installed,
         "dunning": dict(DEFAULT_DUNNING),
-        "client_secret": secrets.token_hex(32),
+        "client_secret": new_client_secret(),
         "rate_limit": None,
         "created_at": now,
         "updated_at": now,
     })
+
+
+def new_client_secret() -> str:
+    """NOTE: decisions §8.3, the Standard Webhooks form: `whsec_` and base64 of 32 random bytes."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 def create_token(

@@ -1,0 +1,40 @@
+"""An event as `GET /events` reads it (03-real-fields "event (2021-11)", issue 14)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+# Who makes changes (the `source.origin` of an event): a token through the API, the operator's
+# command line, the billing run (in `rebill serve`, `rebill bill` or a test clock's advance),
+# the deferred regeneration, the webhook delivery job (`webhook/disabled`), and later checkouts
+# and async batches.
+ORIGINS = ("api", "cli", "billing_run", "regeneration", "webhook", "checkout", "batch", "system")
+
+
+class Event(msgspec.Struct):
+    """Positional, so a row builds it in field order (db/rows.py); ``token_name`` comes from a join."""
+
+    id: int
+    store_id: int
+    topic: str
+    resource: str
+    resource_id: int
+    customer_id: int | None
+    data: dict[str, Any] | None
+    origin: str | None
+    token_id: int | None
+    updated_attributes: list[str] | None
+    created_at: datetime
+    token_name: str | None
+
+    @property
+    def verb(self) -> str:
+        return self.topic.split("/", 1)[1]
+
+    @property
+    def description(self) -> str:
+        """A line for people: "subscription 12 cancelled", "customer 4 payment method updated"."""
+        return f"{self.resource} {self.resource_id} {self.verb.replace('_', ' ')}"
