@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from rebill.api import payloads  # noqa: F401 - installs the webhook payload renderer
 from rebill.api.call import Services
 from rebill.api.resources import (
     addresses,
     charges,
     customers,
     discounts,
+    events,
     metafields,
     onetimes,
     orders,
@@ -18,6 +20,7 @@ from rebill.api.resources import (
     products,
     store,
     subscriptions,
+    webhooks,
 )
 from rebill.api.routing import Api
 from rebill.api.versions import VERSIONS
@@ -32,7 +35,7 @@ from rebill.jobs.scheduler import Jobs
 from rebill.settings import Settings
 
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
-             orders, metafields, discounts)
+             orders, metafields, discounts, webhooks, events)
 # When no store is known (401, 426 before auth), responses name the oldest version, the
 # default of new stores (decisions §1.3).
 FALLBACK_VERSION = "2021-01"
@@ -52,6 +55,7 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     buckets = LeakyBuckets(settings.rate_limit, **extra)
     edge = Edge(api, tokens=tokens, buckets=buckets, versions=VERSIONS, fallback_version=FALLBACK_VERSION)
     edge.services = services  # type: ignore[attr-defined]
-    if settings.regenerate_every > 0 or settings.bill_every > 0 or settings.purge_every > 0:
+    if settings.regenerate_every > 0 or settings.bill_every > 0 or settings.purge_every > 0 or \
+            settings.deliver_webhooks:
         return Jobs(edge, db, clock, services.gateway, settings)  # type: ignore[return-value]
     return edge

@@ -53,6 +53,11 @@ class Settings:
     bill_every: float = 60.0
     # Seconds between two purges of expired idempotency keys (decisions §9.2); 0 switches it off.
     purge_every: float = 3600.0
+    # Whether `rebill serve` sends webhook deliveries (decisions §8.4); off in processes that
+    # leave them to others.
+    deliver_webhooks: bool = True
+    # Seconds a worker's lease on a delivery holds: one whose worker died goes out again after it.
+    delivery_lease_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -72,6 +77,10 @@ class Settings:
             values["bill_every"] = float(env["REBILL_BILL_EVERY"])
         if env.get("REBILL_PURGE_EVERY"):
             values["purge_every"] = float(env["REBILL_PURGE_EVERY"])
+        if env.get("REBILL_DELIVER_WEBHOOKS"):
+            values["deliver_webhooks"] = env["REBILL_DELIVER_WEBHOOKS"] not in {"0", "false", "no", "off"}
+        if env.get("REBILL_DELIVERY_LEASE_SECONDS"):
+            values["delivery_lease_seconds"] = float(env["REBILL_DELIVERY_LEASE_SECONDS"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

@@ -4,7 +4,9 @@ server's event loop, started and stopped with the ASGI lifespan (docs/dependenci
 - every ``regenerate_every`` seconds: the deferred regenerations whose window has passed
   (decisions §5.3, jobs/regenerate.py);
 - every ``bill_every`` seconds: the billing run of every store (decisions §6.5);
-- every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2).
+- every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2);
+- all the time: webhook deliveries (jobs/deliver.py), a loop of its own on the event loop,
+  woken by every write that queues one and polling twice a second besides.
 
 The jobs only say "look now": the database says what is due, each job is safe to run twice
 and from several processes (claims, domain/billing/claim.py), so a missed or doubled tick
@@ -14,6 +16,7 @@ delays nothing and pays nothing twice. Each job runs in a worker thread, one at 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import timedelta
 from typing import Any
@@ -30,6 +33,7 @@ from rebill.domain.store import clock as store_clock
 from rebill.domain.store import repository as stores
 from rebill.settings import Settings
 
+from .deliver import DeliveryRunner
 from .regenerate import run_due
 
 logger = logging.getLogger("rebill.jobs")
@@ -56,6 +60,7 @@ class Jobs:
     def __init__(self, app: Any, db: Database, clock: Clock, gateway: Gateway, settings: Settings) -> None:
         self.app, self.db, self.clock, self.gateway, self.settings = app, db, clock, gateway, settings
         self.scheduler: AsyncIOScheduler | None = None
+        self.deliveries: asyncio.Task[None] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)
@@ -74,6 +79,10 @@ class Jobs:
             scheduler.add_job(self._run, "interval", seconds=self.settings.purge_every, id="purge",
                               args=("idempotency purge", self._purge))
         scheduler.start()
+        if self.settings.deliver_webhooks:
+            runner = DeliveryRunner(self.db, self.clock.now,
+                                    lease=timedelta(seconds=self.settings.delivery_lease_seconds))
+            self.deliveries = asyncio.ensure_future(runner.run())
 
     def _purge(self) -> int:
         # Real time, never a store's test clock (decisions §6.12).
@@ -98,5 +107,8 @@ class Jobs:
             elif message["type"] == "lifespan.shutdown" and self.scheduler is not None:
                 self.scheduler.shutdown(wait=False)
                 self.scheduler = None
+                if self.deliveries is not None:
+                    self.deliveries.cancel()
+                    self.deliveries = None
             return message
         await self.app(scope, watch, send)

@@ -1,0 +1,85 @@
+"""Webhook payloads (decisions §8.2, issue 14): what a GET of the resource answers in the
+webhook's version, `{"<resource>": {...}}`, with its `included_objects` under `include` as a
+GET with `include` embeds them. Installed into the outbox (domain/webhook/fanout.py) when this
+module is imported: by the app, the command line and the workers.
+
+The related objects a webhook may ask for are those of spec 01/02's Events tables; most are a
+GET's include values too (``includes.LOADERS``). The rest: an address's metafields (2021-01),
+and a product's collections and metafields (2021-01), which Rebill does not hold yet (products
+take no metafields, decisions §7.2, and collections come with issue 15): those render empty."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy import Connection
+
+from rebill.domain.address import repository as addresses
+from rebill.domain.catalog import service as catalog
+from rebill.domain.charge import repository as charges
+from rebill.domain.customer import repository as customers
+from rebill.domain.order import repository as orders
+from rebill.domain.subscription import repository as purchase_items
+from rebill.domain.unit import Unit
+from rebill.domain.webhook import fanout
+from rebill.errors import NotFound
+
+from . import includes
+from .versions import VERSIONS
+
+_encode = msgspec.json.Encoder(decimal_format="string").encode
+Many = Callable[[Unit, list[int]], dict[int, Any]]
+
+
+def _one_by_one(get: Callable[[Unit, int], Any]) -> Many:
+    def many(unit: Unit, ids: list[int]) -> dict[int, Any]:
+        found = {}
+        for resource_id in ids:
+            try:
+                found[resource_id] = get(unit, resource_id)
+            except NotFound:
+                continue
+        return found
+    return many
+
+
+# resource -> its records by id, as its GET reads them (one query for all where it can).
+READERS: dict[str, Many] = {
+    "customer": lambda unit, ids: customers.many(unit.conn, unit.store_id, ids),
+    "address": lambda unit, ids: addresses.many(unit.conn, unit.store_id, ids),
+    "subscription": lambda unit, ids: purchase_items.many(unit.conn, unit.store_id, ids, kind="subscription"),
+    "onetime": lambda unit, ids: purchase_items.many(unit.conn, unit.store_id, ids, kind="onetime"),
+    "charge": lambda unit, ids: charges.many(unit.conn, unit.store_id, ids),
+    "order": _one_by_one(lambda unit, order_id: orders.get(unit.conn, unit.store_id, order_id) or _missing()),
+    "product": _one_by_one(catalog.get_product_by_id),
+}
+
+
+def _missing() -> Any:
+    raise NotFound()
+
+
+def _nothing(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    return {item.id: [] for item in items}
+
+
+# NOTE: spec 01 and 02 Events tables: the included_objects a GET's include does not have.
+LOADERS = {**includes.LOADERS}
+LOADERS["address"] = {**LOADERS["address"], "metafields": ("metafield", includes.metafields_of("address"))}
+LOADERS["product"] = {"collections": ("collection", _nothing), "metafields": ("metafield", _nothing)}
+
+
+def render(conn: Connection, store: Any, now: datetime, version: str, resource: str, ids: list[int],
+           included: tuple[str, ...]) -> dict[int, bytes]:
+    """The payload of each of ``ids`` that still exists, as bytes."""
+    unit = Unit(conn, store, now)
+    found = READERS[resource](unit, ids)
+    items = [found[i] for i in ids if i in found]
+    records = includes.embed(VERSIONS[version].serialize, unit, resource, items, included, LOADERS)
+    return {item.id: _encode({resource: record}) for item, record in zip(items, records)}
+
+
+fanout.install(render)

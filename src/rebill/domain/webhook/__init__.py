@@ -1,0 +1,1 @@
+"""Webhook subscriptions, the outbox of deliveries and their sending (decisions §8)."""

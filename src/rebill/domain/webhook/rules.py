@@ -1,0 +1,70 @@
+"""What a webhook subscription may hold (decisions §8.2, issue 14): a topic of its version's
+table, only the related objects that table allows for the topic's resource, and an https
+address (a sandbox store may also use http on its own machine, to receive on localhost)."""
+
+from __future__ import annotations
+
+from ipaddress import ip_address
+from typing import Any
+from urllib.parse import urlsplit
+
+from rebill.errors import ValidationFailed
+
+from .topics import TOPICS
+
+MAX_ADDRESS = 2048
+LOCAL_HOSTS = frozenset({"localhost"})
+
+
+def _is_local(host: str) -> bool:
+    if host in LOCAL_HOSTS or host.endswith(".localhost"):
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def address_problem(address: str, *, sandbox: bool) -> str | None:
+    """Why ``address`` cannot receive webhooks, or None."""
+    if len(address) > MAX_ADDRESS:
+        return f"must be at most {MAX_ADDRESS} characters"
+    if any(ord(c) <= 32 or ord(c) == 127 for c in address):
+        return "must be a URL without spaces or control characters"
+    try:
+        parts = urlsplit(address)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises on a port that is no number or out of range
+    except ValueError:
+        return "must be a valid URL"
+    if parts.scheme not in ("https", "http") or not host:
+        return "must be an https URL"
+    if parts.username is not None or parts.password is not None:
+        return "must not carry a user name or password"
+    if parts.scheme == "http":
+        if not sandbox:
+            return "must be an https URL"
+        if not _is_local(host):
+            return "must be an https URL (http only on localhost, for a sandbox store)"
+    return None
+
+
+def check(values: dict[str, Any], version: str, *, sandbox: bool) -> None:
+    """422 naming every bad field of a whole webhook (topic, included_objects, address)."""
+    errors: dict[str, list[str]] = {}
+    table = TOPICS[version]
+    topic = values["topic"]
+    if topic not in table:
+        errors["topic"] = [f"{topic} is not a webhook topic of version {version}"]
+    else:
+        allowed = table[topic]
+        wrong = [name for name in values["included_objects"] if name not in allowed]
+        if wrong:
+            errors["included_objects"] = [
+                f"{name} is not allowed for {topic.split('/', 1)[0]} webhooks (allowed: {', '.join(allowed)})"
+                for name in wrong]
+    problem = address_problem(values["address"], sandbox=sandbox)
+    if problem:
+        errors["address"] = [problem]
+    if errors:
+        raise ValidationFailed(errors)

@@ -1,0 +1,202 @@
+"""Webhook deliveries as a background job (decisions §8.4, issue 14): a loop inside the job
+runner of `rebill serve` (and of worker processes) that finds due deliveries in the database,
+claims them, sends them concurrently and records what happened (domain/webhook/delivery.py).
+
+Never on a request's path, and fair between receivers: at most ``per_receiver`` deliveries
+are in flight to one receiver (scheme, host and port) and ``in_flight`` in all, and a
+receiver's deliveries are claimed only while it has a free slot, so one slow or dead receiver
+holds a few slots of its own and never the others' (nor leases that expire while queued).
+Outcomes are recorded in batches, one transaction each. Database work runs in worker threads;
+the HTTP exchanges run on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from starlette.concurrency import run_in_threadpool
+
+from rebill.db.engine import Database
+from rebill.domain.webhook import delivery, fanout, signing
+from rebill.domain.webhook.delivery import Outcome, Outgoing
+from rebill.domain.webhook.sender import HttpSender, Sender
+
+logger = logging.getLogger("rebill.webhooks")
+
+
+def receiver(address: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(address)
+    return parts.scheme, (parts.hostname or ""), parts.port
+
+
+class DeliveryRunner:
+    def __init__(self, db: Database, real_now: Callable[[], datetime], *, sender: Sender | None = None,
+                 in_flight: int = 128, per_receiver: int = 16, lease: timedelta = timedelta(seconds=30),
+                 batch: int = 500, poll_seconds: float = 0.5, worker: str | None = None) -> None:
+        self.db, self.real_now = db, real_now
+        self.sender: Sender = sender or HttpSender()
+        self.limit, self.per_receiver, self.lease, self.batch = in_flight, per_receiver, lease, batch
+        self.poll_seconds = poll_seconds
+        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._busy: Counter[tuple[str, str, int | None]] = Counter()
+        self._held: set[int] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._done: list[tuple[Outgoing, Outcome]] = []
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+
+    # Being told ------------------------------------------------------------------
+
+    def nudge(self) -> None:
+        """Look now (from any thread): a flush wrote deliveries, or one finished."""
+        loop, wake = self._loop, self._wake
+        if loop is None or wake is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(wake.set)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
+
+    # The loop --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Until cancelled: look, send what is due, wait to be nudged or for the next poll."""
+        self._start()
+        fanout.on_new_deliveries(self.nudge)
+        try:
+            while not self._stopping:
+                assert self._wake is not None
+                self._wake.clear()
+                try:
+                    await self._record()
+                    await self.look()
+                except Exception:  # the next look tries again; the database says what is due
+                    logger.exception("looking for due webhook deliveries failed")
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            await self.stop()
+
+    async def drain(self, *, store_id: int | None = None) -> int:
+        """Sends every delivery due now (of one store), and those that fall due behind them,
+        until none is left or in flight; returns how many attempts were made. The test clock
+        and the tests run deliveries this way."""
+        self._start()
+        made = 0
+        try:
+            while True:
+                started = await self.look(store_id=store_id)
+                made += started
+                if not started and not self._tasks:
+                    await self._record()
+                    if not self._tasks:
+                        return made
+                if self._tasks:
+                    await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+                await self._record()
+        finally:
+            await self.stop()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._tasks:
+            await asyncio.wait(set(self._tasks))
+        await self._record()
+        await self.sender.close()
+        self._stopping = False
+
+    def _start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+
+    async def look(self, *, store_id: int | None = None) -> int:
+        """Claims and starts what is due and has a free slot; returns how many started."""
+        free = self.limit - len(self._tasks)
+        if free <= 0:
+            return 0
+        candidates = await run_in_threadpool(self._due, store_id)
+        chosen: list[int] = []
+        taking: Counter[tuple[str, str, int | None]] = Counter()
+        for delivery_id, address in candidates:
+            key = receiver(address)
+            if self._busy[key] + taking[key] >= self.per_receiver:
+                continue
+            taking[key] += 1
+            chosen.append(delivery_id)
+            if len(chosen) >= free:
+                break
+        if not chosen:
+            return 0
+        claimed = await run_in_threadpool(self._claim, chosen)
+        for outgoing, secrets in claimed:
+            self._busy[receiver(outgoing.address)] += 1
+            self._held.add(outgoing.id)
+            task = asyncio.ensure_future(self._attempt(outgoing, secrets))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return len(claimed)
+
+    # Database work, in worker threads ------------------------------------------------
+
+    def _due(self, store_id: int | None) -> list[tuple[int, str]]:
+        with self.db.read() as conn:
+            return delivery.due(conn, self.real_now(), limit=self.batch, store_id=store_id, skip=self._held)
+
+    def _claim(self, ids: list[int]) -> list[tuple[Outgoing, list[str]]]:
+        """The claimed deliveries, each with the secrets that sign it (its store's, read now:
+        a rotation is used from the next claim on)."""
+        with self.db.write() as conn:
+            claimed = delivery.claim(conn, ids, self.worker, self.real_now(), self.lease)
+            stores = delivery.stores_of(conn, (o.store_id for o in claimed))
+        now = self.real_now()
+        keys = {store_id: signing.secrets_signing(store, now) for store_id, store in stores.items()}
+        return [(o, keys[o.store_id]) for o in claimed if o.store_id in keys]
+
+    def _write(self, done: list[tuple[Outgoing, Outcome]]) -> None:
+        with self.db.write() as conn:
+            disabled = delivery.record(conn, done, self.worker, self.real_now(), self.real_now)
+        for webhook_id in disabled:
+            logger.warning("webhook %s disabled after %s failed attempts", webhook_id, len(delivery.retries.DELAYS) + 1)
+
+    # One attempt ----------------------------------------------------------------------
+
+    async def _attempt(self, outgoing: Outgoing, secrets: list[str]) -> None:
+        sent_at = self.real_now()
+        try:
+            headers = signing.headers(secrets, outgoing.message_id, outgoing.body, outgoing.topic, sent_at)
+            outcome = await self.sender.send(outgoing.address, outgoing.body, headers, sent_at)
+        except Exception as exc:  # noqa: BLE001 - recorded as a failed attempt, never lost
+            outcome = Outcome(sent_at, None, 0, None, f"{type(exc).__name__}: {exc}"[:delivery.EXCERPT])
+        self._busy[receiver(outgoing.address)] -= 1
+        self._done.append((outgoing, outcome))
+        self.nudge()
+
+    async def _record(self) -> None:
+        """Writes the outcomes gathered so far, a batch per transaction, while more come in
+        (only the loop calls it: one recording at a time)."""
+        while self._done:
+            done, self._done = self._done, []
+            try:
+                await run_in_threadpool(self._write, done)
+            except Exception:  # leases expire and the deliveries go out again: never lost
+                logger.exception("recording %d webhook attempts failed", len(done))
+            finally:
+                self._held.difference_update(o.id for o, _ in done)
+
+
+def drain_now(db: Database, real_now: Callable[[], datetime], *, store_id: int | None = None,
+              sender: Sender | None = None) -> int:
+    """Sends what is due, from synchronous code (the test clock, the CLI, tests), in an event
+    loop of its own; returns the attempts made."""
+    runner = DeliveryRunner(db, real_now, sender=sender)
+    return asyncio.run(runner.drain(store_id=store_id))
