@@ -1,8 +1,11 @@
-"""Token resolution with a short in-process cache, so a request normally costs no query
-for authentication. Revocations and uninstalls take effect within ``ttl`` seconds."""
+"""Token resolution with an in-process cache, so a request normally costs no query for
+authentication. The cache is dropped whenever a store or a token changed anywhere
+(``freshness.py``): a revoked token, an uninstalled store, a moved test clock are seen at the
+next request. ``ttl`` bounds how long an entry lives besides."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -12,7 +15,10 @@ from rebill.db.engine import Database
 from rebill.domain.store import repository
 from rebill.domain.store.model import Store, Token
 
+from .freshness import Freshness
+
 Resolved = tuple[Token, Store]
+logger = logging.getLogger("rebill")
 
 
 class TokenResolver:
@@ -20,6 +26,20 @@ class TokenResolver:
                  max_entries: int = 10_000) -> None:
         self.db, self.ttl, self.monotonic, self.max_entries = db, ttl, monotonic, max_entries
         self._cache: dict[str, tuple[float, Resolved | None]] = {}
+        self.freshness = Freshness(db)
+
+    async def check(self) -> None:
+        """Drops the cache when a store or token changed since the last request (any process)."""
+        try:
+            if self.db.inline_reads:
+                moved = self.freshness.moved_sqlite()
+            else:
+                moved = await self.freshness.moved_postgres()
+        except Exception:  # noqa: BLE001 - unsure is stale: read from the database this time
+            logger.warning("could not read the revision of stores and tokens", exc_info=True)
+            moved = True
+        if moved:
+            self._cache.clear()
 
     def _lookup(self, raw: str) -> Resolved | None:
         with self.db.read() as conn:

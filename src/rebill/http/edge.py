@@ -104,6 +104,7 @@ class Edge:
                 raise BadRequest("The request target must be a path starting with /")
             if not token_value:
                 raise Unauthorized()
+            await self.tokens.check()
             found, resolved = self.tokens.cached(token_value)
             if not found:
                 resolved = await self.tokens.resolve(token_value)

@@ -1,0 +1,87 @@
+"""Whether an operator changed a store or a token since this process last looked (issue 14):
+a clock advance, a rate or secret change, a revoked token, made by another process (the
+command line while `rebill serve` runs) or by this one. Triggers bump the one row of
+`revisions` on every change to `stores` or `tokens` (migration 0012); the edge asks before
+every request and drops its cached tokens and stores when the number moved, so the very next
+request sees the change.
+
+- SQLite: ``PRAGMA data_version`` on the event loop's read connection changes only when
+  another connection committed; the revision row is read only then (a read-only load never
+  reads it).
+- PostgreSQL: one query on an asyncio connection of its own, shared by the requests that
+  arrive while it runs (each request waits for a look that started after it arrived: never a
+  stale answer, and never one query per request under load).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from rebill.db.engine import Database
+
+REVISION = "SELECT value FROM revisions WHERE id = 1"
+
+
+class Freshness:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.revision: int | None = None
+        self._data_version: int | None = None
+        self._lock: asyncio.Lock | None = None
+        self._looked_at = 0.0
+        self._async_conn: Any = None
+
+    def moved_sqlite(self) -> bool:
+        """SQLite, on the event loop: whether the revision moved since the last look."""
+        raw = self.db.read_on_loop().conn.connection.dbapi_connection
+        version = raw.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return False
+        self._data_version = version
+        row = raw.execute(REVISION).fetchone()
+        return self._take(row[0] if row else 0)
+
+    async def moved_postgres(self) -> bool:
+        arrived = time.monotonic()
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._looked_at > arrived:
+                return False  # a look that began after this request arrived has answered
+            self._looked_at = time.monotonic()
+            value = await self._read_postgres()
+        return self._take(value)
+
+    async def moved(self) -> bool:
+        if self.db.inline_reads:
+            return self.moved_sqlite()
+        return await self.moved_postgres()
+
+    def _take(self, value: int) -> bool:
+        moved = self.revision is not None and value != self.revision
+        self.revision = value
+        return moved
+
+    async def _read_postgres(self) -> int:
+        import psycopg
+
+        for attempt in (1, 2):
+            try:
+                if self._async_conn is None or self._async_conn.closed:
+                    url = self.db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+                    self._async_conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+                cursor = await self._async_conn.execute(REVISION)
+                row = await cursor.fetchone()
+                return int(row[0]) if row else 0
+            except psycopg.OperationalError:
+                self._async_conn = None  # the server went away: connect again, once
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        if self._async_conn is not None:
+            await self._async_conn.close()
+            self._async_conn = None
