@@ -7,6 +7,10 @@ from importlib import import_module
 
 import typer
 
+# Every command that records events (billing, the test clock, rates) fans them out to webhooks,
+# whose payloads the API's serializers render (domain/webhook/fanout.py).
+from rebill.api import payloads  # noqa: F401
+
 app = typer.Typer(help="Rebill: self-hostable subscription billing (API 2021-01 and 2021-11).",
                   no_args_is_help=True)
 
