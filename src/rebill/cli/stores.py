@@ -1,7 +1,8 @@
-"""`rebill stores create | list | rates`."""
+"""`rebill stores create | list | rates | secret | notices`."""
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import typer
@@ -94,3 +95,41 @@ def stores_rates(
     except ValidationFailed as exc:
         fail(exc)
     err.print(f"[green]updated rates of[/green] {name}; its queued charges were regenerated")
+
+
+@app.command("secret")
+def stores_secret(
+    name: str,
+    rotate: bool = typer.Option(False, "--rotate", help="Make a new secret; the old one keeps signing for 24 hours"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Print the store's webhook client secret (Standard Webhooks form, whsec_...) alone on
+    stdout; --rotate makes a new one first and prints it."""
+    db = open_database(database)
+    with db.write() if rotate else db.read() as conn:
+        store = store_named(conn, name)
+        if rotate:
+            store = store_service.rotate_client_secret(conn, SystemClock().now(), store)
+    if rotate:
+        err.print(f"[green]rotated the client secret of[/green] {name}; the previous one signs too for 24 hours")
+    # Plain stdout, not rich: nothing may wrap or colour the secret a script captures.
+    sys.stdout.write(store.client_secret + "\n")
+
+
+@app.command("notices")
+def stores_notices(
+    name: str,
+    days: Optional[int] = typer.Option(None, "--days", help="Days ahead of a charge or prepaid order to send "
+                                       "charge/upcoming and order/upcoming (0 to 60)"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Print the store's upcoming-notice days; --days N sets them first."""
+    db = open_database(database)
+    try:
+        with db.write() if days is not None else db.read() as conn:
+            store = store_named(conn, name)
+            if days is not None:
+                store = store_service.set_upcoming_notice_days(conn, SystemClock().now(), store, days)
+    except ValidationFailed as exc:
+        fail(exc)
+    out.print(str(store.upcoming_notice_days), highlight=False)

@@ -50,6 +50,10 @@ def insert_store(conn: Connection, values: dict[str, Any]) -> Store:
     return found
 
 
+def update_store(conn: Connection, store_id: int, values: dict[str, Any]) -> None:
+    conn.execute(update(stores).where(stores.c.id == store_id).values(**values))
+
+
 def insert_token(conn: Connection, values: dict[str, Any]) -> int:
     return insert_row(conn, tokens, values)
 

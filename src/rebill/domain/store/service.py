@@ -78,6 +78,37 @@ def new_client_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
+def rotate_client_secret(conn: Connection, real_now: datetime, store: Store) -> Store:
+    """A new client secret; the current one becomes the previous one, which keeps signing
+    deliveries for 24 hours after ``real_now`` (webhook/signing.py) so that receivers can
+    switch without losing a delivery. Real time, not a test clock: receivers live in it. A
+    second rotation within the 24 hours retires the first secret at once (one previous kept)."""
+    repository.update_store(conn, store.id, {
+        "previous_client_secret": store.client_secret, "client_secret": new_client_secret(),
+        "client_secret_rotated_at": real_now, "updated_at": real_now})
+    return _fresh(conn, store.id)
+
+
+NOTICE_DAYS = range(0, 61)
+
+
+def set_upcoming_notice_days(conn: Connection, now: datetime, store: Store, days: int) -> Store:
+    """How many days before a charge or a prepaid order `charge/upcoming` and `order/upcoming`
+    are told (issue 14). 0 tells on the day itself; past 60 days a notice says little that
+    the schedule will still hold."""
+    if days not in NOTICE_DAYS:
+        raise ValidationFailed.field("upcoming_notice_days",
+                                     f"must be a whole number of days from {NOTICE_DAYS[0]} to {NOTICE_DAYS[-1]}")
+    repository.update_store(conn, store.id, {"upcoming_notice_days": days, "updated_at": now})
+    return _fresh(conn, store.id)
+
+
+def _fresh(conn: Connection, store_id: int) -> Store:
+    found = repository.get(conn, store_id)
+    assert found is not None
+    return found
+
+
 def create_token(
     conn: Connection,
     now: datetime,
