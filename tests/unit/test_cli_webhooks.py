@@ -105,3 +105,17 @@ def test_stores_notices_refuses_days_out_of_range(store_db, days):
         assert "upcoming_notice_days" in result.output and "0 to 60" in result.output
     assert _store(store_db, f"notices{days}").upcoming_notice_days == 3
     assert run("stores", "notices", "nobody", "--database", store_db).exit_code == 2
+
+
+# The test clock by the hour ------------------------------------------------------------------------
+
+
+def test_clock_advance_moves_a_sandbox_store_by_hours(store_db):
+    _created(store_db, "hourly")
+    moved = run("clock", "advance", "--store", "hourly", "--hours", "5", "--database", store_db)
+    assert moved.exit_code == 0, moved.output
+    assert 5 * 3_600 - 60 <= _store(store_db, "hourly").clock_offset_seconds <= 5 * 3_600 + 60
+    both = run("clock", "advance", "--store", "hourly", "--hours", "1", "--days", "1", "--database", store_db)
+    assert both.exit_code == 2 and "hours" in both.output and "days" in both.output
+    assert run("clock", "advance", "--store", "hourly", "--hours", "0", "--database", store_db).exit_code == 2
+    assert 5 * 3_600 - 60 <= _store(store_db, "hourly").clock_offset_seconds <= 5 * 3_600 + 60, "refusals move nothing"

@@ -8,7 +8,7 @@ import typer
 
 from rebill.clock import SystemClock
 
-from .common import DatabaseOption, date_option, err, open_database, out, store_named
+from .common import DatabaseOption, date_option, err, fail, open_database, out, store_named
 
 app = typer.Typer(name="clock", help="A sandbox store's test clock.", no_args_is_help=True)
 
@@ -18,15 +18,17 @@ def clock_advance(
     store: str = typer.Option(..., "--store", help="Store name (a sandbox store)"),
     days: Optional[int] = typer.Option(None, "--days", help="Move N x 24 hours forward (N >= 1)"),
     to: Optional[str] = typer.Option(None, "--to", help="Move to YYYY-MM-DD, keeping the time of day"),
+    hours: Optional[int] = typer.Option(None, "--hours", help="Move N x 1 hour forward (N >= 1), to watch "
+                                        "a webhook retry schedule step by step"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
-    """Move a sandbox store's clock forward, day by day, running every billing that falls due
-    on the way (decisions §6.11, §6.12). Other stores keep the real time."""
+    """Move a sandbox store's clock forward (one of --days, --to, --hours), running every billing
+    that falls due on the way (decisions §6.11, §6.12). Other stores keep the real time."""
     from rich.progress import Progress
 
     from rebill.domain.billing import travel
     from rebill.domain.payment.sandbox import SandboxGateway
-    from rebill.errors import ServiceError
+    from rebill.errors import ServiceError, ValidationFailed
     target = date_option(to, "--to")
     db = open_database(database)
     clock = SystemClock()
@@ -36,8 +38,10 @@ def clock_advance(
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("advancing", total=None)
             now, summary = travel.advance(db, SandboxGateway(db, clock.now), clock.now, found.id,
-                                          days=days, to=target,
+                                          days=days, to=target, hours=hours,
                                           progress=lambda day: progress.update(task, description=str(day)))
+    except ValidationFailed as exc:
+        fail(exc)  # e.g. two of --days, --to and --hours: each one named
     except ServiceError as exc:
         err.print(f"[red]{exc.errors}[/red]")
         raise typer.Exit(2) from None
