@@ -215,6 +215,32 @@ def test_schedule_check_exits_1_when_a_charge_disagrees_with_its_plan(store_db):
     db.dispose()
 
 
+def test_the_replans_of_rates_and_regenerate_record_their_events_as_the_command_line(store_db):
+    from sqlalchemy import func, update
+
+    from rebill.models import charges, events
+    db, address_id = _seeded_subscription(store_db)
+
+    def origins_since(first: int) -> set[str]:
+        with db.read() as conn:
+            return set(conn.execute(select(events.c.origin).where(events.c.id > first, events.c.topic.like("charge/%")))
+                       .scalars())
+
+    def newest() -> int:
+        with db.read() as conn:
+            return conn.execute(select(func.coalesce(func.max(events.c.id), 0))).scalar()
+
+    before = newest()
+    assert run("stores", "rates", "acme", "--shipping-rate", "3.00:US", "--database", store_db).exit_code == 0
+    assert origins_since(before) == {"cli"}
+    with db.write() as conn:
+        conn.execute(update(charges).where(charges.c.address_id == address_id).values(total_price=0))
+    before = newest()
+    assert run("schedule", "regenerate", "--store", "acme", "--database", store_db).exit_code == 0
+    assert origins_since(before) == {"cli"}
+    db.dispose()
+
+
 def test_stores_rates_refuses_a_bad_rate(store_db):
     result = run("stores", "rates", "acme", "--tax-rate", "US:1.5", "--database", store_db)
     assert result.exit_code == 2 and "tax_rates" in result.output

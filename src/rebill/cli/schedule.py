@@ -37,7 +37,7 @@ def schedule_regenerate(
         for found, ids in plan:
             for start in range(0, len(ids), BATCH * 4):
                 with db.write() as conn:
-                    replan(Unit(conn, found, now), ids[start:start + BATCH * 4])
+                    replan(Unit(conn, found, now, origin="cli"), ids[start:start + BATCH * 4])
                 progress.advance(task, len(ids[start:start + BATCH * 4]))
     db.analyze(*SCHEDULE_TABLES)
     err.print(f"[green]regenerated[/green] the charges of {total} addresses")

@@ -78,5 +78,7 @@ def update_rates(conn: Connection, unit_now: Any, store: Store, *, shipping_rate
     fresh = repository.get(conn, store.id)
     assert fresh is not None
     if values:
-        replan(Unit(conn, fresh, unit_now), addresses.ids_of_store(conn, store.id))
+        # Only the operator's command line changes rates (`rebill stores rates`): the replan's
+        # events are the command line's.
+        replan(Unit(conn, fresh, unit_now, origin="cli"), addresses.ids_of_store(conn, store.id))
     return fresh
