@@ -60,6 +60,8 @@ charges = Table(
     Column("authorized_at", UtcDateTime(), nullable=True),
     Column("claimed_by", String(64), nullable=True),
     Column("claimed_at", UtcDateTime(), nullable=True),
+    # The date `charge/upcoming` was told for (issue 14): told again when the date moves.
+    Column("upcoming_told_for", Date, nullable=True),
     *timestamps(),
     # The status inside the address index: a replan reads one address's open charges (0004).
     Index("ix_charges_store_address_status_date", "store_id", "address_id", "status", "scheduled_at"),

@@ -23,6 +23,8 @@ orders = Table(
     # Order k of a prepaid charge (0 for the first and for every ordinary order).
     Column("sequence", Integer, nullable=False),
     Column("scheduled_at", Date, nullable=False),
+    # The date `order/upcoming` was told for (issue 14): told again when the date moves.
+    Column("upcoming_told_for", Date, nullable=True),
     Column("processed_at", UtcDateTime(), nullable=True),
     Column("currency", String(3), nullable=False),
     Column("line_items", JsonType, nullable=False),

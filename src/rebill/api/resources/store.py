@@ -4,6 +4,7 @@ from rebill.domain.billing import travel
 from rebill.domain.geo import country_name, subdivisions
 from rebill.domain.unit import zone
 from rebill.errors import Forbidden
+from rebill.jobs.deliver import drain_now
 
 from ..call import Call, Reply
 from ..fields import Field, Schema
@@ -70,8 +71,10 @@ def advance_clock(call: Call) -> Reply:
     if not call.store.sandbox:
         raise Forbidden("Only a sandbox store can move its clock")
     body = {k: v for k, v in CLOCK_ADVANCE.parse(call.body).items() if v is not None}
-    now, summary = travel.advance(call.services.db, call.services.gateway, call.services.clock.now, call.store.id,
-                                  days=body.get("days"), to=body.get("to"), hours=body.get("hours"))
+    db, real_now = call.services.db, call.services.clock.now
+    now, summary = travel.advance(db, call.services.gateway, real_now, call.store.id,
+                                  days=body.get("days"), to=body.get("to"), hours=body.get("hours"),
+                                  deliver=lambda store: drain_now(db, real_now, store_id=store.id))
     local = now.astimezone(zone(call.store.timezone))
     return Reply({"store_clock": {
         "now": local.isoformat(), "today": local.date().isoformat(), "processed": summary.processed,

@@ -31,7 +31,7 @@ not the store's clock, and the advance does not run them (a due charge still fla
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, func, select
@@ -41,7 +41,7 @@ from rebill.models import charges, events, orders
 from ..charge.model import ERROR, PENDING, QUEUED
 from ..unit import Unit, zone
 from .claim import STALE_AFTER
-from .sweep import UNCAPTURED_AFTER
+from .sweep import UNCAPTURED_AFTER, first_untold
 
 Source = Callable[[Unit], datetime | None]
 
@@ -96,10 +96,19 @@ def abandoned_claims(unit: Unit) -> datetime | None:
     return None if first is None else first + STALE_AFTER
 
 
-SOURCES: list[Source] = [queued_charges, retries, prepaid_orders, uncaptured, abandoned_claims]
+def upcoming_notices(unit: Unit) -> datetime | None:
+    """NOTE: issue 14, `charge/upcoming` and `order/upcoming` are told the store's
+    `upcoming_notice_days` before the date (sweep.py ``tell_upcoming``)."""
+    dates = [day for table in (charges, orders) if (day := first_untold(unit, table)) is not None]
+    if not dates:
+        return None
+    return came(unit, min(dates) - timedelta(days=unit.store.upcoming_notice_days))
 
 
-def next_due(unit: Unit) -> datetime | None:
+SOURCES: list[Source] = [queued_charges, retries, prepaid_orders, uncaptured, abandoned_claims, upcoming_notices]
+
+
+def next_due(unit: Unit, sources: list[Source] = SOURCES) -> datetime | None:
     """The earliest moment at which work of the store is due, at or before ``unit.now`` for
     work due already; None when it has none."""
-    return min((moment for source in SOURCES if (moment := source(unit)) is not None), default=None)
+    return min((moment for source in sources if (moment := source(unit)) is not None), default=None)

@@ -39,6 +39,7 @@ from .outcome import Recorded, record
 NO_METHOD = Result(FAILED, error_type="CUSTOMER_NEEDS_TO_UPDATE_CARD",
                    error="The customer has no payment method to charge.")
 BATCH = 500
+ORIGIN = "billing_run"  # the `source.origin` of the events a run records
 
 
 @dataclass
@@ -80,7 +81,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     billing run's, only those still due that day)."""
     run = run or uuid.uuid4().hex
     with db.write() as conn:
-        unit = Unit(conn, store, now)
+        unit = Unit(conn, store, now, origin=ORIGIN)
         # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
         # read a charge before this claim must finish before the claim, or it could rewrite or
         # delete a charge this run is paying (and deadlock with it).
@@ -102,7 +103,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     for attempt in range(1, RECORD_TRIES + 1):
         try:
             with db.write() as conn:
-                recorded = record(Unit(conn, store, now), run, answers, gateway.name)
+                recorded = record(Unit(conn, store, now, origin=ORIGIN), run, answers, gateway.name)
                 failpoints.hit("billing.before_commit")
             break
         except DBAPIError as exc:
@@ -173,13 +174,19 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
         due = sweep.anything_due(Unit(conn, store, now()))
     if due:
         with db.write() as conn:
-            unit = Unit(conn, store, now())
+            unit = Unit(conn, store, now(), origin=ORIGIN)
             sweep.release_prepaid_orders(unit)
             sweep.flag_uncaptured(unit)
     for day, batch in _due_batches(db, store, now, until):
         process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after, due_on=day)
         if progress is not None:
             progress(len(batch))
+    # After the day's payments: the next charges they planned are announced in the same run.
+    with db.read() as conn:
+        coming = sweep.upcoming_due(Unit(conn, store, now()))
+    if coming:
+        with db.write() as conn:
+            sweep.tell_upcoming(Unit(conn, store, now(), origin=ORIGIN))
     return summary
 
 

@@ -3,18 +3,21 @@
 - a prepaid charge's later orders (`queued`, made when the charge was paid) are processed when
   their date comes: `success`, `processed_at`, `order/processed` (decisions §6.12, Prepaid);
 - an authorization still uncaptured 6 days after it was made fires `charge/uncaptured`, once
-  (decisions §6.7).
+  (decisions §6.7);
+- a queued charge and a prepaid order's queued order are told `charge/upcoming` and
+  `order/upcoming` the store's `upcoming_notice_days` ahead of their date (default 3; 0 tells
+  nothing), once per date: a charge moved to another date is told again (issue 14).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
-from sqlalchemy import and_, exists, select, update
+from sqlalchemy import Table, and_, exists, func, or_, select, update
 
 from rebill.models import charges, events, orders
 
-from ..charge.model import PENDING
+from ..charge.model import PENDING, QUEUED
 from ..unit import Unit
 
 UNCAPTURED_AFTER = timedelta(days=6)
@@ -38,6 +41,55 @@ def _uncaptured(unit: Unit) -> list[int]:
 def anything_due(unit: Unit) -> bool:
     """A read first: most runs of most stores have nothing here, and need no write."""
     return bool(_due_orders(unit) or _uncaptured(unit))
+
+
+def upcoming_due(unit: Unit) -> bool:
+    return bool(_untold(unit, charges) or _untold(unit, orders))
+
+
+def _untold_where(unit: Unit, table: Table) -> list[object]:
+    """Queued rows of the store whose date is coming and has not been told (a charge, or a
+    prepaid order's later order)."""
+    status = QUEUED if table is charges else "queued"
+    conditions = [table.c.store_id == unit.store_id, table.c.status == status,
+                  or_(table.c.upcoming_told_for.is_(None), table.c.upcoming_told_for != table.c.scheduled_at)]
+    if table is orders:
+        conditions.append(orders.c.is_prepaid.is_(True))
+    return conditions
+
+
+def _untold(unit: Unit, table: Table) -> list[int]:
+    days = unit.store.upcoming_notice_days
+    if days <= 0:
+        return []
+    today = unit.today
+    # NOTE: issue 14, told `days` ahead; a date already come is paid, not announced.
+    return list(unit.conn.execute(select(table.c.id).where(
+        *_untold_where(unit, table), table.c.scheduled_at > today,
+        table.c.scheduled_at <= today + timedelta(days=days))).scalars())
+
+
+def first_untold(unit: Unit, table: Table) -> date | None:
+    """The earliest date still to be told: its notice falls due ``upcoming_notice_days``
+    before it (domain/billing/due.py)."""
+    if unit.store.upcoming_notice_days <= 0:
+        return None
+    return unit.conn.execute(select(func.min(table.c.scheduled_at)).where(
+        *_untold_where(unit, table), table.c.scheduled_at > unit.today)).scalar()
+
+
+def tell_upcoming(unit: Unit) -> tuple[list[int], list[int]]:
+    """`charge/upcoming` and `order/upcoming` for what comes within the store's notice days;
+    returns the charges and orders told."""
+    told = []
+    for table, topic in ((charges, "charge/upcoming"), (orders, "order/upcoming")):
+        ids = _untold(unit, table)  # again inside the write: two runs never tell it twice
+        if ids:
+            unit.conn.execute(update(table).where(table.c.id.in_(ids))
+                              .values(upcoming_told_for=table.c.scheduled_at))
+            unit.record_many(topic, ids)
+        told.append(ids)
+    return told[0], told[1]
 
 
 def release_prepaid_orders(unit: Unit) -> list[int]:

@@ -26,6 +26,7 @@ from ..store import clock as store_clock
 from ..store import repository as store_repo
 from ..store.model import Store
 from ..unit import Unit, zone
+from ..webhook import delivery
 from . import due, run
 
 DAY = timedelta(days=1)
@@ -36,23 +37,30 @@ MOST_HOURS = MOST_DAYS * 24
 
 def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], store_id: int, *,
             days: int | None = None, to: date | None = None, hours: int | None = None,
-            progress: Callable[[date], None] | None = None) -> tuple[datetime, run.Summary]:
+            progress: Callable[[date], None] | None = None,
+            deliver: Callable[[Store], object] | None = None) -> tuple[datetime, run.Summary]:
     """Moves the store's clock by ``days`` x 24 h, to ``to`` at the same time of day, or by
     ``hours`` x 1 h; returns the store's new "now" and what the billing runs on the way did.
-    ``progress`` is told the store's date at each stop: each step it ran, and the end."""
+    ``progress`` is told the store's date at each stop: each step it ran, and the end.
+    ``deliver`` sends the store's due webhook deliveries (jobs/deliver.py ``drain_now``): each
+    stop's deliveries go out after its billing run, the retries of failed ones at the stops
+    where they fall due (issue 14: a sandbox store's test clock moves its retry schedule)."""
     store = _store(db, store_id)
     if not store.sandbox:
         raise Forbidden("Only a sandbox store can move its clock")
     start = now = real_now() + store_clock.offset(store)
     target, step = _target(store, now, days, to, hours)
+    sources = due.SOURCES + ([_deliveries] if deliver is not None else [])
     summary = run.Summary()
     while now < target:
         with db.read() as conn:
-            when = due.next_due(Unit(conn, store, now))
+            when = due.next_due(Unit(conn, store, now), sources)
         now = _stop(start, now, step, target, when)
         store = _set(db, store, now, real_now)
         if when is not None and when <= now:
             _work(db, gateway, store, real_now, summary)
+            if deliver is not None:
+                deliver(store)
         if progress is not None:
             progress(now.astimezone(zone(store.timezone)).date())
     return now, summary
@@ -68,6 +76,12 @@ def _stop(start: datetime, now: datetime, step: timedelta, target: datetime, whe
         return target
     steps = max(-((start - when) // step), (now - start) // step + 1)
     return min(start + steps * step, target)
+
+
+def _deliveries(unit: Unit) -> datetime | None:
+    """The store's next delivery attempt (its own source: only an advance that delivers stops
+    for it)."""
+    return delivery.next_due(unit.conn, unit.store_id)
 
 
 def _work(db: Database, gateway: Gateway, store: Store, real_now: Callable[[], datetime],

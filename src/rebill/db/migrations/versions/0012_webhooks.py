@@ -1,6 +1,7 @@
 """Webhooks (decisions §8, issue 14): subscriptions, the outbox of deliveries with their payloads
 and attempts; the event log's columns for `GET /events` (customer, source, updated attributes);
-the store's previous client secret and upcoming-notice days; and the `revisions` row that
+the store's previous client secret and upcoming-notice days, and the date each charge's and
+order's upcoming notice was told for; and the `revisions` row that
 triggers bump whenever a store or token changes (every process checks it before trusting its
 cache: http/auth.py).
 
@@ -74,6 +75,10 @@ def upgrade() -> None:
     for store_id, secret in conn.execute(sa.text("SELECT id, client_secret FROM stores")).all():
         conn.execute(sa.text("UPDATE stores SET client_secret = :s WHERE id = :id"),
                      {"s": _standard(secret), "id": store_id})
+
+    for table in ('charges', 'orders'):
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.add_column(sa.Column('upcoming_told_for', sa.Date(), nullable=True))
 
     with op.batch_alter_table('events', schema=None) as batch_op:
         batch_op.add_column(sa.Column('customer_id', ID, nullable=True))
@@ -195,6 +200,9 @@ def downgrade() -> None:
         batch_op.drop_column('token_id')
         batch_op.drop_column('origin')
         batch_op.drop_column('customer_id')
+    for table in ('charges', 'orders'):
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.drop_column('upcoming_told_for')
     with op.batch_alter_table('stores', schema=None) as batch_op:
         batch_op.drop_column('upcoming_notice_days')
         batch_op.drop_column('client_secret_rotated_at')
