@@ -121,7 +121,7 @@ class Call:
 
     def _unit(self, opened: AbstractContextManager[Connection]) -> Unit:
         now = store_clock.clock_for(self.store, self.services.clock.now)
-        return Unit(opened.__enter__(), self.store, now, opened.__exit__, origin="api", token_id=self.token.id)
+        return Unit(opened.__enter__(), self.store, now, opened.__exit__)
 
     # Requests ----------------------------------------------------------------------
 

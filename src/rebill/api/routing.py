@@ -35,6 +35,7 @@ from starlette.types import Message, Receive, Scope, Send
 from rebill.db.engine import retryable
 from rebill.db.loop_writer import WriterBusy
 from rebill.domain.store.model import API_VERSIONS
+from rebill.domain.unit import REQUEST_SOURCE
 from rebill.errors import (
     Forbidden,
     MethodNotAllowed,
@@ -222,6 +223,9 @@ class Api:
 
     async def _respond(self, operation: Operation, call: Call, ctx: RequestContext, send: Send) -> None:
         scope = call.scope
+        # Every change the handler makes is this token's (the events' `source`), in this task
+        # and in the worker thread it may run in (the context is copied there).
+        REQUEST_SOURCE.set(("api", ctx.token.id))
         try:
             try:
                 if self.services.db.inline_reads and not operation.calls_out:

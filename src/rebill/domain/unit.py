@@ -7,6 +7,7 @@ Services never commit; the request or job that opened the unit does (design guid
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
@@ -18,6 +19,11 @@ from .event import outbox
 from .store.model import Store
 from .webhook import fanout  # noqa: F401 - registers the fan-out of events to webhooks
 
+# The source of the changes made while a request runs (set by the API for its handler, whose
+# thread or task it follows): a change a token asked for is the token's, even when the code
+# that makes it is the billing run's (a manual process, a capture, a clock advance).
+REQUEST_SOURCE: ContextVar[tuple[str, int | None] | None] = ContextVar("rebill_request_source", default=None)
+
 
 @lru_cache(maxsize=64)
 def zone(name: str) -> ZoneInfo:
@@ -28,17 +34,21 @@ class Unit:
     __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id")
 
     def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime],
-                 release: Callable[..., bool | None] | None = None, *, origin: str = "system",
+                 release: Callable[..., bool | None] | None = None, *, origin: str | None = None,
                  token_id: int | None = None) -> None:
         """``now`` is the time of the request, or the clock to read it from on first use
         (most reads never need it). ``release`` ends the transaction when the unit is used
         as a context manager: it is the ``__exit__`` of whatever opened the connection.
-        ``origin`` and ``token_id`` say who made the changes (the `source` of their events)."""
+        ``origin`` and ``token_id`` say who made the changes (the `source` of their events),
+        unless a request is running: then they are the request's (``REQUEST_SOURCE``)."""
         self.conn = conn
         self.store = store
         self._now = now
         self._release = release
-        self.origin = origin
+        asked = REQUEST_SOURCE.get()
+        if asked is not None:
+            origin, token_id = asked
+        self.origin = origin or "system"
         self.token_id = token_id
 
     def __enter__(self) -> "Unit":
@@ -69,17 +79,21 @@ class Unit:
         return self.store.id
 
     def record_many(self, topic: str, resource_ids: list[int], *, with_id: bool = False,
-                    customer_ids: dict[int, int] | None = None) -> None:
+                    customer_ids: dict[int, int] | None = None,
+                    changed: dict[int, Iterable[str]] | None = None) -> None:
         """One event per id (the reconciler records thousands at a time); ``with_id`` stores
         ``{"id": ...}`` as a ``*/deleted`` event needs; ``customer_ids`` names the customer of
-        ids whose row may be gone (domain/event/customers.py finds the others)."""
+        ids whose row may be gone (domain/event/customers.py finds the others); ``changed``
+        names, per id, the fields its update changed (as ``record``'s ``changed``)."""
         if not resource_ids:
             return
         resource = topic.split("/", 1)[0]
         known = customer_ids or {}
+        names = changed or {}
         outbox.add(self.conn, (
             outbox.Pending(self.store, topic, resource, resource_id, {"id": resource_id} if with_id else None,
-                           known.get(resource_id), None, self.origin, self.token_id, self.now)
+                           known.get(resource_id), _sorted(names.get(resource_id)), self.origin, self.token_id,
+                           self.now)
             for resource_id in resource_ids))
 
     def record(self, topic: str, resource_id: int, data: dict[str, Any] | None = None, *,
@@ -88,4 +102,8 @@ class Unit:
         ``changed`` names the fields an update changed (the event's `updated_attributes`)."""
         outbox.buffer(self.conn).append(outbox.Pending(
             self.store, topic, topic.split("/", 1)[0], resource_id, data, customer_id,
-            tuple(sorted(changed)) if changed is not None else None, self.origin, self.token_id, self.now))
+            _sorted(changed), self.origin, self.token_id, self.now))
+
+
+def _sorted(names: Iterable[str] | None) -> tuple[str, ...] | None:
+    return tuple(sorted(names)) if names is not None else None
