@@ -1,13 +1,17 @@
 """What every command shares: the consoles, the ``--database`` option, opening the database
-the settings name, finding a store by name, and printing a refusal."""
+the settings name, finding a store by name, a unit of work for a change, and printing a
+refusal."""
 
 from __future__ import annotations
 
-from datetime import date
-from typing import NoReturn, Optional
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from sqlalchemy import Connection
 
 from rebill.db.engine import Database
@@ -16,6 +20,9 @@ from rebill.domain.store import repository as stores_repo
 from rebill.domain.store.model import Store
 from rebill.errors import ValidationFailed
 from rebill.settings import Settings
+
+if TYPE_CHECKING:
+    from rebill.domain.unit import Unit
 
 # Messages and progress go to stderr, results to stdout: `tokens create` can be captured alone.
 err = Console(stderr=True)
@@ -35,6 +42,17 @@ def open_database(database: str | None, *, migrate: bool = False) -> Database:
     if migrate:
         upgrade(url)
     return Database.from_url(url)
+
+
+# The widest line a table piped elsewhere may take (rich lays out up to this, then stops).
+WIDE = 1000
+
+
+def print_table(table: Table) -> None:
+    """A table on stdout: fitted to a terminal's width, and at its natural width anywhere else
+    (a pipe, a file), where folding it into 80 columns would split each row across lines that
+    grep cannot match."""
+    (out if out.is_terminal else Console(width=WIDE, highlight=False)).print(table)
 
 
 def stores_named(conn: Connection, name: str | None) -> list[Store]:
@@ -70,3 +88,29 @@ def date_option(value: str | None, option: str) -> date | None:
     except ValueError:
         err.print(f"[red]{option} must be a date (YYYY-MM-DD), not {value!r}[/red]")
         raise typer.Exit(2) from None
+
+
+def datetime_option(value: str, option: str) -> datetime:
+    """The moment an option names (YYYY-MM-DD or an ISO datetime; UTC unless it says otherwise);
+    exit 2 otherwise."""
+    try:
+        found = datetime.fromisoformat(value)
+    except ValueError:
+        err.print(f"[red]{option} must be a date or a datetime (YYYY-MM-DD[THH:MM[:SS][+HH:MM]]), not {value!r}[/red]")
+        raise typer.Exit(2) from None
+    return found.replace(tzinfo=UTC) if found.tzinfo is None else found
+
+
+@contextmanager
+def unit_for(db: Database, store_id: int) -> Iterator["Unit"]:
+    """A write unit of work for a change the operator asks for: in the store's time (a sandbox
+    store's test clock, so that what it schedules falls due on that clock), its events
+    recorded as the command line's (origin ``cli``)."""
+    from rebill.clock import SystemClock
+    from rebill.domain.store import clock as store_clock
+    from rebill.domain.unit import Unit
+    with db.write() as conn:
+        store = stores_repo.get(conn, store_id)
+        assert store is not None, "callers found the store's id in this database"
+        with Unit(conn, store, store_clock.clock_for(store, SystemClock().now), origin="cli") as unit:
+            yield unit

@@ -42,3 +42,10 @@ def get(conn: Connection, store_id: int, event_id: int) -> Event | None:
 def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:
     stmt = where(_select.where(events.c.store_id == store_id), FILTERS, query.filters)
     return fetch_page(conn, stmt, events, query, Event)
+
+
+def by_ids(conn: Connection, ids: list[int]) -> list[Event]:
+    """The events of ``ids`` of any store, in id order (`rebill events tail` reads across stores)."""
+    if not ids:
+        return []
+    return [Event(*row) for row in conn.execute(_select.where(events.c.id.in_(ids)).order_by(events.c.id))]

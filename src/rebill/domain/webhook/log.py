@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, and_, bindparam, func, select, update
 
@@ -168,3 +168,50 @@ def counts(unit: Unit, webhook_id: int) -> dict[str, Any]:
         d.c.store_id == unit.store_id, d.c.webhook_id == webhook_id).group_by(d.c.status)).all()
     found = {status: count for status, count in rows}
     return {status: found.get(status, 0) for status in (PENDING, SUCCEEDED, FAILED)}
+
+
+# The command line's reads (`rebill webhooks list | deliveries | replay | enable`): an operator
+# names webhooks and deliveries by id, across stores, and reads the log as one table.
+
+class LogLine(NamedTuple):
+    """A delivery as a row of the log table: with its webhook's address and its latest attempt."""
+
+    delivery: Delivery
+    address: str
+    last: Attempt | None
+
+
+def webhooks_of(conn: Connection, store_id: int | None = None) -> list[Webhook]:
+    """The webhooks of one store (of every store when None), by id."""
+    stmt = select(*columns_for(Webhook, webhooks.c)).order_by(webhooks.c.id)
+    if store_id is not None:
+        stmt = stmt.where(webhooks.c.store_id == store_id)
+    return [Webhook(*row) for row in conn.execute(stmt)]
+
+
+def store_id_of(conn: Connection, kind: str, found_id: int) -> int | None:
+    """The store a webhook or a delivery (``kind``) belongs to; None when there is none."""
+    table = {"webhook": webhooks, "delivery": d}[kind]
+    return conn.execute(select(table.c.store_id).where(table.c.id == found_id)).scalar()
+
+
+def log_lines(conn: Connection, *, store_id: int | None = None, webhook_id: int | None = None,
+              failing: bool = False, limit: int = 50) -> list[LogLine]:
+    """The newest ``limit`` deliveries first, in two queries whatever the limit. ``failing``:
+    those whose latest attempt failed, given up or waiting for their next retry: not
+    succeeded, with attempts (a replay sets them back to 0, and only an attempt fails one)."""
+    stmt = _select.add_columns(webhooks.c.address).join(webhooks, webhooks.c.id == d.c.webhook_id)
+    if store_id is not None:
+        stmt = stmt.where(d.c.store_id == store_id)
+    if webhook_id is not None:
+        stmt = stmt.where(d.c.webhook_id == webhook_id)
+    if failing:
+        stmt = stmt.where(d.c.status != SUCCEEDED, d.c.attempts > 0)
+    rows = conn.execute(stmt.order_by(d.c.id.desc()).limit(limit)).all()
+    found = [Delivery(*row[:-1]) for row in rows]
+    latest = (select(func.max(webhook_attempts.c.id))
+              .where(webhook_attempts.c.delivery_id.in_([x.id for x in found]))
+              .group_by(webhook_attempts.c.delivery_id))
+    last = {a.delivery_id: a for a in (Attempt(*row) for row in conn.execute(
+        _attempts.where(webhook_attempts.c.id.in_(latest))))} if found else {}
+    return [LogLine(delivery, row[-1], last.get(delivery.id)) for delivery, row in zip(found, rows)]
