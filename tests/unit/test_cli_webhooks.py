@@ -397,3 +397,18 @@ def test_webhooks_enable_lets_a_disabled_webhook_receive_and_replay_again(store_
     assert run("webhooks", "replay", str(delivery.id), "--database", store_db).exit_code == 0
     assert run("webhooks", "enable", "987654", "--database", store_db).exit_code == 2
     seeded.db.dispose()
+
+
+def test_clock_advance_sends_the_deliveries_that_fall_due_on_the_way(store_db):
+    """As the API's advance does: a retry schedule can be watched hour by hour."""
+    seeded = _seeded(store_db, "watching", customers=1)  # its receiver refuses connections
+    moved = run("clock", "advance", "--store", "watching", "--hours", "1", "--database", store_db)
+    assert moved.exit_code == 0, moved.output
+    [first] = _deliveries(seeded)
+    assert (first.status, first.attempts) == ("pending", 1) and first.next_attempt_at is not None
+    until_retry = first.next_attempt_at - first.last_attempt_at
+    hours = -(-until_retry // timedelta(hours=1))
+    assert run("clock", "advance", "--store", "watching", "--hours", str(hours), "--database", store_db).exit_code == 0
+    [second] = _deliveries(seeded)
+    assert second.attempts == 2, "the retry went out when the clock reached it"
+    seeded.db.dispose()

@@ -22,13 +22,16 @@ def clock_advance(
                                         "a webhook retry schedule step by step"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
-    """Move a sandbox store's clock forward (one of --days, --to, --hours), running every billing
-    that falls due on the way (decisions §6.11, §6.12). Other stores keep the real time."""
+    """Move a sandbox store's clock forward (one of --days, --to, --hours).
+
+    Every billing and webhook delivery attempt that falls due on the way runs at its moment
+    (decisions §6.11, §6.12), as the API's advance does. Other stores keep the real time."""
     from rich.progress import Progress
 
     from rebill.domain.billing import travel
     from rebill.domain.payment.sandbox import SandboxGateway
     from rebill.errors import ServiceError, ValidationFailed
+    from rebill.jobs.deliver import drain_now
     target = date_option(to, "--to")
     db = open_database(database)
     clock = SystemClock()
@@ -39,6 +42,7 @@ def clock_advance(
             task = progress.add_task("advancing", total=None)
             now, summary = travel.advance(db, SandboxGateway(db, clock.now), clock.now, found.id,
                                           days=days, to=target, hours=hours,
+                                          deliver=lambda moved: drain_now(db, clock.now, store_id=moved.id),
                                           progress=lambda day: progress.update(task, description=str(day)))
     except ValidationFailed as exc:
         fail(exc)  # e.g. two of --days, --to and --hours: each one named

@@ -120,7 +120,7 @@ def stores_secret(
 def stores_notices(
     name: str,
     days: Optional[int] = typer.Option(None, "--days", help="Days ahead of a charge or prepaid order to send "
-                                       "charge/upcoming and order/upcoming (0 to 60)"),
+                                       "charge/upcoming and order/upcoming (0 to 60; 0: none)"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Print the store's upcoming-notice days; --days N sets them first."""

@@ -94,8 +94,8 @@ NOTICE_DAYS = range(0, 61)
 
 def set_upcoming_notice_days(conn: Connection, now: datetime, store: Store, days: int) -> Store:
     """How many days before a charge or a prepaid order `charge/upcoming` and `order/upcoming`
-    are told (issue 14). 0 tells on the day itself; past 60 days a notice says little that
-    the schedule will still hold."""
+    are told (issue 14; domain/billing/sweep.py). 0 switches the notices off; past 60 days a
+    notice says little that the schedule will still hold."""
     if days not in NOTICE_DAYS:
         raise ValidationFailed.field("upcoming_notice_days",
                                      f"must be a whole number of days from {NOTICE_DAYS[0]} to {NOTICE_DAYS[-1]}")
