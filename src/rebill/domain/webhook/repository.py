@@ -9,7 +9,7 @@ from sqlalchemy import Connection, bindparam, delete, select, update
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
-from rebill.models import webhooks
+from rebill.models import stores, webhooks
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, fetch_page
@@ -41,6 +41,12 @@ def get(conn: Connection, store_id: int, webhook_id: int, *, lock: bool = False)
 def enabled(conn: Connection, store_id: int) -> list[list[Any]]:
     """(id, topic, api_version, included_objects) of every enabled webhook of the store."""
     return _enabled.all(conn, store_id=store_id)
+
+
+def lock_store(conn: Connection, store_id: int) -> None:
+    """Holds the store's row until the transaction ends. `NO KEY UPDATE`: rows being added
+    elsewhere in the store (their foreign keys take a key-share lock) do not wait for it."""
+    conn.execute(select(stores.c.id).where(stores.c.id == store_id).with_for_update(key_share=True))
 
 
 def taken(conn: Connection, store_id: int, address: str, topic: str, *, other_than: int = 0) -> bool:

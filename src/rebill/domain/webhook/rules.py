@@ -4,6 +4,7 @@ address (a sandbox store may also use http on its own machine, to receive on loc
 
 from __future__ import annotations
 
+import unicodedata
 from ipaddress import ip_address
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,13 +30,17 @@ def address_problem(address: str, *, sandbox: bool) -> str | None:
     """Why ``address`` cannot receive webhooks, or None."""
     if len(address) > MAX_ADDRESS:
         return f"must be at most {MAX_ADDRESS} characters"
-    if any(ord(c) <= 32 or ord(c) == 127 for c in address):
+    # Unicode's C (controls, format characters such as U+202E, unassigned) and Z (spaces,
+    # U+2028/U+2029) categories too: none belongs in a URL, and some change how one reads.
+    if any(unicodedata.category(c)[0] in "CZ" for c in address):
         return "must be a URL without spaces or control characters"
     try:
         parts = urlsplit(address)
         host = parts.hostname
-        parts.port  # noqa: B018 - raises on a port that is no number or out of range
+        port = parts.port  # raises on a port that is no number or out of range
     except ValueError:
+        return "must be a valid URL"
+    if port == 0:  # nothing listens on port 0
         return "must be a valid URL"
     if parts.scheme not in ("https", "http") or not host:
         return "must be an https URL"

@@ -33,7 +33,11 @@ def list_page(unit: Unit, query: ListQuery) -> PageResult:
 
 def _check(unit: Unit, values: dict[str, Any], version: str, other_than: int = 0) -> None:
     rules.check(values, version, sandbox=unit.store.sandbox)
-    # One subscription per address and topic: a second would send every event twice.
+    # One subscription per address and topic: a second would send every event twice. The
+    # store's row lock makes the look and the write one step, so that two identical requests
+    # at once (a client retrying) cannot both find the pair free (PostgreSQL; SQLite has one
+    # writer at a time).
+    repository.lock_store(unit.conn, unit.store_id)
     if repository.taken(unit.conn, unit.store_id, values["address"], values["topic"], other_than=other_than):
         raise ValidationFailed.field("address", TAKEN)
 
