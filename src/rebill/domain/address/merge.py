@@ -15,10 +15,11 @@ import msgspec
 
 from rebill.errors import Conflict, ValidationFailed
 
+from ..event import attributes
 from ..schedule.reconcile import replan
 from ..subscription import intervals
 from ..subscription import repository as items
-from ..subscription.model import ACTIVE, SUBSCRIPTION
+from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION
 from ..unit import Unit
 from . import repository, service
 from .model import Address
@@ -99,7 +100,7 @@ def merge(unit: Unit, command: AddressMerge) -> Address:
             if not items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes):
                 raise Conflict()
             items.move_skips(unit.conn, item.id, target.id)
-            unit.record(f"{kind}/updated", item.id)
+            unit.record(f"{kind}/updated", item.id, changed=attributes.differing(item, changes, API_NAMES[kind]))
     replan(unit, [target.id, *source_ids])
     if command.delete_sources:
         for source_id in source_ids:

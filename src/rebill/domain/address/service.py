@@ -11,6 +11,7 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 from ..charge import repository as charges
 from ..customer import repository as customers
 from ..discount import apply as discount_apply
+from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
 from ..money import format_amount
@@ -24,6 +25,8 @@ from .rules import check_location, check_presentment_currency
 from .verifier import AddressVerifier
 
 LOCATION = ("address1", "city", "country_code", "province", "zip")
+# Columns the head (2021-11) address names otherwise (the `updated_attributes` of its events).
+API_NAMES = {"discount_id": "discounts"}
 
 
 def get(unit: Unit, address_id: int) -> Address:
@@ -117,7 +120,7 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
         changes["updated_at"] = unit.now
         if not repository.update_address(unit.conn, unit.store_id, address_id, current.lock_version, changes):
             raise Conflict()
-        unit.record("address/updated", address_id)
+        unit.record("address/updated", address_id, changed=attributes.names(changes, API_NAMES))
         # The charges show the address, its shipping and its discount: they follow it.
         replan(unit, [address_id])
     return get(unit, address_id)
@@ -129,19 +132,21 @@ def delete(unit: Unit, address_id: int) -> None:
     # NOTE: decisions §4.7, an address with active subscriptions cannot be deleted.
     if items.active_count(unit.conn, unit.store_id, address_id=address_id):
         raise ValidationFailed({"subscriptions": ["Address has active subscriptions"]})
-    forget(unit, [address_id])
+    forget(unit, [address_id], current.customer_id)
     if not repository.delete_address(unit.conn, unit.store_id, address_id, current.lock_version):
         raise Conflict()
-    unit.record("address/deleted", address_id, {"id": address_id})
+    # The row is gone when the event is written: its customer is named here.
+    unit.record("address/deleted", address_id, {"id": address_id}, customer_id=current.customer_id)
 
 
-def forget(unit: Unit, address_ids: list[int]) -> None:
-    """What goes with deleted addresses, each with its event: their purchase items and their
-    queued and skipped charges (processed charges stay: money history is kept)."""
+def forget(unit: Unit, address_ids: list[int], customer_id: int) -> None:
+    """What goes with deleted addresses (all of ``customer_id``), each with its event: their
+    purchase items and their queued and skipped charges (processed charges stay: money history
+    is kept)."""
     subscription_ids: list[int] = []
     for kind in ("subscription", "onetime"):
         for item in items.of(unit.conn, unit.store_id, kind, address_ids=address_ids):
-            unit.record(f"{kind}/deleted", item.id, {"id": item.id})
+            unit.record(f"{kind}/deleted", item.id, {"id": item.id}, customer_id=customer_id)
             if kind == "subscription":
                 subscription_ids.append(item.id)
     open_charges = charges.of_addresses(unit.conn, unit.store_id, address_ids, ("queued", "skipped"))
@@ -152,9 +157,9 @@ def forget(unit: Unit, address_ids: list[int]) -> None:
     gone = [c.id for c in open_charges]
     charges.delete_many(unit.conn, unit.store_id, gone)
     for charge_id in gone:
-        unit.record("charge/deleted", charge_id, {"id": charge_id})
+        unit.record("charge/deleted", charge_id, {"id": charge_id}, customer_id=customer_id)
     # NOTE: decisions §7.6, the metafields of the addresses and of what goes with them.
-    metafields.forget(unit, address=address_ids, subscription=subscription_ids, charge=gone)
+    metafields.forget(unit, customer_id, address=address_ids, subscription=subscription_ids, charge=gone)
 
 
 def list_page(unit: Unit, query: ListQuery) -> PageResult:

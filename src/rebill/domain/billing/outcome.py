@@ -26,15 +26,18 @@ from rebill.models import charges, customers, payment_methods, purchase_items
 
 from ..address import repository as addresses
 from ..charge import repository as charge_repo
+from ..charge.model import API_NAMES as CHARGE_NAMES
 from ..charge.model import ERROR, PENDING, SUCCESS, Charge
 from ..customer import activity
 from ..discount import repository as discounts
+from ..event import attributes
 from ..order import repository as orders
 from ..payment.gateway import AUTHORIZED, CAPTURED, CARD_EXPIRED, CUSTOMER_NEEDS_TO_UPDATE_CARD, Result
 from ..schedule.dates import add_interval
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..subscription.model import ACTIVE, CANCELLED, EXPIRED, PROCESSED, SUBSCRIPTION, PurchaseItem
+from ..subscription.model import API_NAMES as ITEM_NAMES
 from ..unit import Unit
 from . import dunning
 
@@ -95,6 +98,8 @@ class _Batch:
         self.orders: list[tuple[Charge, list[PurchaseItem]]] = []
         self.valid_methods: set[int] = set()
         self.events: dict[str, list[int]] = defaultdict(list)
+        # The `updated_attributes` of the `*/updated` events, per topic and id.
+        self.changed: dict[str, dict[int, tuple[str, ...]]] = defaultdict(dict)
         self.refresh: set[int] = set()
         self.closing: list[Charge] = []
         # NOTE: decisions §7.5, one use per successful charge carrying a code (its redemption).
@@ -126,7 +131,7 @@ class _Batch:
                 row["orders_count"] = _orders_per_charge(held)
                 self.events["charge/paid"].append(charge.id)
             else:
-                self.events["charge/updated"].append(charge.id)
+                self._updated("charge", charge.id, attributes.differing(charge, _columns(row), CHARGE_NAMES))
             return Recorded(charge.id, row["status"], charge.total_price, charge.currency, retry=retry)
         attempts = row["charge_attempts"]
         next_try = dunning.retry_date(unit.store.dunning, attempts, unit.today)
@@ -164,14 +169,12 @@ class _Batch:
                 after = _next_date(charge, item)
                 row.update(charges_count=item.charges_count + 1,
                            cancelled_next_date=max(item.cancelled_next_date or after, after) if after else None)
-                self.events["subscription/updated"].append(item.id)
-                self.items.append(row)
+                self._item_updated(item, row)
                 continue
             if item.status != ACTIVE:
                 continue
             if item.kind != SUBSCRIPTION:
                 row["status"] = PROCESSED
-                self.events["onetime/updated"].append(item.id)
             else:
                 row.update(charges_count=item.charges_count + 1, max_retries_reached=False)
                 limit = item.expire_after_specific_number_of_charges
@@ -185,8 +188,15 @@ class _Batch:
                     self.refresh.add(item.customer_id)
                 else:
                     row["next_charge_scheduled_at"] = after
-                self.events["subscription/updated"].append(item.id)
-            self.items.append(row)
+            self._item_updated(item, row)
+
+    def _item_updated(self, item: PurchaseItem, row: dict[str, Any]) -> None:
+        self.items.append(row)
+        self._updated(item.kind, item.id, attributes.differing(item, _columns(row), ITEM_NAMES[item.kind]))
+
+    def _updated(self, resource: str, resource_id: int, changed: tuple[str, ...]) -> None:
+        self.events[f"{resource}/updated"].append(resource_id)
+        self.changed[f"{resource}/updated"][resource_id] = changed
 
     def write(self) -> None:
         unit = self.unit
@@ -207,7 +217,7 @@ class _Batch:
         self.events["order/created"] += made
         self.events["order/processed"] += [o for o, k in zip(made, self._sequences()) if k == 0]
         for topic, ids in self.events.items():
-            unit.record_many(topic, ids)
+            unit.record_many(topic, ids, changed=self.changed.get(topic))
         for charge in self.closing:
             _close(unit, charge)
         for customer_id in self.refresh:
@@ -227,6 +237,11 @@ _ITEM_ADVANCE = Prepared(update(purchase_items).where(purchase_items.c.id == bin
     {name: bindparam(name) for name in ("status", "charges_count", "last_charge_date", "max_retries_reached",
                                         "next_charge_scheduled_at", "cancelled_next_date", "updated_at")}
     | {"lock_version": purchase_items.c.lock_version + 1}))
+
+
+def _columns(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of the statements above without its key (``_id``): the columns it sets."""
+    return {k: v for k, v in row.items() if k != "_id"}
 
 
 def _next_date(charge: Charge, item: PurchaseItem) -> date | None:
@@ -265,7 +280,7 @@ def _update_item(unit: Unit, item: PurchaseItem, changes: dict[str, Any], topic:
     changes["updated_at"] = unit.now
     # The address lock is held: nothing else writes this item now, so its version holds.
     items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes)
-    unit.record(topic, item.id)
+    unit.record(topic, item.id, changed=attributes.differing(item, changes, ITEM_NAMES[item.kind]))
 
 
 def _applied_to_charges(unit: Unit, paid: list[Charge]) -> dict[int, dict[date, int]]:

@@ -9,6 +9,7 @@ import msgspec
 
 from rebill.errors import NotFound, ValidationFailed
 
+from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..unit import Unit
 from . import repository
@@ -67,6 +68,11 @@ def insert_plan(unit: Unit, values: dict[str, Any]) -> int:
     return plan_id
 
 
+# The plan's columns the head (2021-11) plan does not show: its product is shown by
+# `external_product_id`, which changes with it.
+API_NAMES: dict[str, str | None] = {"product_id": None}
+
+
 def write_changes(unit: Unit, current: Plan, values: dict[str, Any]) -> bool:
     """Store what differs from ``current``; records ``plan/updated`` when something did."""
     changes = {k: v for k, v in values.items() if getattr(current, k) != v}
@@ -74,7 +80,7 @@ def write_changes(unit: Unit, current: Plan, values: dict[str, Any]) -> bool:
         return False
     changes["updated_at"] = unit.now
     repository.update_plan(unit.conn, unit.store_id, current.id, changes)
-    unit.record("plan/updated", current.id)
+    unit.record("plan/updated", current.id, changed=attributes.names(changes, API_NAMES))
     return True
 
 

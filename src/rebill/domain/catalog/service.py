@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from rebill.errors import NotFound, ValidationFailed
 
+from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..money import minor_digits, quantize
 from ..unit import Unit
@@ -163,7 +164,10 @@ def change_product(unit: Unit, current: Product, changes: dict[str, Any], *, tou
         changes["variants"] = repository.stored_variants(changes["variants"])
     changes["updated_at"] = unit.now
     repository.update_product(unit.conn, unit.store_id, current.id, changes)
-    unit.record("product/updated", current.id, {"external_product_id": current.external_product_id})
+    # The product's fields are named as the head (2021-11) product names them; a touch alone
+    # (its plans changed) changes none of them.
+    unit.record("product/updated", current.id, {"external_product_id": current.external_product_id},
+                changed=attributes.names(changes))
     return True
 
 

@@ -24,6 +24,7 @@ from ..address import repository as addresses
 from ..customer import repository as customers
 from ..discount import repository as discounts
 from ..discount.terms import Terms
+from ..event import attributes
 from ..metafield import service as metafields
 from ..schedule.plan import build_charge
 from ..schedule.reconcile import billing_of
@@ -31,7 +32,7 @@ from ..store import repository as stores
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
-from .model import ERROR
+from .model import API_NAMES, ERROR
 
 # What the items and the code change; the rest of an errored charge stays.
 MONEY = ("line_items", "tax_lines", "discounts", "discount_id", "subtotal_price", "total_discounts",
@@ -61,7 +62,9 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
     billing = customers.billing_addresses(unit.conn, unit.store_id, [c.customer_id for c in found])
     held = items.many(unit.conn, unit.store_id,  # every item of every charge: one query
                       sorted({i for c in found for i in c.purchase_item_ids if i not in leaving}))
-    rows, gone, removed = [], [], []
+    rows, removed = [], []
+    gone: dict[int, int] = {}  # the charges left empty, and their customers
+    names: dict[int, tuple[str, ...]] = {}  # the `updated_attributes` of each charge rewritten
     for charge in found:
         address = places.get(charge.address_id)
         if address is None:
@@ -69,17 +72,20 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
         removed += [(charge.id, i) for i in charge.purchase_item_ids if i in leaving]
         kept = [held[i] for i in charge.purchase_item_ids if i in held]
         if not kept:
-            gone.append(charge.id)
+            gone[charge.id] = charge.customer_id
             continue
         code = codes.get(charge.discount_id)
         terms = Terms.of(code, address.presentment_currency) if code is not None else None
         planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,
                                ERROR, kept, terms)
-        rows.append({**{name: planned.values[name] for name in MONEY}, "charge_id": charge.id,
-                     "updated_at": unit.now})
+        money = {name: planned.values[name] for name in MONEY}
+        names[charge.id] = attributes.differing(charge, money, API_NAMES)
+        rows.append({**money, "charge_id": charge.id, "updated_at": unit.now})
     repository.change_items(unit.conn, unit.store_id, [], removed)
     repository.update_many(unit.conn, (*MONEY, "updated_at"), rows)
-    unit.record_many("charge/updated", [row["charge_id"] for row in rows])
-    repository.delete_many(unit.conn, unit.store_id, gone)
-    unit.record_many("charge/deleted", gone, with_id=True)
-    metafields.forget(unit, charge=gone)  # NOTE: decisions §7.6
+    unit.record_many("charge/updated", [row["charge_id"] for row in rows], changed=names)
+    repository.delete_many(unit.conn, unit.store_id, list(gone))
+    # The rows are gone when the events are written: their customers are named here.
+    unit.record_many("charge/deleted", list(gone), with_id=True, customer_ids=gone)
+    # NOTE: decisions §7.6
+    metafields.forget(unit, {("charge", c): owner for c, owner in gone.items()}, charge=list(gone))

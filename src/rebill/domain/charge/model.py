@@ -16,6 +16,12 @@ STATUSES = (SUCCESS, ERROR, QUEUED, SKIPPED, REFUNDED, PARTIALLY_REFUNDED, "pend
 OPEN = (QUEUED, SKIPPED, ERROR)
 # NOTE: decisions §6.9, processed charges (and only they) fall out of sight after 90 days.
 PROCESSED = (SUCCESS, REFUNDED, PARTIALLY_REFUNDED)
+# Columns the head (2021-11) charge names otherwise, or does not show (None): the names of a
+# `charge/updated` event's `updated_attributes` (domain/event/attributes.py).
+API_NAMES: dict[str, str | None] = {
+    "customer_id": "customer", "discount_id": "discounts", "total_shipping": "shipping_lines",
+    "authorized_at": None, "payment_method_id": None,
+}
 
 
 class Charge(msgspec.Struct):

@@ -10,12 +10,13 @@ from typing import Any
 from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..address import repository as addresses
+from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..schedule.dates import add_interval, occurrences
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..subscription.intervals import check_room, has_room
-from ..subscription.model import ACTIVE, SUBSCRIPTION, PurchaseItem
+from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION, PurchaseItem
 from ..unit import Unit
 from . import repository
 from .model import ERROR, OPEN, QUEUED, SKIPPED, Charge
@@ -167,7 +168,8 @@ def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
                 check_room("next_charge_date", when, item.order_interval_unit, item.charge_interval_frequency,
                            changes.get("anchor_day", item.anchor_day))
             items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes)
-            unit.record(f"{item.kind}/updated", item.id)
+            unit.record(f"{item.kind}/updated", item.id,
+                        changed=attributes.differing(item, changes, API_NAMES[item.kind]))
     result = replan(unit, [charge.address_id], moved={(charge.address_id, charge.scheduled_at): when})
     return get(unit, result[(charge.address_id, when, QUEUED)])
 

@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from rebill.errors import NotFound, ValidationFailed
 
 from ..address import repository as addresses
+from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
 from ..subscription import repository as items
@@ -133,7 +134,9 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
             repository.update_customer(unit.conn, unit.store_id, customer_id, changes)
         except IntegrityError as exc:
             raise _email_race(exc) from None
-        unit.record("customer/updated", customer_id)
+        # The head names are the column names (`billing_address`: the 2021-01 `billing_*`
+        # fields, one document, with no 2021-11 field of its own).
+        unit.record("customer/updated", customer_id, changed=attributes.names(changes))
         if "billing_address" in changes:
             # The customer's billing address is the billing address of its queued charges.
             from ..schedule.reconcile import replan
@@ -151,9 +154,9 @@ def delete(unit: Unit, customer_id: int) -> None:
     # The addresses go with the customer, each with its event: deleted explicitly rather
     # than by the foreign-key cascade, so the events name exactly the rows removed.
     from ..address.service import forget
-    forget(unit, addresses.ids_of_customer(unit.conn, unit.store_id, customer_id))
+    forget(unit, addresses.ids_of_customer(unit.conn, unit.store_id, customer_id), customer_id)
     for address_id in addresses.delete_of_customer(unit.conn, unit.store_id, customer_id):
-        unit.record("address/deleted", address_id, {"id": address_id})
+        unit.record("address/deleted", address_id, {"id": address_id}, customer_id=customer_id)
     repository.delete_customer(unit.conn, unit.store_id, customer_id)
     unit.record("customer/deleted", customer_id, {"id": customer_id})
     metafields.forget(unit, customer=[customer_id])

@@ -63,7 +63,7 @@ def _set_address_discount(unit: Unit, address: Address, discount_id: int | None)
     if not addresses.update_address(unit.conn, unit.store_id, address.id, address.lock_version,
                                     {"discount_id": discount_id, "updated_at": unit.now}):
         raise Conflict()
-    unit.record("address/updated", address.id)
+    unit.record("address/updated", address.id, changed=("discounts",))
     replan(unit, [address.id])
 
 

@@ -14,6 +14,7 @@ from rebill.errors import NotFound, ValidationFailed, add_error
 from ..address import repository as addresses
 from ..charge import errored
 from ..charge.model import ERROR, QUEUED
+from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..money import places_problem
 from ..schedule.reconcile import replan
@@ -36,6 +37,10 @@ from .model import (
     DiscountUpdate,
     channels,
 )
+
+# Stored columns the head (2021-11) discount names otherwise (its nested `usage_limits`): the
+# names of an update's `updated_attributes`.
+API_NAMES = {"usage_limit": "usage_limits"}
 
 # NOTE: spec 02 Discount status table: the transitions an update may make.
 TRANSITIONS = {ENABLED: {DISABLED, FULLY_DISABLED}, DISABLED: {ENABLED, FULLY_DISABLED}, FULLY_DISABLED: {ENABLED}}
@@ -187,7 +192,7 @@ def update(unit: Unit, discount_id: int, command: DiscountUpdate) -> Discount:
         return _shown(unit, current)
     changes["updated_at"] = unit.now
     repository.update_discount(unit.conn, unit.store_id, discount_id, changes)
-    unit.record("discount/updated", discount_id)
+    unit.record("discount/updated", discount_id, changed=attributes.names(changes, API_NAMES))
     if changes.get("status") == FULLY_DISABLED:
         fully_disable(unit, discount_id)
     return get(unit, discount_id)
@@ -199,7 +204,7 @@ def fully_disable(unit: Unit, discount_id: int) -> None:
     processed ones). Re-enabling later gives nothing back."""
     address_ids, touched = _touched(unit, discount_id)
     repository.clear_addresses(unit.conn, unit.store_id, discount_id, unit.now)
-    unit.record_many("address/updated", address_ids)
+    unit.record_many("address/updated", address_ids, changed=dict.fromkeys(address_ids, ("discounts",)))
     repository.remove_charge_inputs_of(unit.conn, unit.store_id, discount_id)
     replan(unit, sorted(touched))
     errored.recompute(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)),

@@ -34,6 +34,14 @@ def _lookup(conn: Connection, table: Table, store_id: int, ids: set[int]) -> dic
     return found
 
 
+def customer_of_owner(conn: Connection, store_id: int, resource: str, owner_id: int) -> int | None:
+    """The customer a metafield's owner belongs to (itself for a customer), if any."""
+    if resource == "customer":
+        return owner_id
+    table = _TABLES.get(resource)
+    return None if table is None else _lookup(conn, table, store_id, {owner_id}).get(owner_id)
+
+
 def _metafield_owners(conn: Connection, store_id: int, ids: set[int]) -> dict[int, int]:
     rows = conn.execute(select(metafields.c.id, metafields.c.owner_resource, metafields.c.owner_id).where(
         metafields.c.store_id == store_id, metafields.c.id.in_(sorted(ids)))).all()

@@ -75,16 +75,16 @@ def delete_metafield(conn: Connection, store_id: int, metafield_id: int) -> None
     conn.execute(delete(metafields).where(metafields.c.id == metafield_id, metafields.c.store_id == store_id))
 
 
-def delete_of_owners(conn: Connection, store_id: int, owners: dict[str, list[int]]) -> list[int]:
+def delete_of_owners(conn: Connection, store_id: int, owners: dict[str, list[int]]) -> list[tuple[int, str, int]]:
     """Delete the metafields of every (resource, ids) in ``owners`` in one statement; returns
-    the ids deleted."""
+    (id, owner resource, owner id) of each row deleted, by id."""
     wanted = [and_(metafields.c.owner_resource == resource, metafields.c.owner_id.in_(sorted(set(ids))))
               for resource, ids in owners.items() if ids]
     if not wanted:
         return []
     stmt = (delete(metafields).where(metafields.c.store_id == store_id, or_(*wanted))
-            .returning(metafields.c.id))
-    return sorted(conn.execute(stmt).scalars())
+            .returning(metafields.c.id, metafields.c.owner_resource, metafields.c.owner_id))
+    return sorted((row.id, row.owner_resource, row.owner_id) for row in conn.execute(stmt))
 
 
 def _filtered(store_id: int, filters: dict[str, Any]) -> Any:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -10,6 +11,8 @@ from sqlalchemy.exc import IntegrityError
 
 from rebill.errors import NotFound, ValidationFailed
 
+from ..event import attributes
+from ..event.customers import customer_of_owner
 from ..listing import ListQuery, PageResult
 from ..unit import Unit
 from . import owners, repository
@@ -126,19 +129,32 @@ def update(unit: Unit, metafield_id: int, command: MetafieldUpdate) -> Metafield
         repository.update_metafield(unit.conn, unit.store_id, metafield_id, changes)
     except IntegrityError as exc:
         raise _duplicate(exc) from None
-    unit.record("metafield/updated", metafield_id)
+    unit.record("metafield/updated", metafield_id, changed=attributes.names(changes))
     return get(unit, metafield_id)
 
 
 def delete(unit: Unit, metafield_id: int) -> None:
-    if repository.get(unit.conn, unit.store_id, metafield_id, lock=True) is None:
+    current = repository.get(unit.conn, unit.store_id, metafield_id, lock=True)
+    if current is None:
         raise NotFound()
+    # The row is gone when the event is written: its owner's customer is found now.
+    customer_id = customer_of_owner(unit.conn, unit.store_id, current.owner_resource, current.owner_id)
     repository.delete_metafield(unit.conn, unit.store_id, metafield_id)
-    unit.record("metafield/deleted", metafield_id, {"id": metafield_id})
+    unit.record("metafield/deleted", metafield_id, {"id": metafield_id}, customer_id=customer_id)
 
 
-def forget(unit: Unit, **owners_by_resource: list[int]) -> None:
+def forget(unit: Unit, customers: int | Mapping[tuple[str, int], int] | None = None, /,
+           **owners_by_resource: list[int]) -> None:
     """NOTE: decisions §7.6, deleting an owner deletes its metafields: called by the owners'
-    delete paths in their own transaction, one statement and one event insert for all."""
+    delete paths in their own transaction, one statement and one event insert for all.
+    ``customers`` names the owners' customer, whose rows may be gone when the events are
+    written: one customer for all of them, or per (resource, owner id)."""
     gone = repository.delete_of_owners(unit.conn, unit.store_id, owners_by_resource)
-    unit.record_many("metafield/deleted", gone, with_id=True)
+    known: dict[int, int] = {}
+    for metafield_id, resource, owner_id in gone:
+        found = (owner_id if resource == "customer" else customers if isinstance(customers, int)
+                 else (customers or {}).get((resource, owner_id)))
+        if found is not None:
+            known[metafield_id] = found
+    unit.record_many("metafield/deleted", [metafield_id for metafield_id, _, _ in gone], with_id=True,
+                     customer_ids=known)

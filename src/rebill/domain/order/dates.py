@@ -51,7 +51,7 @@ def delay(unit: Unit, order_id: int) -> Order:
 
 def _move(unit: Unit, order: Order, when: date) -> None:
     repository.update_order(unit.conn, unit.store_id, order.id, {"scheduled_at": when, "updated_at": unit.now})
-    unit.record("order/updated", order.id)
+    unit.record("order/updated", order.id, changed=("scheduled_at",))
 
 
 def _cadence(unit: Unit, order: Order) -> PurchaseItem:

@@ -13,6 +13,7 @@ from rebill.errors import NotFound, ValidationFailed
 
 from ..address.rules import check_location
 from ..address.verifier import AddressVerifier
+from ..event import attributes
 from ..geo import country
 from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
@@ -80,7 +81,7 @@ def update(unit: Unit, verifier: AddressVerifier, order_id: int, command: OrderU
     if changes:
         # NOTE: an update that changes nothing records no event (docs/api-choices.md).
         repository.update_order(unit.conn, unit.store_id, order_id, {**changes, "updated_at": unit.now})
-        unit.record("order/updated", order_id)
+        unit.record("order/updated", order_id, changed=attributes.names(changes))
     return get(unit, order_id)
 
 
@@ -92,8 +93,9 @@ def delete(unit: Unit, order_id: int) -> None:
         raise ValidationFailed.field("status", f"only a queued or cancelled order can be deleted; this one is "
                                                f"{current.status}")
     repository.delete_order(unit.conn, unit.store_id, order_id)
-    unit.record("order/deleted", order_id, {"id": order_id})
-    metafields.forget(unit, order=[order_id])  # NOTE: decisions §7.6
+    # The row is gone when the events are written: its customer is named here.
+    unit.record("order/deleted", order_id, {"id": order_id}, customer_id=current.customer_id)
+    metafields.forget(unit, current.customer_id, order=[order_id])  # NOTE: decisions §7.6
 
 
 def clone(unit: Unit, order_id: int, when: date) -> Order:

@@ -17,10 +17,11 @@ from typing import Any
 
 from ..address import repository as addresses
 from ..charge import repository as charges
-from ..charge.model import ERROR, OPEN, Charge
+from ..charge.model import API_NAMES, ERROR, OPEN, Charge
 from ..customer import repository as customers
 from ..discount import inputs as discount_inputs
 from ..discount import repository as discounts
+from ..event import attributes
 from ..metafield import service as metafields
 from ..store import repository as stores
 from ..subscription import repository as items
@@ -166,6 +167,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     item_pairs: list[tuple[int, int]] = []
     removed: list[tuple[int, int]] = []
     rewritten: list[dict[str, Any]] = []
+    names: dict[int, tuple[str, ...]] = {}  # the `updated_attributes` of each rewritten charge
     result: dict[Key, int] = {}
     for plan in planned:
         charge = taken.get(plan.key)
@@ -173,7 +175,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
             inserts.append(plan)
             continue
         result[plan.key] = charge.id
-        changed = any(getattr(charge, k) != v for k, v in plan.values.items())
+        changed = [k for k, v in plan.values.items() if getattr(charge, k) != v]
         extra: dict[str, Any] = {}
         if plan.key in merged_into:
             extra["merged_at"] = unit.now
@@ -181,9 +183,13 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
             extra["original_scheduled_at"] = charge.scheduled_at
         if extra:
             charges.update_one(unit.conn, unit.store_id, charge.id, extra)
-        if changed or extra or charge.has_uncommitted_changes:
+            changed.extend(extra)
+        if charge.has_uncommitted_changes:
+            changed.append("has_uncommitted_changes")
+        if changed:
             rewritten.append({**plan.values, "charge_id": charge.id, "has_uncommitted_changes": False,
                               "updated_at": unit.now})
+            names[charge.id] = attributes.names(changed, API_NAMES)
         if charge.purchase_item_ids != plan.item_ids:
             before, after = set(charge.purchase_item_ids), set(plan.item_ids)
             item_pairs += [(charge.id, item_id) for item_id in sorted(after - before)]
@@ -191,12 +197,15 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     # Every changed charge gets the whole plan in one statement (the unchanged columns are
     # written with the values they have).
     charges.update_many(unit.conn, REWRITTEN, rewritten)
-    unit.record_many("charge/updated", [row["charge_id"] for row in rewritten])
+    unit.record_many("charge/updated", [row["charge_id"] for row in rewritten], changed=names)
 
-    gone = [c.id for c in stored if c.id not in used]
+    # The rows are gone when the events are written: their customers are named here.
+    owners = {c.id: c.customer_id for c in stored if c.id not in used}
+    gone = list(owners)
     charges.delete_many(unit.conn, unit.store_id, gone)
-    unit.record_many("charge/deleted", gone, with_id=True)
-    metafields.forget(unit, charge=gone)  # NOTE: decisions §7.6, one statement for all
+    unit.record_many("charge/deleted", gone, with_id=True, customer_ids=owners)
+    # NOTE: decisions §7.6, one statement for all
+    metafields.forget(unit, {("charge", c): owner for c, owner in owners.items()}, charge=gone)
 
     new_ids = charges.insert_many(unit.conn, [_new_row(unit, plan, None) for plan in inserts])
     for plan, charge_id in zip(inserts, new_ids):

@@ -10,10 +10,11 @@ from rebill.errors import Conflict, ValidationFailed
 from ..charge import errored
 from ..charge import repository as charges
 from ..customer import activity
+from ..event import attributes
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
-from .model import ACTIVE, CANCELLED, EXPIRED, PurchaseItem
+from .model import ACTIVE, API_NAMES, CANCELLED, EXPIRED, PurchaseItem
 from .service import address_for, get, locked
 
 
@@ -21,7 +22,7 @@ def _save(unit: Unit, current: PurchaseItem, changes: dict[str, object], topic: 
     changes["updated_at"] = unit.now
     if not repository.update_item(unit.conn, unit.store_id, current.id, current.lock_version, changes):
         raise Conflict()
-    unit.record(topic, current.id)
+    unit.record(topic, current.id, changed=attributes.differing(current, changes, API_NAMES[current.kind]))
 
 
 def cancel(unit: Unit, subscription_id: int, reason: str, comments: str | None) -> PurchaseItem:

@@ -15,6 +15,14 @@ ACTIVE, CANCELLED, EXPIRED = "active", "cancelled", "expired"
 # A one-time item is `active` until its charge is processed, then `processed`.
 PROCESSED = "processed"
 
+# The columns the head (2021-11) purchase items do not show: left out of an update's
+# `updated_attributes` (domain/event/attributes.py). A one-time item's status only ever
+# becomes `processed`, which 2021-11 does not show (its `is_cancelled` stays false).
+_NOT_SHOWN: dict[str, str | None] = dict.fromkeys(
+    ("anchor_day", "cancelled_next_date", "charges_count", "last_charge_date", "grams", "taxable",
+     "requires_shipping", "images"))
+API_NAMES: dict[str, dict[str, str | None]] = {SUBSCRIPTION: _NOT_SHOWN, ONETIME: {**_NOT_SHOWN, "status": None}}
+
 
 class PurchaseItem(msgspec.Struct):
     """Positional, in the column order of ``models.purchase_items`` (db/rows.py)."""

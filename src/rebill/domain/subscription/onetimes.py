@@ -6,11 +6,12 @@ import msgspec
 
 from rebill.errors import Conflict, ValidationFailed
 
+from ..event import attributes
 from ..money import places_problem, quantize
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
-from .model import ACTIVE, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
+from .model import ACTIVE, API_NAMES, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
 from .service import _check_quantity, address_for, catalog_values, get, locked, swap_values
 
 
@@ -51,6 +52,6 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, onetime_id, current.lock_version, changes):
             raise Conflict()
-        unit.record("onetime/updated", onetime_id)
+        unit.record("onetime/updated", onetime_id, changed=attributes.names(changes, API_NAMES[ONETIME]))
         replan(unit, [current.address_id])
     return get(unit, onetime_id, ONETIME)

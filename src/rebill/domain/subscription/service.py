@@ -16,6 +16,7 @@ from ..catalog import service as catalog
 from ..charge import errored
 from ..charge import repository as charges
 from ..customer import activity
+from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
 from ..money import places_problem, quantize
@@ -24,7 +25,7 @@ from ..schedule.reconcile import replan
 from ..store import clock as store_clock
 from ..unit import Unit, zone
 from . import intervals, repository
-from .model import ACTIVE, EXPIRED, SUBSCRIPTION, PurchaseItem, SubscriptionCreate, SubscriptionUpdate
+from .model import ACTIVE, API_NAMES, EXPIRED, SUBSCRIPTION, PurchaseItem, SubscriptionCreate, SubscriptionUpdate
 
 MAX_QUANTITY = 1_000_000
 
@@ -270,7 +271,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, subscription_id, current.lock_version, changes):
             raise Conflict()
-        unit.record("subscription/updated", subscription_id)
+        unit.record("subscription/updated", subscription_id, changed=attributes.names(changes, API_NAMES[SUBSCRIPTION]))
         if expires:
             activity.refresh(unit, current.customer_id)
         if not command.commit:
@@ -288,9 +289,10 @@ def delete(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION, *, replan
     # A charge in retry holding it must not take its money (domain/charge/errored.py).
     errored.recompute(unit, errored.holding(unit, subscription_id), leaving={subscription_id})
     repository.delete_item(unit.conn, unit.store_id, subscription_id)
-    unit.record(f"{kind}/deleted", subscription_id, {"id": subscription_id})
+    # The row is gone when the events are written: its customer is named here.
+    unit.record(f"{kind}/deleted", subscription_id, {"id": subscription_id}, customer_id=current.customer_id)
     if kind == SUBSCRIPTION:
-        metafields.forget(unit, subscription=[subscription_id])  # NOTE: decisions §7.6
+        metafields.forget(unit, current.customer_id, subscription=[subscription_id])  # NOTE: decisions §7.6
         activity.refresh(unit, current.customer_id)
     if replan_now:
         replan(unit, [current.address_id])
