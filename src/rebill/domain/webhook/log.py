@@ -34,7 +34,7 @@ from rebill.models import (
 from ..filters import Filter, where
 from ..listing import ListQuery, PageResult, fetch_page
 from ..unit import Unit
-from . import fanout, service
+from . import fanout, repository, service
 from .model import FAILED, PENDING, SUCCEEDED, Attempt, Delivery, Webhook
 from .topics import is_deleted, resource_of
 
@@ -118,7 +118,11 @@ def replay_failed(unit: Unit, since: datetime, webhook_id: int | None = None) ->
     their ids. Those of disabled webhooks are left: enabling a webhook comes first."""
     conditions = [d.c.store_id == unit.store_id, d.c.status == FAILED, d.c.created_at >= since]
     if webhook_id is not None:
-        if service.get(unit, webhook_id).disabled_at is not None:
+        # An id the body names that is not the store's is a bad field (422), as everywhere.
+        named = repository.get(unit.conn, unit.store_id, webhook_id)
+        if named is None:
+            raise ValidationFailed.field("webhook_id", "webhook not found")
+        if named.disabled_at is not None:
             raise ValidationFailed.field("webhook_id", "the webhook is disabled: enable it before replaying")
         conditions.append(d.c.webhook_id == webhook_id)
     ids = list(unit.conn.execute(select(d.c.id).join(webhooks, webhooks.c.id == d.c.webhook_id)
