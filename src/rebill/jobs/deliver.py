@@ -16,9 +16,10 @@ import asyncio
 import logging
 import os
 import socket
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
@@ -29,11 +30,18 @@ from rebill.domain.webhook.delivery import Outcome, Outgoing
 from rebill.domain.webhook.sender import HttpSender, Sender
 
 logger = logging.getLogger("rebill.webhooks")
+# How long the loop lets attempts finish before it records them and looks again.
+SETTLE_SECONDS = 0.003
 
 
+@lru_cache(maxsize=4096)
 def receiver(address: str) -> tuple[str, str, int | None]:
+    """Who receives at ``address``: deliveries in flight are counted per scheme, host and port."""
     parts = urlsplit(address)
     return parts.scheme, (parts.hostname or ""), parts.port
+
+
+Receiver = tuple[str, str, int | None]
 
 
 class DeliveryRunner:
@@ -45,8 +53,11 @@ class DeliveryRunner:
         self.limit, self.per_receiver, self.lease, self.batch = in_flight, per_receiver, lease, batch
         self.poll_seconds = poll_seconds
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        self._busy: Counter[tuple[str, str, int | None]] = Counter()
-        self._held: set[int] = set()
+        self._busy: Counter[Receiver] = Counter()  # attempts in flight, per receiver
+        # Claimed and waiting for a slot of their receiver: a finished attempt starts the next
+        # at once, without waiting for the database (the look that claims more runs beside).
+        self._queued: dict[Receiver, deque[tuple[Outgoing, list[str]]]] = defaultdict(deque)
+        self._held: set[int] = set()  # claimed by this runner and not yet recorded
         self._tasks: set[asyncio.Task[None]] = set()
         self._done: list[tuple[Outgoing, Outcome]] = []
         self._wake: asyncio.Event | None = None
@@ -68,7 +79,7 @@ class DeliveryRunner:
     # The loop --------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Until cancelled: look, send what is due, wait to be nudged or for the next poll."""
+        """Until cancelled: record, look, send what is due, wait to be nudged or for the next poll."""
         self._start()
         fanout.on_new_deliveries(self.nudge)
         try:
@@ -82,6 +93,7 @@ class DeliveryRunner:
                     logger.exception("looking for due webhook deliveries failed")
                 try:
                     await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+                    await asyncio.sleep(SETTLE_SECONDS)
                 except asyncio.TimeoutError:
                     pass
         finally:
@@ -89,26 +101,39 @@ class DeliveryRunner:
 
     async def drain(self, *, store_id: int | None = None) -> int:
         """Sends every delivery due now (of one store), and those that fall due behind them,
-        until none is left or in flight; returns how many attempts were made. The test clock
-        and the tests run deliveries this way."""
+        until none is left or in flight; returns how many attempts were made. The test clock,
+        the benchmark and the tests run deliveries this way."""
         self._start()
         made = 0
         try:
             while True:
-                started = await self.look(store_id=store_id)
-                made += started
-                if not started and not self._tasks:
-                    await self._record()
-                    if not self._tasks:
-                        return made
-                if self._tasks:
-                    await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
                 await self._record()
+                claimed = await self.look(store_id=store_id)
+                made += claimed
+                if not claimed and not self._held:
+                    return made
+                await self._settle()
         finally:
             await self.stop()
 
+    async def _settle(self) -> None:
+        """Waits for an attempt to finish, then a moment for others: one recording and one
+        look serve all that finished meanwhile (a look per attempt cost more than the attempt)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.sleep(SETTLE_SECONDS)
+
     async def stop(self) -> None:
         self._stopping = True
+        unsent = [outgoing.id for queue in self._queued.values() for outgoing, _ in queue]
+        for queue in self._queued.values():
+            queue.clear()
+        if unsent:  # claimed, never sent: another worker (or the next start) may take them now
+            self._held.difference_update(unsent)
+            try:
+                await run_in_threadpool(self._release, unsent)
+            except Exception:  # their leases lapse instead
+                logger.exception("releasing %d unsent webhook deliveries failed", len(unsent))
         if self._tasks:
             await asyncio.wait(set(self._tasks))
         await self._record()
@@ -120,37 +145,50 @@ class DeliveryRunner:
         self._wake = asyncio.Event()
 
     async def look(self, *, store_id: int | None = None) -> int:
-        """Claims and starts what is due and has a free slot; returns how many started."""
-        free = self.limit - len(self._tasks)
-        if free <= 0:
+        """Claims what is due and has room (in flight or queued: twice ``per_receiver`` per
+        receiver, twice ``in_flight`` in all) and starts what has a free slot; returns how
+        many it claimed."""
+        room = 2 * self.limit - len(self._held)
+        if room <= 0:
             return 0
-        candidates = await run_in_threadpool(self._due, store_id)
+        # Enough candidates to fill the room across several receivers, not a whole batch each
+        # time: the look runs after every few attempts.
+        candidates = await run_in_threadpool(self._due, store_id, min(self.batch, max(4 * room, 64)))
         chosen: list[int] = []
-        taking: Counter[tuple[str, str, int | None]] = Counter()
+        taking: Counter[Receiver] = Counter()
         for delivery_id, address in candidates:
             key = receiver(address)
-            if self._busy[key] + taking[key] >= self.per_receiver:
+            if self._busy[key] + len(self._queued[key]) + taking[key] >= 2 * self.per_receiver:
                 continue
             taking[key] += 1
             chosen.append(delivery_id)
-            if len(chosen) >= free:
+            if len(chosen) >= room:
                 break
         if not chosen:
             return 0
         claimed = await run_in_threadpool(self._claim, chosen)
         for outgoing, secrets in claimed:
-            self._busy[receiver(outgoing.address)] += 1
             self._held.add(outgoing.id)
-            task = asyncio.ensure_future(self._attempt(outgoing, secrets))
+            self._queued[receiver(outgoing.address)].append((outgoing, secrets))
+        for key in {receiver(o.address) for o, _ in claimed}:
+            self._pump(key)
+        return len(claimed)
+
+    def _pump(self, key: Receiver) -> None:
+        """Starts queued attempts of ``key`` while it has free slots."""
+        queue = self._queued[key]
+        while queue and self._busy[key] < self.per_receiver and len(self._tasks) < self.limit:
+            outgoing, secrets = queue.popleft()
+            self._busy[key] += 1
+            task = asyncio.ensure_future(self._attempt(key, outgoing, secrets))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        return len(claimed)
 
     # Database work, in worker threads ------------------------------------------------
 
-    def _due(self, store_id: int | None) -> list[tuple[int, str]]:
+    def _due(self, store_id: int | None, limit: int) -> list[tuple[int, str]]:
         with self.db.read() as conn:
-            return delivery.due(conn, self.real_now(), limit=self.batch, store_id=store_id, skip=self._held)
+            return delivery.due(conn, self.real_now(), limit=limit, store_id=store_id, skip=self._held)
 
     def _claim(self, ids: list[int]) -> list[tuple[Outgoing, list[str]]]:
         """The claimed deliveries, each with the secrets that sign it (its store's, read now:
@@ -162,23 +200,29 @@ class DeliveryRunner:
         keys = {store_id: signing.secrets_signing(store, now) for store_id, store in stores.items()}
         return [(o, keys[o.store_id]) for o in claimed if o.store_id in keys]
 
+    def _release(self, ids: list[int]) -> None:
+        with self.db.write() as conn:
+            delivery.release(conn, ids, self.worker)
+
     def _write(self, done: list[tuple[Outgoing, Outcome]]) -> None:
         with self.db.write() as conn:
             disabled = delivery.record(conn, done, self.worker, self.real_now(), self.real_now)
         for webhook_id in disabled:
-            logger.warning("webhook %s disabled after %s failed attempts", webhook_id, len(delivery.retries.DELAYS) + 1)
+            logger.warning("webhook %s disabled after %s failed attempts", webhook_id, delivery.retries.MAX_ATTEMPTS)
 
     # One attempt ----------------------------------------------------------------------
 
-    async def _attempt(self, outgoing: Outgoing, secrets: list[str]) -> None:
+    async def _attempt(self, key: Receiver, outgoing: Outgoing, secrets: list[str]) -> None:
         sent_at = self.real_now()
         try:
             headers = signing.headers(secrets, outgoing.message_id, outgoing.body, outgoing.topic, sent_at)
             outcome = await self.sender.send(outgoing.address, outgoing.body, headers, sent_at)
         except Exception as exc:  # noqa: BLE001 - recorded as a failed attempt, never lost
             outcome = Outcome(sent_at, None, 0, None, f"{type(exc).__name__}: {exc}"[:delivery.EXCERPT])
-        self._busy[receiver(outgoing.address)] -= 1
+        self._busy[key] -= 1
         self._done.append((outgoing, outcome))
+        if not self._stopping:
+            self._pump(key)
         self.nudge()
 
     async def _record(self) -> None:

@@ -140,6 +140,12 @@ def claim(conn: Connection, ids: list[int], worker: str, real_now: datetime, lea
             for r in rows]
 
 
+def release(conn: Connection, ids: list[int], worker: str) -> None:
+    """Gives up this worker's leases on ``ids`` (claimed, never sent)."""
+    conn.execute(update(d).where(d.c.id.in_(ids), d.c.claimed_by == worker)
+                 .values(claimed_by=None, claimed_until=None))
+
+
 def stores_of(conn: Connection, ids: Iterable[int]) -> dict[int, Store]:
     return {store_id: store for store_id in set(ids) if (store := store_repo.get(conn, store_id)) is not None}
 
