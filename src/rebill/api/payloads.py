@@ -34,32 +34,43 @@ _encode = msgspec.json.Encoder(decimal_format="string").encode
 Many = Callable[[Unit, list[int]], dict[int, Any]]
 
 
-def _one_by_one(get: Callable[[Unit, int], Any]) -> Many:
-    def many(unit: Unit, ids: list[int]) -> dict[int, Any]:
+def _reader(get: Callable[[Unit, int], Any], many: Many | None = None) -> Many:
+    """The records of ``ids``: one by ``get`` (a prepared statement: most flushes render one),
+    several with ``many``'s one query when the resource has one."""
+    def read(unit: Unit, ids: list[int]) -> dict[int, Any]:
+        if many is not None and len(ids) > 1:
+            return many(unit, ids)
         found = {}
         for resource_id in ids:
-            try:
-                found[resource_id] = get(unit, resource_id)
-            except NotFound:
-                continue
+            record = get(unit, resource_id)
+            if record is not None:
+                found[resource_id] = record
         return found
-    return many
+    return read
 
 
-# resource -> its records by id, as its GET reads them (one query for all where it can).
+def _product(unit: Unit, product_id: int) -> Any:
+    try:
+        return catalog.get_product_by_id(unit, product_id)
+    except NotFound:
+        return None
+
+
+# resource -> its records by id, as its GET reads them.
 READERS: dict[str, Many] = {
-    "customer": lambda unit, ids: customers.many(unit.conn, unit.store_id, ids),
-    "address": lambda unit, ids: addresses.many(unit.conn, unit.store_id, ids),
-    "subscription": lambda unit, ids: purchase_items.many(unit.conn, unit.store_id, ids, kind="subscription"),
-    "onetime": lambda unit, ids: purchase_items.many(unit.conn, unit.store_id, ids, kind="onetime"),
-    "charge": lambda unit, ids: charges.many(unit.conn, unit.store_id, ids),
-    "order": _one_by_one(lambda unit, order_id: orders.get(unit.conn, unit.store_id, order_id) or _missing()),
-    "product": _one_by_one(catalog.get_product_by_id),
+    "customer": _reader(lambda unit, i: customers.get(unit.conn, unit.store_id, i),
+                        lambda unit, ids: customers.many(unit.conn, unit.store_id, ids)),
+    "address": _reader(lambda unit, i: addresses.get(unit.conn, unit.store_id, i),
+                       lambda unit, ids: addresses.many(unit.conn, unit.store_id, ids)),
+    "subscription": _reader(lambda unit, i: purchase_items.get(unit.conn, unit.store_id, "subscription", i),
+                            lambda unit, ids: purchase_items.many(unit.conn, unit.store_id, ids, kind="subscription")),
+    "onetime": _reader(lambda unit, i: purchase_items.get(unit.conn, unit.store_id, "onetime", i),
+                       lambda unit, ids: purchase_items.many(unit.conn, unit.store_id, ids, kind="onetime")),
+    "charge": _reader(lambda unit, i: charges.get(unit.conn, unit.store_id, i, unit.now),
+                      lambda unit, ids: charges.many(unit.conn, unit.store_id, ids)),
+    "order": _reader(lambda unit, i: orders.get(unit.conn, unit.store_id, i)),
+    "product": _reader(_product),
 }
-
-
-def _missing() -> Any:
-    raise NotFound()
 
 
 def _nothing(unit: Unit, items: list[Any]) -> dict[int, Any]:

@@ -87,13 +87,34 @@ class _Compiled:
             cursor.close()
         return [self._decode(row) for row in rows], count
 
+    def arguments_many(self, rows: list[dict[str, Any]]) -> list[Any]:
+        """``arguments`` of each row, a value the rows share (one ``now`` in every row's
+        timestamps) processed once: SQLite's datetime processor costs about 3 µs a value."""
+        if len(rows) < 2:
+            return [self.arguments(row) for row in rows]
+        done: dict[str, tuple[Any, Any]] = {}
+        out = []
+        for row in rows:
+            args = self.fixed.copy()
+            for slot, name, process in self.slots:
+                value = row[name]
+                if process is None:
+                    args[slot] = value
+                    continue
+                seen = done.get(name)
+                if seen is None or seen[0] is not value:
+                    seen = done[name] = (value, process(value))
+                args[slot] = seen[1]
+            out.append(args)
+        return out
+
     def execute_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
         """One ``executemany`` on the driver: the batch paths of the billing run, where
         SQLAlchemy's per-row parameter handling cost about 20 µs a row."""
         dbapi = conn.dialect.loaded_dbapi
         cursor = conn.connection.dbapi_connection.cursor()
         try:
-            cursor.executemany(self.sql, [self.arguments(row) for row in rows])
+            cursor.executemany(self.sql, self.arguments_many(rows))
         except dbapi.Error as exc:
             raise DBAPIError.instance(self.sql, None, exc, dbapi.Error) from exc
         finally:

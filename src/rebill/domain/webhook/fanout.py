@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from sqlalchemy import Connection
 
-from rebill.db.statements import insert_all, insert_many
+from rebill.db.statements import insert_all, insert_many, insert_row
 from rebill.models import webhook_deliveries, webhook_payloads
 
 from ..event import outbox
@@ -110,7 +110,10 @@ def _deliveries(conn: Connection, store: Any, wanted: list[tuple[outbox.Recorded
         payload_rows.append({"store_id": store.id, "event_id": r.id,
                              "body": body if body is not None else id_only(p.resource, p.resource_id)})
         keys.append(key)
-    payload_of.update(zip(keys, insert_many(conn, webhook_payloads, payload_rows)))
+    # One payload (most flushes) through the prepared single insert, more in one executemany.
+    ids = ([insert_row(conn, webhook_payloads, payload_rows[0])] if len(payload_rows) == 1
+           else insert_many(conn, webhook_payloads, payload_rows))
+    payload_of.update(zip(keys, ids))
 
     rows = []
     for r, (webhook_id, _, version, included) in wanted:
@@ -119,9 +122,7 @@ def _deliveries(conn: Connection, store: Any, wanted: list[tuple[outbox.Recorded
         rows.append({
             "store_id": store.id, "webhook_id": webhook_id, "event_id": r.id, "payload_id": payload_of[(r.id, *shape)],
             "topic": p.topic, "resource": p.resource, "resource_id": p.resource_id, "status": PENDING,
-            "attempts": 0, "next_attempt_at": p.created_at, "claimed_by": None, "claimed_until": None,
-            "last_status_code": None, "last_error": None, "last_attempt_at": None, "succeeded_at": None,
-            "created_at": p.created_at, "updated_at": p.created_at,
+            "attempts": 0, "next_attempt_at": p.created_at, "created_at": p.created_at, "updated_at": p.created_at,
         })
     insert_all(conn, webhook_deliveries, rows)
 
