@@ -89,7 +89,10 @@ def _timed(raw: _Raw, count: int, one: Any) -> float:
     return (time.perf_counter() - started) / count * 1e6
 
 
-def customer_floor(url: str, store_id: int, count: int = 5000) -> float:
+def customer_floor(url: str, store_id: int, count: int = 5000, *, outbox: bool = False) -> float:
+    """µs per `POST /customers`; with ``outbox`` also what its event's deliveries write
+    (issue 14): the store's enabled webhooks read, one payload (a body copied from one the API
+    rendered), one delivery row per webhook."""
     raw = _Raw(url)
     try:
         names = raw.columns("customers")
@@ -100,6 +103,7 @@ def customer_floor(url: str, store_id: int, count: int = 5000) -> float:
         insert, insert_event = raw.insert("customers", names), raw.insert("events", event_names)
         tag = uuid.uuid4().hex[:8]
         cur = raw.cursor
+        deliver = _outbox(raw, store_id) if outbox else None
 
         def one(n: int) -> None:
             email = f"floor-{tag}-{n}@example.com"
@@ -109,10 +113,35 @@ def customer_floor(url: str, store_id: int, count: int = 5000) -> float:
             cur.execute(insert, [row[name] for name in names])
             customer_id = raw.new_id()
             cur.execute(insert_event, [{**event, "resource_id": customer_id}[name] for name in event_names])
-            raw.new_id()
+            event_id = raw.new_id()
+            if deliver is not None:
+                deliver(event_id, customer_id)
         return _timed(raw, count, one)
     finally:
         raw.close()
+
+
+def _outbox(raw: _Raw, store_id: int) -> Any:
+    """The outbox's statements for one event (domain/webhook/fanout.py)."""
+    payload_names, delivery_names = raw.columns("webhook_payloads"), raw.columns("webhook_deliveries")
+    payload = raw.template("webhook_payloads", "store_id = ?", (store_id,))
+    delivery = raw.template("webhook_deliveries", "store_id = ?", (store_id,))
+    enabled = raw.sql("SELECT id, topic, api_version, included_objects FROM webhooks "
+                      "WHERE store_id = ? AND disabled_at IS NULL ORDER BY id")
+    insert_payload = raw.insert("webhook_payloads", payload_names)
+    insert_delivery = raw.sql(f"INSERT INTO webhook_deliveries ({', '.join(delivery_names)}) "
+                              f"VALUES ({', '.join('?' * len(delivery_names))})")
+    cur = raw.cursor
+
+    def deliver(event_id: int, resource_id: int) -> None:
+        cur.execute(enabled, (store_id,))
+        hooks = [row[0] for row in cur.fetchall()]
+        cur.execute(insert_payload, [{**payload, "event_id": event_id}[name] for name in payload_names])
+        payload_id = raw.new_id()
+        cur.executemany(insert_delivery, [[{**delivery, "webhook_id": hook, "event_id": event_id,
+                                            "payload_id": payload_id, "resource_id": resource_id}[name]
+                                           for name in delivery_names] for hook in hooks])
+    return deliver
 
 
 def subscription_floor(url: str, store_id: int, address_ids: tuple[int, int], when: str,
