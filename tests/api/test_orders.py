@@ -358,7 +358,7 @@ def test_the_endpoints_of_one_version_answer_501_in_the_other(api):
     ):
         response = api.request(method, path, json={"scheduled_at": str(today(api))}, version=version)
         assert (response.status_code, response.json()) == (501, NOT_IN_VERSION), (method, path)
-    assert order_events(api, first.id) == ["order/created", "order/processed"]
+    assert order_events(api, first.id) == ["order/created", "order/processed", "order/success"]
 
 
 # Update ----------------------------------------------------------------------------------------
@@ -373,7 +373,7 @@ def test_update_changes_note_tags_and_order_attributes_and_records_one_event(api
     assert (body["note"], body["tags"], body["order_attributes"]) == (
         "leave at door", "vip,gift", [{"name": "gift", "value": "yes"}])
     assert body["updated_at"] == api.clock.now().isoformat() != body["created_at"]
-    assert order_events(api, first.id) == ["order/created", "order/processed", "order/updated"]
+    assert order_events(api, first.id) == ["order/created", "order/processed", "order/success", "order/updated"]
     assert order(api, first.id) == body
 
 
@@ -452,7 +452,7 @@ def test_a_queued_order_cannot_move_into_the_past_but_may_move_to_today(vapi):
 def test_read_only_fields_are_refused_by_name_with_the_other_problems(api, version, body, errors):
     first = paid(api)
     assert errors_of(api.put(f"/orders/{first.id}", json=body, version=version)) == errors
-    assert order_events(api, first.id) == ["order/created", "order/processed"]
+    assert order_events(api, first.id) == ["order/created", "order/processed", "order/success"]
 
 
 def test_every_field_of_the_body_is_either_writable_or_refused_as_read_only(vapi):
@@ -542,7 +542,7 @@ def test_an_update_that_changes_nothing_records_no_event_and_keeps_updated_at(va
         response = vapi.put(f"/orders/{first.id}", json=body)
         assert response.status_code == 200, response.text
         assert response.json()["order"] == before
-    assert order_events(vapi, first.id) == ["order/created", "order/processed"]
+    assert order_events(vapi, first.id) == ["order/created", "order/processed", "order/success"]
 
 
 def test_update_of_an_unknown_or_another_stores_order_answers_404(vapi):

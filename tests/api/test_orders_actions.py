@@ -45,7 +45,7 @@ def test_delay_moves_a_queued_prepaid_order_and_the_later_ones_of_its_charge_one
     assert [scheduled(vapi, o.id) for o in (first, second, third)] == [day(vapi, 0), day(vapi, 14), day(vapi, 21)]
     assert order_events(vapi, second.id) == ["order/created", "order/updated"]
     assert order_events(vapi, third.id) == ["order/created", "order/updated"]
-    assert order_events(vapi, first.id) == ["order/created", "order/processed"]
+    assert order_events(vapi, first.id) == ["order/created", "order/processed", "order/success"]
 
 
 def test_delaying_the_last_order_moves_only_that_one(vapi):
@@ -95,7 +95,7 @@ def test_only_a_prepaid_order_can_be_delayed(vapi):
     lone = paid(vapi)
     set_order(vapi, lone.id, status="queued")
     assert errors_of(vapi.post(f"/orders/{lone.id}/delay")) == {"is_prepaid": ["only a prepaid order can be delayed"]}
-    assert order_events(vapi, lone.id) == ["order/created", "order/processed"]
+    assert order_events(vapi, lone.id) == ["order/created", "order/processed", "order/success"]
 
 
 def test_an_order_whose_prepaid_subscription_is_gone_cannot_be_delayed(api):

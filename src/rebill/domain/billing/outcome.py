@@ -215,7 +215,9 @@ class _Batch:
         made = _insert_orders(unit, self.orders)
         _stamp_first_charge(unit, {c.customer_id for c, _ in self.orders})
         self.events["order/created"] += made
-        self.events["order/processed"] += [o for o, k in zip(made, self._sequences()) if k == 0]
+        processed = [o for o, k in zip(made, self._sequences()) if k == 0]
+        self.events["order/processed"] += processed
+        self.events["order/success"] += processed  # NOTE: docs/webhooks.md, 2021-11's name for it
         for topic, ids in self.events.items():
             unit.record_many(topic, ids, changed=self.changed.get(topic))
         for charge in self.closing:
@@ -312,6 +314,9 @@ def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem]) -> list[in
     made = _insert_orders(unit, [(charge, held)])
     unit.record_many("order/created", made)
     unit.record_many("order/processed", made[:1])
+    unit.record_many("order/success", made[:1])
+    # NOTE: docs/webhooks.md, the payment of every order the captured charge made was captured.
+    unit.record_many("order/payment_captured", made)
     _save(unit, charge.id, {"orders_count": len(made)})
     return made
 

@@ -1,7 +1,8 @@
 """What a billing run does besides paying charges, once per store and run:
 
 - a prepaid charge's later orders (`queued`, made when the charge was paid) are processed when
-  their date comes: `success`, `processed_at`, `order/processed` (decisions §6.12, Prepaid);
+  their date comes: `success`, `processed_at`, `order/processed` and `order/success` (decisions
+  §6.12, Prepaid);
 - an authorization still uncaptured 6 days after it was made fires `charge/uncaptured`, once
   (decisions §6.7);
 - a queued charge and a prepaid order's queued order are told `charge/upcoming` and
@@ -101,6 +102,7 @@ def release_prepaid_orders(unit: Unit) -> list[int]:
             update(orders).where(orders.c.id.in_(due), orders.c.status == "queued")
             .values(status="success", processed_at=unit.now, updated_at=unit.now).returning(orders.c.id)).scalars())
         unit.record_many("order/processed", due)
+        unit.record_many("order/success", due)
     return due
 
 
