@@ -71,8 +71,8 @@ def tokens_revoke(
     token_id: int = typer.Argument(..., metavar="ID", help="The token's id (see tokens list)"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
-    """Revoke a token: requests with it answer 401 (in a running server within its token cache's
-    seconds). Revoking a revoked token changes nothing."""
+    """Revoke a token: requests with it answer 401 (in a running server from its next request on).
+    Revoking a revoked token changes nothing."""
     db = open_database(database)
     try:
         with db.write() as conn:

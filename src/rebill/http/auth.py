@@ -26,6 +26,9 @@ class TokenResolver:
                  max_entries: int = 10_000) -> None:
         self.db, self.ttl, self.monotonic, self.max_entries = db, ttl, monotonic, max_entries
         self._cache: dict[str, tuple[float, Resolved | None]] = {}
+        # Counts the drops: a look-up that was under way when the cache was dropped may have
+        # read the token before the change, and is not kept.
+        self._drops = 0
         self.freshness = Freshness(db)
 
     async def check(self) -> None:
@@ -40,6 +43,7 @@ class TokenResolver:
             moved = True
         if moved:
             self._cache.clear()
+            self._drops += 1
 
     def _lookup(self, raw: str) -> Resolved | None:
         with self.db.read() as conn:
@@ -56,8 +60,10 @@ class TokenResolver:
         found, resolved = self.cached(raw)
         if found:
             return resolved
-        now = self.monotonic()
+        now, drops = self.monotonic(), self._drops
         resolved = await run_in_threadpool(self._lookup, raw)
+        if drops != self._drops:
+            return resolved  # answers the request that asked, from before the drop: not kept
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
         self._cache[raw] = (now + self.ttl, resolved)

@@ -7,10 +7,12 @@ request sees the change.
 
 - SQLite: ``PRAGMA data_version`` on the event loop's read connection changes only when
   another connection committed; the revision row is read only then (a read-only load never
-  reads it).
+  reads it). The number is the connection's own and starts afresh on a new connection, so a
+  replaced read connection is always read.
 - PostgreSQL: one query on an asyncio connection of its own, shared by the requests that
   arrive while it runs (each request waits for a look that started after it arrived: never a
-  stale answer, and never one query per request under load).
+  stale answer, and never one query per request under load). The lock belongs to the event
+  loop it was made in: another loop (a test client without its ``with`` block) gets its own.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ class Freshness:
         self.db = db
         self.revision: int | None = None
         self._data_version: int | None = None
+        self._raw: Any = None  # the connection _data_version was read on
         self._lock: asyncio.Lock | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._looked_at = 0.0
         self._async_conn: Any = None
 
@@ -37,16 +41,17 @@ class Freshness:
         """SQLite, on the event loop: whether the revision moved since the last look."""
         raw = self.db.read_on_loop().conn.connection.dbapi_connection
         version = raw.execute("PRAGMA data_version").fetchone()[0]
-        if version == self._data_version:
+        if version == self._data_version and raw is self._raw:
             return False
-        self._data_version = version
+        self._data_version, self._raw = version, raw
         row = raw.execute(REVISION).fetchone()
         return self._take(row[0] if row else 0)
 
     async def moved_postgres(self) -> bool:
         arrived = time.monotonic()
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._lock, self._loop = asyncio.Lock(), loop
         async with self._lock:
             if self._looked_at > arrived:
                 return False  # a look that began after this request arrived has answered

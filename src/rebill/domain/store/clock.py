@@ -3,9 +3,9 @@ offset that only grows. Every "today" of the store (due charges, retries, captur
 the 90 days) follows it; other stores keep the real time, and so do the 5-second
 regeneration window and idempotency keys, which are about real waiting.
 
-The offset travels with the store row, which the token cache keeps for a few seconds; an
-advance made by this process is seen here at once (``_advanced``), other processes see it
-when their cached store expires (docs/operations.md).
+The offset travels with the store row, which the token cache keeps; an advance made by this
+process is seen here at once (``_advanced``), and other processes see it at their next
+request, when the revision of stores has moved (http/freshness.py).
 """
 
 from __future__ import annotations
