@@ -148,7 +148,7 @@ def list_tokens(conn: Connection, store: Store) -> list[TokenRecord]:
 
 def revoke_token(conn: Connection, now: datetime, token_id: int) -> tuple[TokenRecord, bool]:
     """Revokes a token: requests with it answer 401 from then on (token resolution refuses a
-    revoked token; a process that cached it sees the change within its token cache's seconds).
+    revoked token; a process that cached it drops its cache at its next request: http/freshness.py).
     Returns the token and whether it was already revoked: revoking twice changes nothing, so an
     operator's script may repeat it."""
     found = repository.token_record(conn, token_id)
