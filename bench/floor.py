@@ -41,6 +41,11 @@ class _Raw:
         self.conn = self.engine.raw_connection()
         self.mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
         self.cursor = self.conn.cursor()
+        if self.mark == "?":
+            # The server's own settings (db/engine.py): with SQLite's default synchronous=FULL
+            # every COMMIT would wait for the disk, which the server's never does.
+            for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON"):
+                self.cursor.execute(f"PRAGMA {pragma}")
 
     def sql(self, text: str) -> str:
         return text.replace("?", self.mark)
