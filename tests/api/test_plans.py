@@ -305,6 +305,29 @@ def test_create_update_delete_record_plan_events(api, coffee):
                                        ("plan/deleted", plan_id)]
 
 
+def test_plan_writes_record_product_updated_for_the_2021_01_product_they_change(api, coffee):
+    """A 2021-01 product shows its plans (`subscription_defaults`): every plan write through
+    these endpoints records `product/updated` of each product it changes (spec 02 Events)."""
+    tea = make_product(api, "7002")
+
+    def products_told() -> list[int]:
+        return [i for topic, i in events_of(api) if topic == "product/updated"]
+
+    before = api.get(f"/products/{coffee.id}", version=V01).json()["product"]
+    plan = create(api, discount_amount="5", discount_type="percentage")
+    assert products_told() == [coffee.id]
+    after = api.get(f"/products/{coffee.id}", version=V01).json()["product"]
+    assert (before["discount_amount"], after["discount_amount"]) == (0, 5)  # what the event tells
+    api.put(f"/plans/{plan['id']}", json={"title": "Monthly"})  # changes nothing: no event
+    assert products_told() == [coffee.id]
+    api.put(f"/plans/{plan['id']}", json={"external_product_id": "7002"})  # moves: both products change
+    assert products_told() == [coffee.id, coffee.id, tea.id]
+    assert api.delete(f"/plans/{plan['id']}").status_code == 204
+    assert products_told() == [coffee.id, coffee.id, tea.id, tea.id]
+    assert api.delete(f"/plans/{plan['id']}").status_code == 404
+    assert len(products_told()) == 4  # a 404 records nothing
+
+
 # List --------------------------------------------------------------------------------------
 
 def test_list_is_newest_first_and_pages_with_cursors(api, coffee):
@@ -366,7 +389,8 @@ def test_bulk_create_makes_every_plan_in_order(api, coffee):
     made = response.json()["plans"]
     assert [p["title"] for p in made] == ["Monthly", "Once"]
     assert [api.get(f"/plans/{p['id']}").json()["plan"] for p in made] == made
-    assert events_of(api)[-2:] == [("plan/created", made[0]["id"]), ("plan/created", made[1]["id"])]
+    assert events_of(api)[-3:] == [("plan/created", made[0]["id"]), ("plan/created", made[1]["id"]),
+                                   ("product/updated", coffee.id)]
 
 
 def test_bulk_create_writes_nothing_when_an_item_fails_and_names_it_by_index(api, coffee):
@@ -414,7 +438,8 @@ def test_bulk_update_changes_each_named_plan(api, coffee):
     assert [(p["id"], p["title"], p["sort_order"], p["discount_amount"]) for p in changed] == [
         (b["id"], "B", 0, "5.00"), (a["id"], "a", 9, None)]
     assert api.get(f"/plans/{b['id']}").json()["plan"] == changed[0]
-    assert events_of(api)[-2:] == [("plan/updated", b["id"]), ("plan/updated", a["id"])]
+    assert events_of(api)[-3:] == [("plan/updated", b["id"]), ("plan/updated", a["id"]),
+                                   ("product/updated", coffee.id)]
 
 
 def test_bulk_update_is_all_or_nothing_with_errors_by_index(api, coffee):

@@ -10,7 +10,9 @@ import pytest
 
 from rebill.domain.schedule.audit import differences
 from rebill.domain.unit import Unit
+from tests.api.test_webhooks import receiving
 from tests.builders import make_address, make_customer, make_payment_method, make_subscription
+from tests.receiver import Receiver
 
 
 @pytest.fixture
@@ -23,6 +25,21 @@ def at(api: Any) -> Iterator[Callable[[date], None]]:
         api.clock.set(datetime.combine(day, time(12), tzinfo=timezone.utc))
     yield move
     api.clock.set(before)
+
+
+@pytest.fixture(scope="module")
+def _module_receiver() -> Iterator[Receiver]:
+    """One receiver on localhost per test module: stopping one waits for its poll (0.5 s)."""
+    with receiving() as running:
+        yield running
+
+
+@pytest.fixture
+def webhook_receiver(_module_receiver: Receiver) -> Receiver:
+    """A receiver on localhost with nothing received yet. Each test has its own store, and its
+    deliveries are sent by the test (`drain`, a clock advance), so none arrives late."""
+    _module_receiver.received.clear()
+    return _module_receiver
 
 
 def assert_schedule_consistent(api: Any, *address_ids: int) -> None:

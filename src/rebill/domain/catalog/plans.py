@@ -3,6 +3,7 @@ create and update, all or nothing. Field names are the head (2021-11) names."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -109,23 +110,39 @@ def _merged(current: Plan, changes: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _products_changed(unit: Unit, products: Iterable[tuple[int, str]]) -> None:
+    """NOTE: spec 02 Events, `product/updated`: a 2021-01 product shows its plans (its
+    `subscription_defaults` and discount, api/v2021_01/catalog.py), so a plan written through
+    the 2021-11 plan endpoints changes it, as the 2021-01 product endpoints' plan writes do.
+    Recorded without writing the product row: the plan writers share-lock their products, and
+    two of them upgrading that lock on one product would deadlock."""
+    for product_id, external_product_id in sorted(set(products)):
+        unit.record("product/updated", product_id, {"external_product_id": external_product_id}, changed=())
+
+
 def create(unit: Unit, command: PlanCreate) -> Plan:
-    plan_id = insert_plan(unit, _checked(unit, _Products(unit), _create_values(command)))
+    clean = _checked(unit, _Products(unit), _create_values(command))
+    plan_id = insert_plan(unit, clean)
+    _products_changed(unit, [(clean["product_id"], clean["external_product_id"])])
     return get_plan(unit, plan_id)
 
 
 def update(unit: Unit, plan_id: int, command: PlanUpdate) -> Plan:
     current = get_plan(unit, plan_id)
     clean = _checked(unit, _Products(unit), _merged(current, command.changes()))
-    write_changes(unit, current, clean)
+    if write_changes(unit, current, clean):
+        _products_changed(unit, [(current.product_id, current.external_product_id),
+                                 (clean["product_id"], clean["external_product_id"])])
     return get_plan(unit, plan_id)
 
 
 def delete(unit: Unit, plan_id: int) -> None:
     # NOTE: decisions §5.16, deleting a plan removes it (404 afterwards).
-    if not repository.delete_plans(unit.conn, unit.store_id, [plan_id]):
+    current = repository.plan(unit.conn, unit.store_id, plan_id)
+    if current is None or not repository.delete_plans(unit.conn, unit.store_id, [plan_id]):
         raise NotFound()  # unknown, another store's, or deleted by a concurrent request
     unit.record("plan/deleted", plan_id, {"id": plan_id})
+    _products_changed(unit, [(current.product_id, current.external_product_id)])
 
 
 def _bulk_size(count: int) -> None:
@@ -149,6 +166,7 @@ def bulk_create(unit: Unit, commands: list[PlanCreate]) -> list[Plan]:
     if errors:
         raise ValidationFailed({"plans": errors})
     ids = [insert_plan(unit, row) for row in rows]
+    _products_changed(unit, [(row["product_id"], row["external_product_id"]) for row in rows])
     made = repository.plans_by_id(unit.conn, unit.store_id, ids)
     return [made[plan_id] for plan_id in ids]
 
@@ -178,8 +196,9 @@ def bulk_update(unit: Unit, commands: list[PlanUpdate]) -> list[Plan]:
                 errors[str(index)] = exc.errors
     if errors:
         raise ValidationFailed({"plans": errors})
-    for plan, values in checked:
-        write_changes(unit, plan, values)
+    changed = [(plan, values) for plan, values in checked if write_changes(unit, plan, values)]
+    _products_changed(unit, [pair for plan, values in changed for pair in (
+        (plan.product_id, plan.external_product_id), (values["product_id"], values["external_product_id"]))])
     after = repository.plans_by_id(unit.conn, unit.store_id, [plan.id for plan, _ in checked])
     return [after[plan.id] for plan, _ in checked]
 
