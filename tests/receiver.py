@@ -1,10 +1,12 @@
 """A webhook receiver on localhost for the tests: a real HTTP server in a thread that keeps
-every request it gets and answers what the test says (a status, a pause, or a dropped
-connection), and can be taken down and brought back up on the same port."""
+every request it gets and answers what the test says (a status, or a pause), counts the
+requests it holds at once (``peak``), and can be taken down and brought back up on the same
+port (set ``port`` before ``start()``)."""
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,12 +25,23 @@ class Received:
         return json.loads(self.body)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # the sender gave up on the answer (its timeout, or it was killed)
+        super().handle_error(request, client_address)
+
+
 @dataclass
 class Receiver:
     status: int = 200
     delay: float = 0.0
     received: list[Received] = field(default_factory=list)
     port: int = 0
+    active: int = 0  # requests being answered now
+    peak: int = 0  # the most answered at once
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -46,18 +59,23 @@ class Receiver:
                 with receiver._lock:
                     receiver.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()},
                                                       body))
-                if receiver.delay:
-                    time.sleep(receiver.delay)
-                self.send_response(receiver.status)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
+                    receiver.active += 1
+                    receiver.peak = max(receiver.peak, receiver.active)
+                try:
+                    if receiver.delay:
+                        time.sleep(receiver.delay)
+                    self.send_response(receiver.status)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                finally:
+                    with receiver._lock:
+                        receiver.active -= 1
 
             def log_message(self, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", self.port), Handler)
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

@@ -6,6 +6,8 @@ Never on a request's path, and fair between receivers: at most ``per_receiver`` 
 are in flight to one receiver (scheme, host and port) and ``in_flight`` in all, and a
 receiver's deliveries are claimed only while it has a free slot, so one slow or dead receiver
 holds a few slots of its own and never the others' (nor leases that expire while queued).
+A look for due deliveries leaves out the receivers without room, so the backlog of one, ahead
+in id order, never hides the others' deliveries from it.
 Outcomes are recorded in batches, one transaction each. Database work runs in worker threads;
 the HTTP exchanges run on the event loop.
 """
@@ -16,6 +18,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -24,6 +27,7 @@ from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
 
+from rebill import failpoints
 from rebill.db.engine import Database
 from rebill.domain.webhook import delivery, fanout, signing
 from rebill.domain.webhook.delivery import Outcome, Outgoing
@@ -32,6 +36,11 @@ from rebill.domain.webhook.sender import HttpSender, Sender
 logger = logging.getLogger("rebill.webhooks")
 # How long the loop lets attempts finish before it records them and looks again.
 SETTLE_SECONDS = 0.003
+# How often a look may look past the receivers it filled (``DeliveryRunner.look``).
+DEEPER_SECONDS = 0.5
+# The most addresses of full receivers a look leaves out in SQL; candidates of any others are
+# still skipped when they come (a receiver serving thousands of webhook addresses).
+EXCLUDED_ADDRESSES = 256
 
 
 @lru_cache(maxsize=4096)
@@ -58,6 +67,8 @@ class DeliveryRunner:
         # at once, without waiting for the database (the look that claims more runs beside).
         self._queued: dict[Receiver, deque[tuple[Outgoing, list[str]]]] = defaultdict(deque)
         self._held: set[int] = set()  # claimed by this runner and not yet recorded
+        self._addresses: dict[Receiver, set[str]] = defaultdict(set)  # the addresses seen, per receiver
+        self._deeper_after = 0.0  # monotonic time before which a look does not look past full receivers
         self._tasks: set[asyncio.Task[None]] = set()
         self._done: list[tuple[Outgoing, Outcome]] = []
         self._wake: asyncio.Event | None = None
@@ -152,18 +163,19 @@ class DeliveryRunner:
         if room <= 0:
             return 0
         # Enough candidates to fill the room across several receivers, not a whole batch each
-        # time: the look runs after every few attempts.
-        candidates = await run_in_threadpool(self._due, store_id, min(self.batch, max(4 * room, 64)))
-        chosen: list[int] = []
+        # time: the look runs after every few attempts. Receivers without room are left out.
+        limit = min(self.batch, max(4 * room, 64))
         taking: Counter[Receiver] = Counter()
-        for delivery_id, address in candidates:
-            key = receiver(address)
-            if self._busy[key] + len(self._queued[key]) + taking[key] >= 2 * self.per_receiver:
-                continue
-            taking[key] += 1
-            chosen.append(delivery_id)
-            if len(chosen) >= room:
-                break
+        candidates = await run_in_threadpool(self._due, store_id, limit, self._full(taking), list(self._held))
+        chosen, crowded = self._choose(candidates, room, taking)
+        if crowded and len(candidates) >= limit and len(chosen) < room and time.monotonic() >= self._deeper_after:
+            # The candidates ran out on receivers this look filled: a backlog of one of them
+            # may hide other receivers' deliveries behind it in id order. Look past them (at
+            # most every DEEPER_SECONDS: the look reads every due row, and most such looks of
+            # a runner with one busy receiver find nothing else).
+            self._deeper_after = time.monotonic() + DEEPER_SECONDS
+            more = await run_in_threadpool(self._due, store_id, limit, self._full(taking), [*self._held, *chosen])
+            chosen += self._choose(more, room - len(chosen), taking)[0]
         if not chosen:
             return 0
         claimed = await run_in_threadpool(self._claim, chosen)
@@ -173,6 +185,35 @@ class DeliveryRunner:
         for key in {receiver(o.address) for o, _ in claimed}:
             self._pump(key)
         return len(claimed)
+
+    def _full(self, taking: Counter[Receiver]) -> list[str]:
+        """The addresses seen of receivers without room (counting what this look takes), at
+        most EXCLUDED_ADDRESSES of them (each is a bound parameter of the look)."""
+        full = [address for key, addresses in self._addresses.items() if self._room(key) - taking[key] <= 0
+                for address in addresses]
+        return full[:EXCLUDED_ADDRESSES]
+
+    def _choose(self, candidates: list[tuple[int, str]], room: int,
+                taking: Counter[Receiver]) -> tuple[list[int], bool]:
+        """The candidates whose receivers have room (``taking`` counts them), up to ``room``;
+        and whether some were left for want of it."""
+        chosen: list[int] = []
+        crowded = False
+        for delivery_id, address in candidates:
+            key = receiver(address)
+            self._addresses[key].add(address)
+            if self._room(key) - taking[key] <= 0:
+                crowded = True
+                continue
+            taking[key] += 1
+            chosen.append(delivery_id)
+            if len(chosen) >= room:
+                break
+        return chosen, crowded
+
+    def _room(self, key: Receiver) -> int:
+        """How many more of ``key``'s deliveries this runner may claim (in flight or queued)."""
+        return 2 * self.per_receiver - self._busy[key] - len(self._queued[key])
 
     def _pump(self, key: Receiver) -> None:
         """Starts queued attempts of ``key`` while it has free slots."""
@@ -186,9 +227,10 @@ class DeliveryRunner:
 
     # Database work, in worker threads ------------------------------------------------
 
-    def _due(self, store_id: int | None, limit: int) -> list[tuple[int, str]]:
+    def _due(self, store_id: int | None, limit: int, full: list[str], skip: list[int]) -> list[tuple[int, str]]:
         with self.db.read() as conn:
-            return delivery.due(conn, self.real_now(), limit=limit, store_id=store_id, skip=self._held)
+            return delivery.due(conn, self.real_now(), limit=limit, store_id=store_id, skip=skip,
+                                addresses_full=full)
 
     def _claim(self, ids: list[int]) -> list[tuple[Outgoing, list[str]]]:
         """The claimed deliveries, each with the secrets that sign it (its store's, read now:
@@ -196,6 +238,7 @@ class DeliveryRunner:
         with self.db.write() as conn:
             claimed = delivery.claim(conn, ids, self.worker, self.real_now(), self.lease)
             stores = delivery.stores_of(conn, (o.store_id for o in claimed))
+        failpoints.hit("deliver.after_claim")  # claimed and committed, nothing sent
         now = self.real_now()
         keys = {store_id: signing.secrets_signing(store, now) for store_id, store in stores.items()}
         return [(o, keys[o.store_id]) for o in claimed if o.store_id in keys]

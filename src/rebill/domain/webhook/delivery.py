@@ -90,13 +90,20 @@ def _come(real_now: datetime, offsets: Iterable[tuple[int, int]], store_id: int 
         for sid, seconds in ahead.items()))
 
 
+def _in_line() -> Any:
+    """An earlier pending delivery of the same webhook and resource exists: this one waits."""
+    return exists().where(_earlier.c.webhook_id == d.c.webhook_id, _earlier.c.resource == d.c.resource,
+                          _earlier.c.resource_id == d.c.resource_id, _earlier.c.status == _PENDING,
+                          _earlier.c.id < d.c.id, _earlier.c.event_id.is_not(None))
+
+
 def due(conn: Connection, real_now: datetime, *, limit: int, store_id: int | None = None,
-        skip: Iterable[int] = ()) -> list[tuple[int, str]]:
+        skip: Iterable[int] = (), addresses_full: Iterable[str] = ()) -> list[tuple[int, str]]:
     """(id, address) of due deliveries in id order; ``skip`` leaves out those this worker
-    already holds (its lease may outlive the attempt by a moment)."""
-    earlier = exists().where(_earlier.c.webhook_id == d.c.webhook_id, _earlier.c.resource == d.c.resource,
-                             _earlier.c.resource_id == d.c.resource_id, _earlier.c.status == _PENDING,
-                             _earlier.c.id < d.c.id, _earlier.c.event_id.is_not(None))
+    already holds (its lease may outlive the attempt by a moment), ``addresses_full`` those
+    to addresses whose receiver has no room now: a receiver with a backlog of due deliveries
+    ahead in id order would otherwise fill every look, and the others' would wait for it."""
+    earlier = _in_line()
     # A test delivery (no event) goes out at once, to a disabled webhook too, and holds no
     # event's delivery back.
     test = d.c.event_id.is_(None)
@@ -108,14 +115,19 @@ def due(conn: Connection, real_now: datetime, *, limit: int, store_id: int | Non
     held = set(skip)
     if held:
         stmt = stmt.where(d.c.id.not_in(held))
+    full = set(addresses_full)
+    if full:
+        stmt = stmt.where(webhooks.c.address.not_in(full))
     return [(row[0], row[1]) for row in conn.execute(stmt)]
 
 
 def next_due(conn: Connection, store_id: int) -> datetime | None:
     """The store-time moment the store's next pending delivery falls due (the test clock
-    stops there: domain/billing/due.py)."""
+    stops there: domain/billing/due.py). One waiting behind an earlier delivery of its
+    webhook and resource is not due: it goes out after that one, at a stop of its own."""
     stmt = (select(d.c.next_attempt_at).join(webhooks, webhooks.c.id == d.c.webhook_id)
-            .where(d.c.store_id == store_id, d.c.status == _PENDING, webhooks.c.disabled_at.is_(None))
+            .where(d.c.store_id == store_id, d.c.status == _PENDING, webhooks.c.disabled_at.is_(None),
+                   or_(d.c.event_id.is_(None), ~_in_line()))
             .order_by(d.c.next_attempt_at).limit(1))
     return conn.execute(stmt).scalar()
 
@@ -172,6 +184,9 @@ def record(conn: Connection, done: list[tuple[Outgoing, Outcome]], worker: str, 
             continue
         store = found.get(outgoing.store_id)
         store_now = store_clock.clock_for(store, real_clock)() if store is not None else real_now
+        # The log reads in the store's time, as its other times do (a sandbox store's test
+        # clock shows its retry schedule); the header's timestamp stays real.
+        started_at = outcome.started_at + (store_clock.offset(store) if store is not None else timedelta(0))
         number = outgoing.attempts + 1
         row = {"_id": outgoing.id, "_worker": worker, "attempts": number, "last_status_code": outcome.status_code,
                "last_error": outcome.error, "last_attempt_at": store_now, "updated_at": store_now,
@@ -187,7 +202,7 @@ def record(conn: Connection, done: list[tuple[Outgoing, Outcome]], worker: str, 
             exhausted.append((outgoing, store, store_now))
         updates.append(row)
         attempts.append({"delivery_id": outgoing.id, "store_id": outgoing.store_id, "number": number,
-                         "replay": int(outgoing.replay), "started_at": outcome.started_at,
+                         "replay": int(outgoing.replay), "started_at": started_at,
                          "status_code": outcome.status_code, "latency_ms": outcome.latency_ms,
                          "response": outcome.response, "error": outcome.error})
     _SETTLE.run_many(conn, updates)
