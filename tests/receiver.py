@@ -64,13 +64,15 @@ class Receiver:
                 try:
                     if receiver.delay:
                         time.sleep(receiver.delay)
-                    self.send_response(receiver.status)
-                    self.send_header("Content-Length", "2")
-                    self.end_headers()
-                    self.wfile.write(b"ok")
                 finally:
+                    # Before the answer leaves: once the sender has it, it may send the next
+                    # request, which must not find this one still counted.
                     with receiver._lock:
                         receiver.active -= 1
+                self.send_response(receiver.status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
 
             def log_message(self, *args: Any) -> None:
                 return
