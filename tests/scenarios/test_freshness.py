@@ -164,6 +164,7 @@ def test_without_the_revision_check_the_hour_long_cache_would_answer_stale(serve
     async def never() -> None:
         return None
     monkeypatch.setattr(served.client.app.tokens, "check", never)
+    monkeypatch.setattr(served.client.app.tokens, "check_sqlite", lambda: None)
     address = make_address(served)
     raw = served.token_with("read_store")
     assert served.get("/", token=raw).status_code == 200

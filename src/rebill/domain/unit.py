@@ -31,7 +31,7 @@ def zone(name: str) -> ZoneInfo:
 
 
 class Unit:
-    __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id")
+    __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id", "_recorded")
 
     def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime],
                  release: Callable[..., bool | None] | None = None, *, origin: str | None = None,
@@ -50,6 +50,7 @@ class Unit:
             origin, token_id = asked
         self.origin = origin or "system"
         self.token_id = token_id
+        self._recorded = False  # whether this unit buffered events (reads never do)
 
     def __enter__(self) -> "Unit":
         return self
@@ -57,10 +58,11 @@ class Unit:
     def __exit__(self, *exc: Any) -> bool | None:
         # The events and their deliveries go in before the transaction (or the loop writer's
         # savepoint) ends; a failed unit takes its events with it.
-        if exc[0] is None:
-            outbox.flush(self.conn)
-        else:
-            outbox.discard(self.conn)
+        if self._recorded:
+            if exc[0] is None:
+                outbox.flush(self.conn)
+            else:
+                outbox.discard(self.conn)
         return None if self._release is None else self._release(*exc)
 
     @property
@@ -87,6 +89,7 @@ class Unit:
         names, per id, the fields its update changed (as ``record``'s ``changed``)."""
         if not resource_ids:
             return
+        self._recorded = True
         resource = topic.split("/", 1)[0]
         known = customer_ids or {}
         names = changed or {}
@@ -100,6 +103,7 @@ class Unit:
                customer_id: int | None = None, changed: Iterable[str] | None = None) -> None:
         """NOTE: decisions §8.1, the event is written in the change's own transaction.
         ``changed`` names the fields an update changed (the event's `updated_attributes`)."""
+        self._recorded = True
         outbox.buffer(self.conn).append(outbox.Pending(
             self.store, topic, topic.split("/", 1)[0], resource_id, data, customer_id,
             _sorted(changed), self.origin, self.token_id, self.now))

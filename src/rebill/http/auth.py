@@ -31,19 +31,32 @@ class TokenResolver:
         self._drops = 0
         self.freshness = Freshness(db)
 
-    async def check(self) -> None:
-        """Drops the cache when a store or token changed since the last request (any process)."""
+    def check_sqlite(self) -> None:
+        """``check`` on SQLite, without a coroutine: the edge calls it on every request."""
         try:
-            if self.db.inline_reads:
-                moved = self.freshness.moved_sqlite()
-            else:
-                moved = await self.freshness.moved_postgres()
+            moved = self.freshness.moved_sqlite()
         except Exception:  # noqa: BLE001 - unsure is stale: read from the database this time
             logger.warning("could not read the revision of stores and tokens", exc_info=True)
             moved = True
         if moved:
-            self._cache.clear()
-            self._drops += 1
+            self._drop()
+
+    async def check(self) -> None:
+        """Drops the cache when a store or token changed since the last request (any process)."""
+        if self.db.inline_reads:
+            self.check_sqlite()
+            return
+        try:
+            moved = await self.freshness.moved_postgres()
+        except Exception:  # noqa: BLE001 - unsure is stale: read from the database this time
+            logger.warning("could not read the revision of stores and tokens", exc_info=True)
+            moved = True
+        if moved:
+            self._drop()
+
+    def _drop(self) -> None:
+        self._cache.clear()
+        self._drops += 1
 
     def _lookup(self, raw: str) -> Resolved | None:
         with self.db.read() as conn:

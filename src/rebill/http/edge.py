@@ -104,7 +104,10 @@ class Edge:
                 raise BadRequest("The request target must be a path starting with /")
             if not token_value:
                 raise Unauthorized()
-            await self.tokens.check()
+            if self.tokens.db.inline_reads:
+                self.tokens.check_sqlite()  # no coroutine on the hot path
+            else:
+                await self.tokens.check()
             found, resolved = self.tokens.cached(token_value)
             if not found:
                 resolved = await self.tokens.resolve(token_value)

@@ -32,6 +32,8 @@ class Freshness:
         self.revision: int | None = None
         self._data_version: int | None = None
         self._raw: Any = None  # the connection _data_version was read on
+        self._held: Any = None  # the event loop's read connection, and its driver connection
+        self._held_raw: Any = None
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._looked_at = 0.0
@@ -39,8 +41,15 @@ class Freshness:
 
     def moved_sqlite(self) -> bool:
         """SQLite, on the event loop: whether the revision moved since the last look."""
-        raw = self.db.read_on_loop().conn.connection.dbapi_connection
-        version = raw.execute("PRAGMA data_version").fetchone()[0]
+        held = self.db.read_on_loop()
+        if held is not self._held:  # the driver's connection, found once per held connection
+            self._held, self._held_raw = held, held.conn.connection.dbapi_connection
+        raw = self._held_raw
+        try:
+            version = raw.execute("PRAGMA data_version").fetchone()[0]
+        except Exception:
+            self._held = None  # a connection replaced under its holder: find it again next time
+            raise
         if version == self._data_version and raw is self._raw:
             return False
         self._data_version, self._raw = version, raw
