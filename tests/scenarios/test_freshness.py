@@ -182,9 +182,12 @@ def test_on_sqlite_a_read_only_load_asks_data_version_and_never_the_revision(ser
     if not served.db.inline_reads:
         pytest.skip("SQLite's data_version")
     assert served.get("/store").status_code == 200
-    raw = served.db.read_on_loop().conn.connection.dbapi_connection
+    # The look asks on the loop writer's connection once there is one, else the read one.
+    writer = served.db.loop_writer.driver_connection if served.db.loop_writer else None
+    raws = [r for r in (served.db.read_on_loop().conn.connection.dbapi_connection, writer) if r is not None]
     statements: list[str] = []
-    raw.set_trace_callback(statements.append)
+    for raw in raws:
+        raw.set_trace_callback(statements.append)
     try:
         for _ in range(10):
             assert served.get("/store").status_code == 200
@@ -198,7 +201,30 @@ def test_on_sqlite_a_read_only_load_asks_data_version_and_never_the_revision(ser
         assert served.get("/store").status_code == 200
         assert len([s for s in statements if "revisions" in s]) == 1
     finally:
-        raw.set_trace_callback(None)
+        for raw in raws:
+            raw.set_trace_callback(None)
+
+
+def test_on_sqlite_this_processs_own_request_writes_cost_no_read_of_the_revision(served):
+    """The look asks on the loop writer's connection, whose own commits leave its data_version."""
+    if not served.db.inline_reads:
+        pytest.skip("SQLite's data_version")
+    body = {"email": "own-1@example.com", "first_name": "Own", "last_name": "Write"}
+    assert served.post("/customers", json=body).status_code == 201
+    assert served.get("/store").status_code == 200  # the writer's connection is the one asked now
+    raws = [served.db.loop_writer.driver_connection, served.db.read_on_loop().conn.connection.dbapi_connection]
+    statements: list[str] = []
+    for raw in raws:
+        raw.set_trace_callback(statements.append)
+    try:
+        for n in range(2, 7):
+            body = {"email": f"own-{n}@example.com", "first_name": "Own", "last_name": "Write"}
+            assert served.post("/customers", json=body).status_code == 201
+            assert served.get("/store").status_code == 200
+        assert [s for s in statements if "revisions" in s] == []
+    finally:
+        for raw in raws:
+            raw.set_trace_callback(None)
 
 
 def test_on_sqlite_a_new_read_connection_is_never_taken_for_an_unchanged_one(api):

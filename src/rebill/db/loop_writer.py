@@ -85,6 +85,11 @@ class LoopWriter:
         self._raw.execute("SAVEPOINT request")
         return _Savepoint(self)
 
+    @property
+    def driver_connection(self) -> Any:
+        """The driver's connection the loop's writes go through (None until the first write)."""
+        return self._raw
+
     def committed(self) -> asyncio.Future[None]:
         """Resolves when the transaction holding this request's write has committed."""
         future = asyncio.get_running_loop().create_future()

@@ -95,7 +95,7 @@ class Unit:
         names = changed or {}
         outbox.add(self.conn, (
             outbox.Pending(self.store, topic, resource, resource_id, {"id": resource_id} if with_id else None,
-                           known.get(resource_id), _sorted(names.get(resource_id)), self.origin, self.token_id,
+                           resource_id if resource == "customer" else known.get(resource_id), _sorted(names.get(resource_id)), self.origin, self.token_id,
                            self.now)
             for resource_id in resource_ids))
 
@@ -104,8 +104,11 @@ class Unit:
         """NOTE: decisions §8.1, the event is written in the change's own transaction.
         ``changed`` names the fields an update changed (the event's `updated_attributes`)."""
         self._recorded = True
+        resource = topic.split("/", 1)[0]
+        if resource == "customer":  # a customer's events are its own
+            customer_id = resource_id
         outbox.buffer(self.conn).append(outbox.Pending(
-            self.store, topic, topic.split("/", 1)[0], resource_id, data, customer_id,
+            self.store, topic, resource, resource_id, data, customer_id,
             _sorted(changed), self.origin, self.token_id, self.now))
 
 

@@ -40,11 +40,18 @@ class Freshness:
         self._async_conn: Any = None
 
     def moved_sqlite(self) -> bool:
-        """SQLite, on the event loop: whether the revision moved since the last look."""
-        held = self.db.read_on_loop()
-        if held is not self._held:  # the driver's connection, found once per held connection
-            self._held, self._held_raw = held, held.conn.connection.dbapi_connection
-        raw = self._held_raw
+        """SQLite, on the event loop: whether the revision moved since the last look.
+
+        Asked on the loop writer's connection once it has one: `data_version` stays the same
+        for a connection's own commits, so this process's request writes cost no read of the
+        revision (other connections' commits, another process's or a job thread's, do)."""
+        writer = self.db.loop_writer
+        raw = writer.driver_connection if writer is not None else None
+        if raw is None:
+            held = self.db.read_on_loop()
+            if held is not self._held:  # the driver's connection, found once per held connection
+                self._held, self._held_raw = held, held.conn.connection.dbapi_connection
+            raw = self._held_raw
         try:
             version = raw.execute("PRAGMA data_version").fetchone()[0]
         except Exception:

@@ -63,7 +63,7 @@ def fill(conn: Connection, pending: list[Any]) -> None:
     for p in pending:
         if p.customer_id is None and (p.resource in _TABLES or p.resource == "metafield"):
             wanted[(p.store.id, p.resource)].add(p.resource_id)
-    if not wanted and all(p.customer_id is not None or p.resource != "customer" for p in pending):
+    if not wanted:
         return
     found: dict[tuple[int, str], dict[int, int]] = {}
     for (store_id, resource), ids in wanted.items():
@@ -72,7 +72,5 @@ def fill(conn: Connection, pending: list[Any]) -> None:
     for index, p in enumerate(pending):
         if p.customer_id is not None:
             continue
-        if p.resource == "customer":
-            pending[index] = p._replace(customer_id=p.resource_id)
-        elif (owner := found.get((p.store.id, p.resource), {}).get(p.resource_id)) is not None:
+        if (owner := found.get((p.store.id, p.resource), {}).get(p.resource_id)) is not None:
             pending[index] = p._replace(customer_id=owner)
