@@ -4,6 +4,7 @@ from .address import addresses
 from .base import metadata
 from .catalog import plans, products
 from .charge import charge_items, charges, pending_regenerations
+from .collection import collection_products, collections
 from .customer import customers
 from .discount import charge_discounts, discount_redemptions, discounts
 from .event import events
@@ -19,4 +20,4 @@ from .webhook import webhook_attempts, webhook_deliveries, webhook_payloads, web
 __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods",
            "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys",
            "charge_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads",
-           "webhook_deliveries", "webhook_attempts"]
+           "webhook_deliveries", "webhook_attempts", "collections", "collection_products"]

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from rebill.errors import NotFound, ValidationFailed
 
+from ..collection import service as collections
 from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..money import minor_digits, quantize
@@ -183,11 +184,13 @@ def update_product(unit: Unit, product: Product, command: ProductUpdate) -> Prod
 
 def delete_product(unit: Unit, product: Product) -> None:
     """The product's plans go with it, each with its event, deleted explicitly rather than by
-    the foreign-key cascade so the events name exactly the rows removed."""
+    the foreign-key cascade so the events name exactly the rows removed; so does its place in
+    collections (each collection's `collection/updated`)."""
     # Lock first, so no plan can be added between deleting the plans and the product.
     if not repository.lock_product(unit.conn, unit.store_id, product.id):
         raise NotFound()
     for plan_id in repository.delete_plans_of_product(unit.conn, unit.store_id, product.id):
         unit.record("plan/deleted", plan_id, {"id": plan_id})
+    collections.forget_product(unit, product.id)
     repository.delete_product(unit.conn, unit.store_id, product.id)
     unit.record("product/deleted", product.id, {"id": product.id, "external_product_id": product.external_product_id})

@@ -23,6 +23,7 @@ from rebill.models import charge_items, charges
 from ..address import repository as addresses
 from ..customer import repository as customers
 from ..discount import repository as discounts
+from ..discount.inputs import collection_products
 from ..discount.terms import Terms
 from ..event import attributes
 from ..metafield import service as metafields
@@ -58,6 +59,7 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
         return
     store = stores.get(unit.conn, unit.store_id) or unit.store
     codes = discounts.many(unit.conn, unit.store_id, {c.discount_id for c in found} - {drop_code})
+    products = collection_products(unit.conn, unit.store_id, codes.values())
     places = addresses.many(unit.conn, unit.store_id, [c.address_id for c in found])
     billing = customers.billing_addresses(unit.conn, unit.store_id, [c.customer_id for c in found])
     held = items.many(unit.conn, unit.store_id,  # every item of every charge: one query
@@ -75,7 +77,7 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
             gone[charge.id] = charge.customer_id
             continue
         code = codes.get(charge.discount_id)
-        terms = Terms.of(code, address.presentment_currency) if code is not None else None
+        terms = Terms.of(code, address.presentment_currency, products.get(code.id)) if code is not None else None
         planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,
                                ERROR, kept, terms)
         money = {name: planned.values[name] for name in MONEY}

@@ -19,6 +19,7 @@ from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository, rules
+from .inputs import collection_products
 from .terms import Terms, basis_of
 
 
@@ -120,7 +121,7 @@ def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> list[A
     line the code applies to) answers 422."""
     found = items.many(unit.conn, unit.store_id, charge.purchase_item_ids)
     lines = [found[i] for i in sorted(found)]
-    terms = Terms.of(row, charge.currency)
+    terms = Terms.of(row, charge.currency, collection_products(unit.conn, unit.store_id, [row]).get(row.id))
     totals = [quantize(i.price * i.orders_per_charge * i.quantity, charge.currency) for i in lines]
     if terms.offer(lines, totals) is None:
         eligible = sum((t for t, i in zip(totals, lines) if terms.eligible(i)), Decimal(0))

@@ -1,7 +1,8 @@
 """The discount inputs of a plan, read for a batch of addresses in at most four queries (none
-beyond the first when no address of the batch has a discount): the address's code, the codes
-applied to single charges, and how many more new queued charges an address's code may reach
-(decisions §7.5: uses so far, and charges being paid or retried that carry it)."""
+beyond the first when no address of the batch has a discount; one more when a code is for a
+collection): the address's code, the codes applied to single charges, and how many more new
+queued charges an address's code may reach (decisions §7.5: uses so far, and charges being
+paid or retried that carry it)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,26 @@ from sqlalchemy import Connection
 
 from ..address.model import Address
 from ..charge.model import ERROR, QUEUED, Charge
+from ..collection import repository as collections
 from . import repository
+from .model import COLLECTION
 from .terms import AddressDiscounts, Terms, allowed_uses
+
+
+def collection_of(row: Any) -> int | None:
+    """The collection a code is for, as the API shows its id (a string of digits is stored),
+    or None for any other code or an id that names no collection of ours."""
+    text = (row.applies_to_id or "").strip() if row.applies_to_resource == COLLECTION else ""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
+def collection_products(conn: Connection, store_id: int, rows: Any) -> dict[int, frozenset[str]]:
+    """discount id -> the external ids of the products in its collection, for the codes of
+    ``rows`` that are for a collection: one statement for all of them, none without such a code."""
+    wanted = {row.id: collection_of(row) for row in rows if row.applies_to_resource == COLLECTION}
+    found = collections.external_product_ids_of(conn, store_id, {c for c in wanted.values() if c is not None})
+    return {discount_id: found.get(c, frozenset()) if c is not None else frozenset()
+            for discount_id, c in wanted.items()}
 
 
 def load(conn: Connection, store_id: int, found: dict[int, Address],
@@ -27,6 +46,7 @@ def load(conn: Connection, store_id: int, found: dict[int, Address],
     # NOTE: decisions §7.5, `usage_limit` refuses new applications only (domain/discount/rules.py):
     # a code already applied keeps going on its charges, whatever its `times_used`.
     rows = repository.many(conn, store_id, wanted)
+    products = collection_products(conn, store_id, rows.values())
     limited = [(a.id, a.discount_id) for a in found.values()
                if a.discount_id in rows and allowed_uses(rows[a.discount_id]) is not None]
     uses = repository.address_uses(conn, limited)  # type: ignore[arg-type]
@@ -48,13 +68,13 @@ def load(conn: Connection, store_id: int, found: dict[int, Address],
     offers: dict[int, AddressDiscounts] = {}
     for address in found.values():
         currency = address.presentment_currency
-        entry = AddressDiscounts(by_date={when: Terms.of(rows[d], currency)
+        entry = AddressDiscounts(by_date={when: Terms.of(rows[d], currency, products.get(d))
                                           for when, d in by_date.get(address.id, {}).items() if d in rows},
                                  bases={when: b for when, (_, b) in with_basis.get(address.id, {}).items()},
                                  pending=pending.get(address.id, set()))
         row = rows.get(address.discount_id) if address.discount_id is not None else None
         if row is not None:
-            entry.address = Terms.of(row, currency)
+            entry.address = Terms.of(row, currency, products.get(row.id))
             allowed = allowed_uses(row)
             if allowed is not None:
                 key = (address.id, row.id)

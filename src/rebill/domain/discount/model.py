@@ -19,7 +19,8 @@ TYPES = ("percentage", "fixed_amount", "shipping")
 FOREVER, USAGE_LIMIT, SINGLE_USE = "forever", "usage_limit", "single_use"
 DURATIONS = (FOREVER, USAGE_LIMIT, SINGLE_USE)
 PRODUCT_TYPES = ("ALL", "ONETIME", "SUBSCRIPTION")
-RESOURCES = ("platform_product", "platform_collection_id")
+PRODUCT, COLLECTION = "platform_product", "platform_collection_id"
+RESOURCES = (PRODUCT, COLLECTION)
 CHANNELS = ("api", "checkout_page", "customer_portal", "merchant_portal")
 FIRST_TIME = "customer_must_not_exist_in_service"
 # The widths of the `code_key` and `applies_to_id` columns (models/discount.py).

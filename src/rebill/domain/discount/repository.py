@@ -15,7 +15,7 @@ from rebill.models import addresses, charge_discounts, charges, discount_redempt
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
-from .model import DISABLED, ENABLED
+from .model import COLLECTION, DISABLED, ENABLED
 
 
 def _status(value: tuple[str, datetime]) -> Any:
@@ -82,6 +82,13 @@ def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int
 
 
 # Who holds a code ---------------------------------------------------------------------
+
+def for_collections(conn: Connection, store_id: int) -> list[Any]:
+    """The store's codes for a collection (`applies_to_resource: platform_collection_id`)."""
+    stmt = select(discounts.c.id, discounts.c.applies_to_id, discounts.c.applies_to_resource).where(
+        discounts.c.store_id == store_id, discounts.c.applies_to_resource == COLLECTION)
+    return list(conn.execute(stmt.order_by(discounts.c.id)))
+
 
 def addresses_holding(conn: Connection, store_id: int, discount_id: int) -> list[int]:
     stmt = select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.discount_id == discount_id)

@@ -20,6 +20,7 @@ from ..money import places_problem
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import repository
+from .inputs import collection_of
 from .model import (
     APPLIES_TO_ID_LENGTH,
     CODE_LENGTH,
@@ -209,6 +210,19 @@ def fully_disable(unit: Unit, discount_id: int) -> None:
     replan(unit, sorted(touched))
     errored.recompute(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)),
                       drop_code=discount_id)
+
+
+def collections_changed(unit: Unit, collection_ids: list[int]) -> None:
+    """The products of these collections changed (or the collections are gone): a code for one
+    of them discounts other lines now (docs/api-choices.md, Discounts), so every address the
+    code reaches is planned again, as a full disable would replan it."""
+    changed = set(collection_ids)
+    touched: set[int] = set()
+    for row in repository.for_collections(unit.conn, unit.store_id):
+        if collection_of(row) in changed:
+            touched |= _touched(unit, row.id)[1]
+    if touched:
+        replan(unit, sorted(touched))
 
 
 def _touched(unit: Unit, discount_id: int) -> tuple[list[int], set[int]]:

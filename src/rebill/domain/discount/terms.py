@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..charge.totals import DiscountInput
-from .model import FOREVER, SINGLE_USE, value_text
+from .model import COLLECTION, FOREVER, PRODUCT, SINGLE_USE, value_text
 
 
 @dataclass(frozen=True)
@@ -25,13 +25,17 @@ class Terms:
     applies_to_id: str | None
     applies_to_resource: str | None
     minimum: Decimal | None
+    # A code for a collection: the external ids of the collection's products, read with the
+    # code (``inputs.collection_products``); None for any other code.
+    products: frozenset[str] | None = None
 
     @classmethod
-    def of(cls, row: Any, currency: str) -> "Terms":
+    def of(cls, row: Any, currency: str, products: frozenset[str] | None = None) -> "Terms":
         return cls(id=row.id, code=row.code, kind=row.discount_type, value=row.value,
                    shown=value_text(row.discount_type, row.value, currency),
                    product_type=row.applies_to_product_type, applies_to_id=row.applies_to_id,
-                   applies_to_resource=row.applies_to_resource, minimum=row.prerequisite_subtotal_min)
+                   applies_to_resource=row.applies_to_resource, minimum=row.prerequisite_subtotal_min,
+                   products=products)
 
     def eligible(self, item: Any) -> bool:
         """NOTE: spec 02 Discount `applies_to_product_type`, `applies_to_id`/`_resource`."""
@@ -41,9 +45,11 @@ class Terms:
             return False
         if self.applies_to_id is None:
             return True
-        # The catalog has no collections: a collection-targeted code matches no line
-        # (docs/api-choices.md, Discounts).
-        return self.applies_to_resource == "platform_product" and item.external_product_id == self.applies_to_id
+        if self.applies_to_resource == COLLECTION:
+            # NOTE: spec 02 Discount `applies_to_id` names a collection: the lines of the
+            # products in it (docs/api-choices.md, Discounts).
+            return item.external_product_id in (self.products or ())
+        return self.applies_to_resource == PRODUCT and item.external_product_id == self.applies_to_id
 
     def offer(self, items: list[Any], line_totals: list[Decimal]) -> DiscountInput | None:
         """The input of ``totals.compute``, or None when the charge qualifies for nothing (no

@@ -1,0 +1,1 @@
+"""Collections: a store's named groups of catalog products (issue 15)."""
