@@ -8,7 +8,9 @@ from rebill.api import payloads  # noqa: F401 - installs the webhook payload ren
 from rebill.api.call import Services
 from rebill.api.resources import (
     addresses,
+    async_batches,
     charges,
+    collections,
     customers,
     discounts,
     events,
@@ -35,7 +37,7 @@ from rebill.jobs.scheduler import Jobs
 from rebill.settings import Settings
 
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
-             orders, metafields, discounts, webhooks, events)
+             orders, metafields, discounts, webhooks, events, collections, async_batches)
 # When no store is known (401, 426 before auth), responses name the oldest version, the
 # default of new stores (decisions §1.3).
 FALLBACK_VERSION = "2021-01"

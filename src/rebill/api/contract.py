@@ -33,6 +33,8 @@ class ListContract:
     sort_columns: dict[str, str] = field(default_factory=dict)
     # Sort columns holding dates rather than datetimes (a cursor's boundary is then a date).
     date_sorts: tuple[str, ...] = ()
+    # Sort columns holding text (a cursor's boundary is then a string).
+    text_sorts: tuple[str, ...] = ()
 
 
 class Change:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rebill.domain.address import repository as addresses
+from rebill.domain.collection import repository as collections
 from rebill.domain.customer import repository as customers
 from rebill.domain.discount import repository as discounts
 from rebill.domain.discount.model import Discount
@@ -94,6 +95,11 @@ def _charge_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
     return {c.id: found.get(c.customer_id, []) for c in items}
 
 
+def _product_collections(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    """NOTE: spec 02 include table, a 2021-01 product's `collections`: the collections it is in."""
+    return collections.collections_of_products(unit.conn, unit.store_id, [p.id for p in items])
+
+
 def metafields_of(owner_resource: str) -> Loader:
     """NOTE: spec 01 and 02 include tables, `metafields`: the records' own, one statement for
     the page."""
@@ -134,6 +140,9 @@ LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
         "customer": ("customer", _customer_of),
         "metafields": ("metafield", metafields_of("order")),
         "subscriptions": ("subscription", _order_subscriptions),
+    },
+    "product": {
+        "collections": ("collection", _product_collections),
     },
 }
 

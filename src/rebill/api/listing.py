@@ -23,6 +23,7 @@ from .contract import ListContract
 CURSOR_KEYS = ("cursor", "page_info")  # page_info: spec 01's example script sends this name
 MAX_LIMIT, DEFAULT_LIMIT, MAX_PAGE = 250, 50, 100
 MAX_ID = 2**63 - 1
+MAX_TEXT_BOUNDARY = 4096  # longer than any sorted text column
 _DIGITS = re.compile(r"[0-9]{1,6}", re.ASCII)
 
 
@@ -53,9 +54,9 @@ def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], list[Any]]:
         raise _invalid_cursor() from None
 
 
-def typed_position(sort: str, boundary: list[Any], *, is_date: bool = False) -> Position:
-    """A cursor is client input: the boundary must fit the sort column (an id, a date, or a
-    UTC datetime), or the cursor is invalid."""
+def typed_position(sort: str, boundary: list[Any], *, is_date: bool = False, is_text: bool = False) -> Position:
+    """A cursor is client input: the boundary must fit the sort column (an id, a date, a
+    string, or a UTC datetime), or the cursor is invalid."""
     value, row_id, backwards = boundary
     if isinstance(row_id, bool) or not isinstance(row_id, int) or not 0 <= row_id <= MAX_ID:
         raise _invalid_cursor()
@@ -63,6 +64,11 @@ def typed_position(sort: str, boundary: list[Any], *, is_date: bool = False) -> 
         raise _invalid_cursor()
     if sort == "id":
         return Position(row_id, row_id, backwards)
+    if is_text:
+        # PostgreSQL cannot compare a NUL; no stored value holds one.
+        if not isinstance(value, str) or "\x00" in value or len(value) > MAX_TEXT_BOUNDARY:
+            raise _invalid_cursor()
+        return Position(value, row_id, backwards)
     if is_date:
         try:
             if isinstance(value, str) and len(value) == 10:
@@ -154,7 +160,8 @@ def parse_list(contract: ListContract, params: dict[str, str]) -> tuple[ListQuer
         boundary, page = None, _page(params.get("page"))
     sort, descending = parse_sort(contract, raw.get("sort_by"))
     sort = contract.sort_columns.get(sort, sort)
-    position = typed_position(sort, boundary, is_date=sort in contract.date_sorts) if boundary is not None else None
+    position = (typed_position(sort, boundary, is_date=sort in contract.date_sorts, is_text=sort in contract.text_sorts)
+                if boundary is not None else None)
     include = parse_include(contract, raw.get("include"))
     filters = parse_filters(contract.filters, raw)
     query = ListQuery(filters=filters, sort=sort, descending=descending, limit=limit, page=page,

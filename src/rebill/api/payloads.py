@@ -4,9 +4,9 @@ GET with `include` embeds them. Installed into the outbox (domain/webhook/fanout
 module is imported: by the app, the command line and the workers.
 
 The related objects a webhook may ask for are those of spec 01/02's Events tables; most are a
-GET's include values too (``includes.LOADERS``). The rest: an address's metafields (2021-01),
-and a product's collections and metafields (2021-01), which Rebill does not hold yet (products
-take no metafields, decisions §7.2, and collections come with issue 15): those render empty."""
+GET's include values too (``includes.LOADERS``: a 2021-01 product's `collections` among them).
+The rest: an address's metafields (2021-01), and a product's metafields (2021-01), which Rebill
+does not hold (products take no metafields, decisions §7.2): those render empty."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def _nothing(unit: Unit, items: list[Any]) -> dict[int, Any]:
 # NOTE: spec 01 and 02 Events tables: the included_objects a GET's include does not have.
 LOADERS = {**includes.LOADERS}
 LOADERS["address"] = {**LOADERS["address"], "metafields": ("metafield", includes.metafields_of("address"))}
-LOADERS["product"] = {"collections": ("collection", _nothing), "metafields": ("metafield", _nothing)}
+LOADERS["product"] = {**LOADERS["product"], "metafields": ("metafield", _nothing)}
 
 
 def render(conn: Connection, store: Any, now: datetime, version: str, resource: str, ids: list[int],

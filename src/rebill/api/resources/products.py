@@ -68,8 +68,11 @@ def create_product(call: Call) -> Reply:
 
 @endpoints.get("/products/{product_key}", scope=READ, deprecated_in=(LEGACY,), sunset=SUNSET)
 def get_product(call: Call) -> Reply:
+    # NOTE: spec 02 include table, a 2021-01 product takes `include=collections` (2021-11
+    # products list no include values: any is 422, as on the list).
+    include = call.include("products")
     with call.read() as unit:
-        return call.one("product", _product(call, unit))
+        return call.one("product", _product(call, unit), unit, include=include)
 
 
 @endpoints.put("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET)

@@ -7,10 +7,11 @@ from rebill.api import query as q
 from rebill.api.contract import ListContract, derive
 from rebill.api.v2021_11.contract import VERSION as HEAD
 
-from . import catalog, charges, discounts, metafields, orders, payment_methods, purchases, webhooks
+from . import batches, catalog, charges, collections, discounts, metafields, orders, payment_methods, purchases, webhooks
 from .changes import CHANGES
 
-FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks)
+FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,
+            collections, batches)
 
 WINDOW = ("created_at_min", "created_at_max", "updated_at_min", "updated_at_max")
 

@@ -3,12 +3,13 @@
 from rebill.api import query as q
 from rebill.api.contract import ListContract, Version
 
-from . import catalog, charges, discounts, metafields, orders, payment_methods, purchases, webhooks
+from . import batches, catalog, charges, collections, discounts, metafields, orders, payment_methods, purchases, webhooks
 from .parsers import SCHEMAS
 from .serializers import SERIALIZERS
 
 # Each family of resources keeps its serializers, schemas and lists in its own module.
-FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks)
+FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,
+            collections, batches)
 
 # NOTE: spec 01 Sorting and Including related objects (2021-11 tables).
 LISTS = {
