@@ -36,7 +36,7 @@ def test_create_2021_11_renders_the_nested_shape_of_decisions_7_1(api):
                                                                  "purchase_item_type": "subscription"},
                   usage_limits={"max_subsequent_redemptions": 2, "one_application_per_customer": True,
                                 "redemptions": 100, "first_time_customer_restriction": True})
-    assert made["applies_to"] == {"ids": ["prod-1"], "purchase_item_type": "subscription", "resource": "product"}
+    assert made["applies_to"] == {"ids": ["prod-1"], "purchase_item_type": "SUBSCRIPTION", "resource": "product"}
     assert made["usage_limits"] == {"first_time_customer_restriction": True, "max_subsequent_redemptions": 2,
                                     "one_application_per_customer": True, "redemptions": 100}
     assert made["value"] == "15.5" and made["value_type"] == "percentage" and made["status"] == "enabled"
@@ -57,7 +57,7 @@ def test_create_2021_01_takes_the_flat_fields_and_requires_duration(api):
     assert made["prerequisite_subtotal_min"] == 20 and made["duration"] == "single_use"
     head = api.get(f"/discounts/{made['id']}").json()["discount"]
     assert head["usage_limits"]["max_subsequent_redemptions"] == 0
-    assert head["applies_to"]["purchase_item_type"] == "onetime"
+    assert head["applies_to"]["purchase_item_type"] == "ONETIME"
     missing = errors_of(api.post("/discounts", json={}, version=V01))
     assert missing == {name: ["is required"] for name in ("code", "discount_type", "value", "duration")}
 

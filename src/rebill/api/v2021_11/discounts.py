@@ -15,6 +15,7 @@ from rebill.domain.discount.model import (
     APPLIES_TO_ID_LENGTH,
     CHANNELS,
     FIRST_TIME,
+    PRODUCT_TYPES,
     SINGLE_USE,
     STATUSES,
     TYPES,
@@ -44,7 +45,8 @@ def discount(d: Discount) -> dict[str, Any]:
     return {
         "id": d.id,
         "applies_to": {"ids": [] if d.applies_to_id is None else [d.applies_to_id],
-                       "purchase_item_type": d.applies_to_product_type.lower(),
+                       # NOTE: decisions §7.5 (corrected), upper case as the real service sends it.
+                       "purchase_item_type": d.applies_to_product_type,
                        "resource": RESOURCE_NAMES.get(d.applies_to_resource or "")},
         "channel_settings": d.channel_settings,
         "code": d.code,
@@ -102,7 +104,7 @@ FLAT = (
     Field("once_per_customer", "bool", nullable=False),
     Field("applies_to_id", "external_id"),
     Field("applies_to_resource", "str", convert=lower_choice(*RESOURCE_NAMES)),
-    Field("applies_to_product_type", "str", nullable=False, convert=upper_choice("ALL", "ONETIME", "SUBSCRIPTION")),
+    Field("applies_to_product_type", "str", nullable=False, convert=upper_choice(*PRODUCT_TYPES)),
     Field("first_time_customer_restriction", "str", convert=lower_choice(FIRST_TIME)),
 )
 COMMON = (
@@ -114,7 +116,8 @@ COMMON = (
 )
 APPLIES_TO = Schema(
     Field("ids", "list", items="external_id"),
-    Field("purchase_item_type", "str", nullable=False, convert=lower_choice("all", "onetime", "subscription")),
+    # NOTE: decisions §7.5, either case is accepted; the errors name the case it renders.
+    Field("purchase_item_type", "str", nullable=False, convert=upper_choice(*PRODUCT_TYPES)),
     Field("resource", "str", convert=lower_choice(*RESOURCE_STORED)),
 )
 USAGE_LIMITS = Schema(
@@ -144,7 +147,7 @@ class NestedSchema(Schema):
         if "resource" in applies:
             clean["applies_to_resource"] = RESOURCE_STORED.get(applies["resource"] or "")
         if "purchase_item_type" in applies:
-            clean["applies_to_product_type"] = applies["purchase_item_type"].upper()
+            clean["applies_to_product_type"] = applies["purchase_item_type"]
         if "max_subsequent_redemptions" in limits:
             n = limits["max_subsequent_redemptions"]
             if n is not None and n < 0:
