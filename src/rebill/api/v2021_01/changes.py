@@ -73,8 +73,8 @@ class AddressDiscountId(Change):
 
 class AddressDeprecatedAliases(Change):
     """Addresses still take and show the deprecated `cart_attributes` (= `note_attributes`) and
-    `original_shipping_lines` (= `shipping_lines_override`); they have no `payment_method_id`
-    and do not show the conserved rates."""
+    `original_shipping_lines` (= `shipping_lines_override`, `[]` where that is null); they have
+    no `payment_method_id` and do not show the conserved rates."""
 
     kinds = ("address",)
 
@@ -93,7 +93,9 @@ class AddressDeprecatedAliases(Change):
         data.pop("payment_method_id", None)
         data["cart_attributes"] = data.get("note_attributes", [])
         data.pop("shipping_lines_conserved", None)
-        data["original_shipping_lines"] = data.get("shipping_lines_override")
+        # NOTE: 03-real-fields address (2021-01), an array: clients with strict models refuse
+        # null, so an address without an override shows none (issue 15).
+        data["original_shipping_lines"] = data.get("shipping_lines_override") or []
         return data
 
 
