@@ -88,7 +88,8 @@ def _clock_put_back(clock: FrozenClock) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def app(database: Database, clock: FrozenClock) -> Any:
     settings = Settings(database_url="unused", rate_limit=RateLimit(enabled=False), token_cache_seconds=0.0,
-                        regenerate_every=0, bill_every=0, purge_every=0, deliver_webhooks=False)
+                        regenerate_every=0, bill_every=0, purge_every=0, deliver_webhooks=False,
+                        batch_every=0)
     return create_app(settings, db=database, clock=clock)
 
 

@@ -58,6 +58,6 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     edge = Edge(api, tokens=tokens, buckets=buckets, versions=VERSIONS, fallback_version=FALLBACK_VERSION)
     edge.services = services  # type: ignore[attr-defined]
     if settings.regenerate_every > 0 or settings.bill_every > 0 or settings.purge_every > 0 or \
-            settings.deliver_webhooks:
+            settings.deliver_webhooks or settings.batch_every > 0:
         return Jobs(edge, db, clock, services.gateway, settings)  # type: ignore[return-value]
     return edge

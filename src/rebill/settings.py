@@ -58,6 +58,11 @@ class Settings:
     deliver_webhooks: bool = True
     # Seconds a worker's lease on a delivery holds: one whose worker died goes out again after it.
     delivery_lease_seconds: float = 30.0
+    # Seconds between two looks for submitted async batches (issue 15; a submit also wakes the
+    # job of its own process); 0 switches the batch job off.
+    batch_every: float = 1.0
+    # Seconds a worker's lease on a running batch holds: a batch whose worker died is taken over after it.
+    batch_lease_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -81,6 +86,10 @@ class Settings:
             values["deliver_webhooks"] = env["REBILL_DELIVER_WEBHOOKS"] not in {"0", "false", "no", "off"}
         if env.get("REBILL_DELIVERY_LEASE_SECONDS"):
             values["delivery_lease_seconds"] = float(env["REBILL_DELIVERY_LEASE_SECONDS"])
+        if env.get("REBILL_BATCH_EVERY"):
+            values["batch_every"] = float(env["REBILL_BATCH_EVERY"])
+        if env.get("REBILL_BATCH_LEASE_SECONDS"):
+            values["batch_lease_seconds"] = float(env["REBILL_BATCH_LEASE_SECONDS"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

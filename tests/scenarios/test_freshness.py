@@ -44,7 +44,7 @@ MONTHLY = {"charge_interval_frequency": 1, "order_interval_frequency": 1, "order
 
 def _app(api: Any) -> Any:
     settings = Settings(database_url="unused", token_cache_seconds=3600, regenerate_every=0, bill_every=0,
-                        purge_every=0, deliver_webhooks=False, rate_limit=RateLimit(enabled=False))
+                        purge_every=0, deliver_webhooks=False, batch_every=0, rate_limit=RateLimit(enabled=False))
     return create_app(settings, db=api.db, clock=api.clock)
 
 

@@ -49,8 +49,8 @@ def test_the_server_bills_due_charges_by_itself_while_it_runs(api):
 
 
 def test_no_jobs_when_all_are_switched_off(api):
-    app = create_app(_settings(regenerate_every=0, bill_every=0, purge_every=0, deliver_webhooks=False), db=api.db,
-                     clock=api.clock)
+    app = create_app(_settings(regenerate_every=0, bill_every=0, purge_every=0, deliver_webhooks=False, batch_every=0),
+                     db=api.db, clock=api.clock)
     assert not isinstance(app, Jobs)
 
 

@@ -31,7 +31,7 @@ def zone(name: str) -> ZoneInfo:
 
 
 class Unit:
-    __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id", "_recorded")
+    __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id", "_recorded", "replans")
 
     def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime],
                  release: Callable[..., bool | None] | None = None, *, origin: str | None = None,
@@ -51,6 +51,9 @@ class Unit:
         self.origin = origin or "system"
         self.token_id = token_id
         self._recorded = False  # whether this unit buffered events (reads never do)
+        # Addresses whose replan the unit's owner runs later, once for many changes (a chunk of
+        # an async batch's tasks, jobs/batches.py); None: every replan runs at once.
+        self.replans: set[int] | None = None
 
     def __enter__(self) -> "Unit":
         return self

@@ -7,6 +7,8 @@ server's event loop, started and stopped with the ASGI lifespan (docs/dependenci
 - every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2);
 - all the time: webhook deliveries (jobs/deliver.py), a loop of its own on the event loop,
   woken by every write that queues one and polling twice a second besides.
+- every ``batch_every`` seconds, and at once when this process accepts a batch's processing:
+  the submitted async batches, one per store at a time (jobs/batches.py).
 
 The jobs only say "look now": the database says what is due, each job is safe to run twice
 and from several processes (claims, domain/billing/claim.py), so a missed or doubled tick
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -27,12 +29,14 @@ from starlette.concurrency import run_in_threadpool
 from rebill.api import idempotency
 from rebill.clock import Clock
 from rebill.db.engine import Database
+from rebill.domain.batch import service as batches
 from rebill.domain.billing import run as billing
 from rebill.domain.payment.gateway import Gateway
 from rebill.domain.store import clock as store_clock
 from rebill.domain.store import repository as stores
 from rebill.settings import Settings
 
+from .batches import BatchRunner
 from .deliver import DeliveryRunner
 from .regenerate import run_due
 
@@ -61,6 +65,7 @@ class Jobs:
         self.app, self.db, self.clock, self.gateway, self.settings = app, db, clock, gateway, settings
         self.scheduler: AsyncIOScheduler | None = None
         self.deliveries: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)
@@ -78,11 +83,32 @@ class Jobs:
         if self.settings.purge_every > 0:
             scheduler.add_job(self._run, "interval", seconds=self.settings.purge_every, id="purge",
                               args=("idempotency purge", self._purge))
+        if self.settings.batch_every > 0:
+            batch_runner = BatchRunner(self.app.services, lease=timedelta(seconds=self.settings.batch_lease_seconds))
+            scheduler.add_job(self._run, "interval", seconds=self.settings.batch_every, id="batches",
+                              args=("async batches", batch_runner.run_due))
+            self._loop = asyncio.get_running_loop()
+            batches.on_submitted(self._batch_submitted)
         scheduler.start()
         if self.settings.deliver_webhooks:
             runner = DeliveryRunner(self.db, self.clock.now,
                                     lease=timedelta(seconds=self.settings.delivery_lease_seconds))
             self.deliveries = asyncio.ensure_future(runner.run())
+
+    def _batch_submitted(self) -> None:
+        """A batch was submitted (from any thread): the batch job looks now, not at its next tick."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(self._look_for_batches)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
+
+    def _look_for_batches(self) -> None:
+        job = self.scheduler.get_job("batches") if self.scheduler is not None else None
+        if job is not None:
+            job.modify(next_run_time=datetime.now(timezone.utc))
 
     def _purge(self) -> int:
         # Real time, never a store's test clock (decisions §6.12).

@@ -1,6 +1,7 @@
 """All tables, registered on one ``metadata`` (Alembic reads it)."""
 
 from .address import addresses
+from .async_batch import async_batch_tasks, async_batches
 from .base import metadata
 from .catalog import plans, products
 from .charge import charge_items, charges, pending_regenerations
@@ -20,4 +21,5 @@ from .webhook import webhook_attempts, webhook_deliveries, webhook_payloads, web
 __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods",
            "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys",
            "charge_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads",
-           "webhook_deliveries", "webhook_attempts", "collections", "collection_products"]
+           "webhook_deliveries", "webhook_attempts", "collections", "collection_products",
+           "async_batches", "async_batch_tasks"]

@@ -7,7 +7,18 @@ from rebill.api import query as q
 from rebill.api.contract import ListContract, derive
 from rebill.api.v2021_11.contract import VERSION as HEAD
 
-from . import batches, catalog, charges, collections, discounts, metafields, orders, payment_methods, purchases, webhooks
+from . import (
+    batches,
+    catalog,
+    charges,
+    collections,
+    discounts,
+    metafields,
+    orders,
+    payment_methods,
+    purchases,
+    webhooks,
+)
 from .changes import CHANGES
 
 FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,

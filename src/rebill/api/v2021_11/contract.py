@@ -3,7 +3,18 @@
 from rebill.api import query as q
 from rebill.api.contract import ListContract, Version
 
-from . import batches, catalog, charges, collections, discounts, metafields, orders, payment_methods, purchases, webhooks
+from . import (
+    batches,
+    catalog,
+    charges,
+    collections,
+    discounts,
+    metafields,
+    orders,
+    payment_methods,
+    purchases,
+    webhooks,
+)
 from .parsers import SCHEMAS
 from .serializers import SERIALIZERS
 

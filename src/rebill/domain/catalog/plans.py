@@ -203,5 +203,30 @@ def bulk_update(unit: Unit, commands: list[PlanUpdate]) -> list[Plan]:
     return [after[plan.id] for plan, _ in checked]
 
 
+def bulk_delete(unit: Unit, plan_ids: list[int | None]) -> None:
+    """All or nothing; each item names its plan by ``id`` (once per request). The bulk delete
+    of an async batch (`bulk_plans_delete`); there is no such endpoint (docs/api-choices.md)."""
+    _bulk_size(len(plan_ids))
+    found = repository.plans_by_id(unit.conn, unit.store_id, [i for i in plan_ids if isinstance(i, int)])
+    errors: dict[str, Any] = {}
+    wanted: list[int] = []
+    for index, plan_id in enumerate(plan_ids):
+        if not isinstance(plan_id, int):
+            errors[str(index)] = {"id": ["is required"]}
+        elif plan_id not in found:
+            errors[str(index)] = {"id": ["plan not found"]}
+        elif plan_id in wanted:
+            errors[str(index)] = {"id": ["is duplicated in this request"]}
+        else:
+            wanted.append(plan_id)
+    if errors:
+        raise ValidationFailed({"plans": errors})
+    if len(repository.delete_plans(unit.conn, unit.store_id, wanted)) != len(wanted):
+        raise NotFound()  # deleted by a concurrent request meanwhile
+    for plan_id in wanted:
+        unit.record("plan/deleted", plan_id, {"id": plan_id})
+    _products_changed(unit, [(found[i].product_id, found[i].external_product_id) for i in wanted])
+
+
 def list_page(unit: Unit, query: ListQuery) -> PageResult:
     return repository.plan_page(unit.conn, unit.store_id, query)

@@ -118,7 +118,12 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
 
 def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] | None = None) -> dict[Key, int]:
     """Reconcile the charges of ``address_ids``; returns the charge id of every planned key.
-    ``moved`` maps (address, old date) to the new date of a charge whose date the caller moved."""
+    ``moved`` maps (address, old date) to the new date of a charge whose date the caller moved.
+    A unit that collects its replans (``Unit.replans``) gets them run later by its owner, and
+    an empty result: only use cases that ignore the result run in such a unit."""
+    if unit.replans is not None and not moved:
+        unit.replans.update(address_ids)
+        return {}
     ids = sorted(set(address_ids))
     result: dict[Key, int] = {}
     for start in range(0, len(ids), BATCH):

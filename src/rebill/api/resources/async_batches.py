@@ -1,0 +1,93 @@
+"""Async batches, both versions (decisions §7.7 items 9-12, issue 15): make a batch of one type,
+add its tasks, submit it, read it and its tasks' results. The batch job of `rebill serve` runs
+it (jobs/batches.py), never a request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rebill.domain.batch import service
+from rebill.domain.batch.model import MAX_TASKS_PER_CALL
+from rebill.errors import ValidationFailed
+
+from .. import tasks
+from ..call import Call, Reply
+from ..routing import Endpoints
+
+endpoints = Endpoints()
+READ, WRITE = "read_batches", "write_batches"
+
+
+@endpoints.get("/async_batches", scope=READ)
+def list_batches(call: Call) -> Reply:
+    query = call.list_query("async_batches")
+    with call.read() as unit:
+        return call.page("async_batches", service.list_page(unit, query), unit, query)
+
+
+@endpoints.post("/async_batches", scope=WRITE)
+def create_batch(call: Call) -> Reply:
+    body = call.version.schemas["async_batch.create"].parse(call.body)
+    kind = tasks.batch_type(call.version.name, body["batch_type"])
+    tasks.require_scope(call, kind)
+    with call.write() as unit:
+        return call.created("async_batch", service.create(unit, kind.name, call.version.name, call.token.id))
+
+
+@endpoints.get("/async_batches/{batch_id:id}", scope=READ)
+def get_batch(call: Call) -> Reply:
+    with call.read() as unit:
+        return call.one("async_batch", service.get(unit, call.path["batch_id"]))
+
+
+def _bodies(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """NOTE: issue 15, `{"tasks": [{"body": {...}}, ...]}` with 1 to 1,000 tasks; each body is
+    checked when its task runs, as its endpoint checks it."""
+    items = body.get("tasks")
+    if items is None:
+        raise ValidationFailed.field("tasks", "is required")
+    if not isinstance(items, list):
+        raise ValidationFailed.field("tasks", "must be an array")
+    if not 1 <= len(items) <= MAX_TASKS_PER_CALL:
+        raise ValidationFailed.field("tasks", f"must hold 1 to {MAX_TASKS_PER_CALL:,} tasks")
+    errors: dict[str, Any] = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            errors[str(index)] = ["must be an object"]
+        elif "body" not in item or item["body"] is None:
+            errors[str(index)] = {"body": ["is required"]}
+        elif not isinstance(item["body"], dict):
+            errors[str(index)] = {"body": ["must be an object"]}
+    if errors:
+        raise ValidationFailed({"tasks": errors})
+    return [item["body"] for item in items]
+
+
+@endpoints.post("/async_batches/{batch_id:id}/tasks", scope=WRITE)
+def add_tasks(call: Call) -> Reply:
+    with call.read() as unit:  # 404 and the batch type's scope before any body error
+        batch = service.get(unit, call.path["batch_id"])
+    tasks.require_scope(call, tasks.of(batch.version, batch.batch_type))
+    bodies = _bodies(call.body)
+    with call.write() as unit:
+        count = service.add_tasks(unit, service.get(unit, batch.id), bodies)
+    return Reply({"count": count}, call.version.created_status)
+
+
+@endpoints.post("/async_batches/{batch_id:id}/process", scope=WRITE)
+def process_batch(call: Call) -> Reply:
+    """NOTE: spec 01 Errors, 202 "accepted, in processing": the batch job runs it."""
+    with call.read() as unit:
+        batch = service.get(unit, call.path["batch_id"])
+    tasks.require_scope(call, tasks.of(batch.version, batch.batch_type))
+    with call.write() as unit:
+        reply = call.one("async_batch", service.submit(unit, batch.id), status=202)
+    service.submitted()
+    return reply
+
+
+@endpoints.get("/async_batches/{batch_id:id}/tasks", scope=READ)
+def list_tasks(call: Call) -> Reply:
+    query = call.list_query("async_batch_tasks")
+    with call.read() as unit:
+        return call.page("async_batch_tasks", service.task_page(unit, call.path["batch_id"], query), unit, query)
