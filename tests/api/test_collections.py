@@ -8,7 +8,6 @@ catalog, unknown and other stores' ids, scopes and events; a 2021-01 product's
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -23,6 +22,7 @@ from rebill.domain.unit import Unit
 from rebill.models import events, webhook_payloads
 from tests.api.test_products import make_product
 from tests.api.test_real_fields import DT_NAIVE, DT_OFFSET, INT, STR, assert_fields
+from tests.api.test_review_lists import _walk
 from tests.builders import charges_of, events_of, make_address, make_discount, make_subscription
 
 V01, V11 = "2021-01", "2021-11"
@@ -276,37 +276,20 @@ def test_the_title_filter_selects_exact_titles(api):
     assert _ids(api.get("/collections", params={"title": "Nope"}, version=V11)) == []
 
 
-def _walk(api: Any, params: dict[str, Any], version: str) -> list[int]:
-    seen: list[int] = []
-    params = {**params, "limit": 2}
-    for _ in range(10):
-        response = api.get("/collections", params=params, version=version)
-        seen += _ids(response)
-        if version == V11:
-            cursor = response.json()["next_cursor"]
-        else:
-            found = re.search(r'page_info=([^>&]*)>; rel="next"', response.headers.get("Link", ""))
-            cursor = found and found[1]
-        if not cursor:
-            return seen
-        params = {"limit": 2, "cursor": cursor}
-    raise AssertionError("too many pages")
-
-
 @pytest.mark.parametrize("sort", ["id-desc", "title-asc", "title-desc", "created-asc"])
 def test_cursors_walk_every_row_once_in_each_sort(vapi, sort):
     for title in ("Same", "Same", "Other", "Same", "Zed"):
         create(vapi, title=title)
     whole = _ids(vapi.get("/collections", params={"sort_by": sort, "limit": 250}))
     assert len(whole) == 5
-    assert _walk(vapi, {"sort_by": sort}, vapi.version) == whole
+    assert _walk(vapi, "collections", {"sort_by": sort}, vapi.version) == whole
 
 
 def test_a_cursor_keeps_the_filter_and_a_bad_cursor_answers_422(api):
     for _ in range(3):
         create(api, title="Kept")
     create(api, title="Dropped")
-    assert len(_walk(api, {"title": "Kept"}, V11)) == 3
+    assert len(_walk(api, "collections", {"title": "Kept"}, V11)) == 3
     assert errors_of(api.get("/collections", params={"cursor": "nope"}, version=V11)) == {
         "cursor": ["Invalid value"]}
     reply = api.get("/collections", params={"limit": 1}, version=V11)
