@@ -5,6 +5,7 @@ from .async_batch import async_batch_tasks, async_batches
 from .base import metadata
 from .catalog import plans, products
 from .charge import charge_items, charges, pending_regenerations
+from .checkout import checkouts
 from .collection import collection_products, collections
 from .customer import customers
 from .discount import charge_discounts, discount_redemptions, discounts
@@ -20,6 +21,6 @@ from .webhook import webhook_attempts, webhook_deliveries, webhook_payloads, web
 
 __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods",
            "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys",
-           "charge_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads",
+           "charge_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads", "checkouts",
            "webhook_deliveries", "webhook_attempts", "collections", "collection_products",
            "async_batches", "async_batch_tasks"]
