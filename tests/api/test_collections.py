@@ -23,7 +23,7 @@ from rebill.models import events, webhook_payloads
 from tests.api.test_products import make_product
 from tests.api.test_real_fields import DT_NAIVE, DT_OFFSET, INT, STR, assert_fields
 from tests.api.test_review_lists import _walk
-from tests.builders import charges_of, events_of, make_address, make_discount, make_subscription
+from tests.builders import charges_of, concurrently, events_of, make_address, make_discount, make_subscription
 
 V01, V11 = "2021-01", "2021-11"
 NOT_FOUND = {"errors": "Not Found"}
@@ -414,6 +414,27 @@ def test_bulk_delete_answers_204_and_passes_over_products_not_in_the_collection(
     assert again.status_code == 204
     assert [t for t, _ in events_of(api, made["id"])] == ["collection/created", "collection/updated",
                                                          "collection/updated"]
+
+
+def test_concurrent_adds_of_one_product_make_one_row_and_no_error(api):
+    made = create(api)
+    make_product(api, "p-1")
+    path = f"/collections/{made['id']}/collection_products-bulk"
+    replies = concurrently(api, [("POST", path, refs("p-1"))] * 6)
+    assert [reply.status_code for reply in replies] == [201] * 6
+    assert len({reply.json()["collection_products"][0]["id"] for reply in replies}) == 1
+    assert members(api, made["id"]) == ["p-1"]
+
+
+def test_a_product_deleted_while_it_joins_a_collection_is_either_in_it_or_gone(api):
+    made = create(api)
+    product = make_product(api, "p-1")
+    path = f"/collections/{made['id']}/collection_products-bulk"
+    replies = concurrently(api, [("POST", path, refs("p-1")), ("DELETE", "/products/p-1", None)])
+    assert replies[1].status_code == 204, replies[1].text
+    assert replies[0].status_code in (201, 422), replies[0].text
+    assert members(api, made["id"]) == []
+    assert api.get(f"/products/{product.id}", version=V01).status_code == 404
 
 
 def test_collection_products_needs_a_collection_id_of_the_right_type(api):
