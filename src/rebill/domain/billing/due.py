@@ -36,7 +36,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, func, select
 
-from rebill.models import charges, events, orders
+from rebill.models import charges, checkouts, events, orders
 
 from ..charge.model import ERROR, PENDING, QUEUED
 from ..unit import Unit, zone
@@ -96,6 +96,14 @@ def abandoned_claims(unit: Unit) -> datetime | None:
     return None if first is None else first + STALE_AFTER
 
 
+def abandoned_checkouts(unit: Unit) -> datetime | None:
+    """A checkout's payment whose answer was never recorded is finished once its claim is stale
+    (run.py ``finish_abandoned``, domain/checkout/charge.py)."""
+    first = _earliest(unit, checkouts.c.claimed_at, checkouts.c.store_id == unit.store_id,
+                      checkouts.c.claimed_by.is_not(None))
+    return None if first is None else first + STALE_AFTER
+
+
 def upcoming_notices(unit: Unit) -> datetime | None:
     """NOTE: issue 14, `charge/upcoming` and `order/upcoming` are told the store's
     `upcoming_notice_days` before the date (sweep.py ``tell_upcoming``)."""
@@ -105,7 +113,8 @@ def upcoming_notices(unit: Unit) -> datetime | None:
     return came(unit, min(dates) - timedelta(days=unit.store.upcoming_notice_days))
 
 
-SOURCES: list[Source] = [queued_charges, retries, prepaid_orders, uncaptured, abandoned_claims, upcoming_notices]
+SOURCES: list[Source] = [queued_charges, retries, prepaid_orders, uncaptured, abandoned_claims, abandoned_checkouts,
+                         upcoming_notices]
 
 
 def next_due(unit: Unit, sources: list[Source] = SOURCES) -> datetime | None:

@@ -308,15 +308,17 @@ def _stamp_first_charge(unit: Unit, customer_ids: set[int]) -> None:
             customers.c.first_charge_processed_at.is_(None)).values(first_charge_processed_at=unit.now))
 
 
-def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem]) -> list[int]:
-    """The orders of one paid charge (a capture), with their events and the charge's count."""
+def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem], *, captured: bool = True) -> list[int]:
+    """The orders of one paid charge (a capture, or a checkout's payment: ``captured`` False),
+    with their events and the charge's count."""
     _stamp_first_charge(unit, {charge.customer_id})
     made = _insert_orders(unit, [(charge, held)])
     unit.record_many("order/created", made)
     unit.record_many("order/processed", made[:1])
     unit.record_many("order/success", made[:1])
-    # NOTE: docs/webhooks.md, the payment of every order the captured charge made was captured.
-    unit.record_many("order/payment_captured", made)
+    if captured:
+        # NOTE: docs/webhooks.md, the payment of every order the captured charge made was captured.
+        unit.record_many("order/payment_captured", made)
     _save(unit, charge.id, {"orders_count": len(made)})
     return made
 
@@ -347,7 +349,7 @@ def _nth_order_date(item: PurchaseItem, start: date, k: int) -> date:
 def _order_row(unit: Unit, charge: Charge, k: int, when: date, prepaid: bool) -> dict[str, Any]:
     return {
         "store_id": unit.store_id, "customer_id": charge.customer_id, "address_id": charge.address_id,
-        "charge_id": charge.id, "status": "success" if k == 0 else "queued", "type": "recurring",
+        "charge_id": charge.id, "status": "success" if k == 0 else "queued", "type": charge.type,
         "is_prepaid": prepaid, "sequence": k, "scheduled_at": when, "processed_at": unit.now if k == 0 else None,
         "currency": charge.currency, "line_items": charge.line_items, "shipping_lines": charge.shipping_lines,
         "tax_lines": charge.tax_lines, "discounts": charge.discounts, "billing_address": charge.billing_address,

@@ -216,7 +216,9 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
                 finished += _finish_dead_refund(db, gateway, store, charge_id, now) is not None
         except ServiceError:  # no answer again, refused, or a request took it meanwhile: next run
             continue
-    return finished
+    # Checkout payments too (a package of their own, which builds on this one's outcome).
+    from ..checkout import charge as checkout_charge
+    return finished + checkout_charge.finish_abandoned(db, gateway, store, now)
 
 
 def _due_batches(db: Database, store: Store, now: Callable[[], datetime],

@@ -86,4 +86,6 @@ class Charge(msgspec.Struct):
 
     @property
     def purchase_item_ids(self) -> list[int]:
-        return [line["purchase_item_id"] for line in self.line_items]
+        # A checkout's one-time line is on its charge and order only: no purchase item
+        # (decisions §7.3, docs/api-choices.md, Checkouts).
+        return [line["purchase_item_id"] for line in self.line_items if line["purchase_item_id"] is not None]

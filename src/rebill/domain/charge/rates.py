@@ -18,17 +18,26 @@ from typing import Any
 from ..geo import find_province
 
 
-def shipping_line(rates: list[dict[str, Any]], country_code: str, currency: str) -> dict[str, Any] | None:
-    best: dict[str, Any] | None = None
+def applicable(rates: list[dict[str, Any]], country_code: str, currency: str) -> list[dict[str, Any]]:
+    """Every rate for an address in ``country_code`` charged in ``currency``, in the order they
+    win: the country's own rates, then those for every country, each in listed order (a
+    checkout lists them all, decisions §7.7.5)."""
+    own: list[dict[str, Any]] = []
+    anywhere: list[dict[str, Any]] = []
     for rate in rates:
         if rate.get("currency") and rate["currency"] != currency:
             continue
         countries = rate.get("country_codes") or []
         if country_code in countries:
-            return rate
-        if not countries and best is None:
-            best = rate
-    return best
+            own.append(rate)
+        elif not countries:
+            anywhere.append(rate)
+    return own + anywhere
+
+
+def shipping_line(rates: list[dict[str, Any]], country_code: str, currency: str) -> dict[str, Any] | None:
+    found = applicable(rates, country_code, currency)
+    return found[0] if found else None
 
 
 def tax_rate(rates: list[dict[str, Any]], country_code: str, province: str | None) -> dict[str, Any] | None:

@@ -105,6 +105,12 @@ def email_taken(conn: Connection, store_id: int, email: str, *, other_than: int 
     return found is not None
 
 
+def id_by_email(conn: Connection, store_id: int, email: str) -> int | None:
+    """The store's customer with this email (compared as the unique key compares it), if any."""
+    found = _email_key_holder.one(conn, store_id=store_id, email_key=email.strip().lower(), other_than=0)
+    return None if found is None else int(found[0])
+
+
 def insert_customer(conn: Connection, values: dict[str, Any]) -> int:
     values = {**values, "email_key": values["email"].strip().lower()}
     return insert_row(conn, customers, values)

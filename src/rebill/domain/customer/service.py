@@ -47,7 +47,7 @@ def _analytics_problems(data: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"utm_params": problems} if problems else None
 
 
-def _check_analytics(data: dict[str, Any] | None) -> None:
+def check_analytics(data: dict[str, Any] | None) -> None:
     problems = _analytics_problems(data)
     if problems:
         raise ValidationFailed({"analytics_data": problems})
@@ -92,7 +92,7 @@ def get(unit: Unit, customer_id: int) -> Customer:
 
 
 def create(unit: Unit, command: CustomerCreate) -> Customer:
-    _check_analytics(command.analytics_data)
+    check_analytics(command.analytics_data)
     _check_email(unit, command.email)
     values = msgspec.structs.asdict(command)
     values["billing_address"] = _billing_address(None, _pop_billing(values))
@@ -118,7 +118,7 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
     current = get(unit, customer_id)
     changes = command.changes()
     if "analytics_data" in changes:
-        _check_analytics(changes["analytics_data"])
+        check_analytics(changes["analytics_data"])
     billing = _pop_billing(changes)
     if billing:
         changes["billing_address"] = _billing_address(current.billing_address, billing)

@@ -21,8 +21,10 @@ def resolve(unit: Unit, field: str, discount_id: int | None, code: str | None) -
     return row
 
 
-def refusal(unit: Unit, row: Any, *, customer_id: int, currency: str, except_address: int | None = None) -> str | None:
-    """Why the code cannot be applied now for this customer, or None."""
+def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, except_address: int | None = None,
+            channel: str = "api") -> str | None:
+    """Why the code cannot be applied now for this customer, or None. A buyer who is no
+    customer yet (``customer_id`` None, a checkout) has used nothing and holds nothing."""
     if row.status == FULLY_DISABLED:
         return "discount is fully disabled"
     if row.status != ENABLED:
@@ -31,13 +33,17 @@ def refusal(unit: Unit, row: Any, *, customer_id: int, currency: str, except_add
         return "discount has ended"
     if row.starts_at is not None and row.starts_at > unit.now:
         return "discount has not started yet"
-    # NOTE: spec 02 Discount channel_settings, this API is the `api` channel.
-    if not channels(row.channel_settings)["api"]["can_apply"]:
-        return "discount cannot be applied through the API"
+    # NOTE: spec 02 Discount channel_settings, this API is the `api` channel; a checkout is
+    # the `checkout_page` channel (docs/api-choices.md, Checkouts).
+    if not channels(row.channel_settings)[channel]["can_apply"]:
+        return "discount cannot be applied through the API" if channel == "api" else \
+            f"discount cannot be applied through the {channel.replace('_', ' ')}"
     if row.usage_limit is not None and row.times_used >= row.usage_limit:
         return "discount has reached its usage limit"
     if row.discount_type == "fixed_amount" and currency != unit.store.currency:
         return f"a fixed amount discount applies only to charges in {unit.store.currency}"
+    if customer_id is None:
+        return None
     if row.once_per_customer:
         # The customer's lock: two applications to two of its addresses at once run one after
         # the other, so the second sees the first (PostgreSQL; SQLite serializes writers).
