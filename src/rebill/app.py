@@ -10,6 +10,7 @@ from rebill.api.resources import (
     addresses,
     async_batches,
     charges,
+    checkouts,
     collections,
     customers,
     discounts,
@@ -37,7 +38,7 @@ from rebill.jobs.scheduler import Jobs
 from rebill.settings import Settings
 
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
-             orders, metafields, discounts, webhooks, events, collections, async_batches)
+             orders, metafields, discounts, webhooks, events, collections, async_batches, checkouts)
 # When no store is known (401, 426 before auth), responses name the oldest version, the
 # default of new stores (decisions §1.3).
 FALLBACK_VERSION = "2021-01"

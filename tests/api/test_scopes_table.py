@@ -19,7 +19,7 @@ def _doc_rows() -> dict[tuple[str, str], tuple[str, str]]:
         if len(cells) != 3 or not cells[0].startswith("`"):
             continue
         for method, path in re.findall(r"`(GET|POST|PUT|DELETE) ([^`]+)`", cells[0]):
-            rows[(method, path)] = (cells[1], cells[2])
+            rows[(method, _doc_path(path))] = (cells[1], cells[2])
     return rows
 
 

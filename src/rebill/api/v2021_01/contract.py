@@ -11,6 +11,7 @@ from . import (
     batches,
     catalog,
     charges,
+    checkouts,
     collections,
     discounts,
     metafields,
@@ -22,7 +23,7 @@ from . import (
 from .changes import CHANGES
 
 FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,
-            collections, batches)
+            collections, batches, checkouts)
 
 WINDOW = ("created_at_min", "created_at_max", "updated_at_min", "updated_at_max")
 

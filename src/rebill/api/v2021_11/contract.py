@@ -7,6 +7,7 @@ from . import (
     batches,
     catalog,
     charges,
+    checkouts,
     collections,
     discounts,
     metafields,
@@ -20,7 +21,7 @@ from .serializers import SERIALIZERS
 
 # Each family of resources keeps its serializers, schemas and lists in its own module.
 FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,
-            collections, batches)
+            collections, batches, checkouts)
 
 # NOTE: spec 01 Sorting and Including related objects (2021-11 tables).
 LISTS = {

@@ -1,0 +1,68 @@
+"""How 2021-01 differs from the head for checkouts (spec 02 Checkout, 03-real-fields
+"checkout (2021-01)"): flat ids, naive datetimes, upper-case enums, `country` names in the
+addresses, and spec 02's `external_checkout_customer_id` in the body. Merged by ``contract.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rebill.api.contract import Change, ListContract
+from rebill.api.external_ids import platform_id
+from rebill.api.fields import Field, Schema
+from rebill.domain.geo import country_name
+
+from .changes import NaiveDatetimes
+
+
+class CheckoutNaiveDatetimes(NaiveDatetimes):
+    """Checkout datetimes render naive in UTC (decisions §2.4)."""
+
+    kinds = ("checkout",)
+    fields = ("created_at", "updated_at", "completed_at")
+
+
+class CheckoutOldShape(Change):
+    """Checkouts carry flat `external_checkout_id`/`external_customer_id` strings, addresses
+    with the `country` name, and lines with upper-case `type` and the flat platform ids
+    (`product_id` and `variant_id` as numbers where they are); the create body names the
+    customer `external_checkout_customer_id` (spec 02), `external_customer_id` is read too."""
+
+    kinds = ("checkout",)
+
+    def request(self, schema: Schema) -> Schema:
+        if "external_customer_id" not in schema:
+            return schema
+        return schema.plus(Field("external_checkout_customer_id", "external_id", max_length=64,
+                                 key="external_customer_id"))
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        for name in ("external_checkout_id", "external_customer_id"):
+            data[name] = data[name]["ecommerce"]
+        for name in ("billing_address", "shipping_address"):
+            address = data[name]
+            if address is not None:
+                code = address.get("country_code")
+                address["country"] = country_name(code) if code else None
+        for line in data["line_items"]:
+            line.pop("external_product_id")
+            line.pop("external_variant_id")
+            line["type"] = line["type"].upper()
+            line["product_id"] = line["platform_product_id"] = platform_id(line["product_id"])
+            line["variant_id"] = line["platform_variant_id"] = platform_id(line["variant_id"])
+        return data
+
+
+class CheckoutChargeUpperCase(Change):
+    """The charge result's `status` is upper case (decisions §2.9)."""
+
+    kinds = ("checkout_charge",)
+
+    def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
+        if data["status"] is not None:
+            data["status"] = data["status"].upper()
+        return data
+
+
+CHANGES: tuple[Change, ...] = (CheckoutNaiveDatetimes(), CheckoutOldShape(), CheckoutChargeUpperCase())
+LISTS: dict[str, ListContract] = {}
+SCHEMAS: dict[str, Schema] = {}
