@@ -21,7 +21,7 @@ from rebill.models import charges as charges_table
 from rebill.models import orders as orders_table
 from tests.api.test_charges import make_product
 from tests.api.test_charges_totals import set_rates
-from tests.api.test_real_fields import ARR, BOOL, DT_NAIVE, DT_OFFSET, INT, NULL, OBJ, STR, assert_fields
+from tests.api.test_real_fields import ARR, BOOL, DT_NAIVE, DT_OFFSET, INT, NULL, NUM, OBJ, STR, assert_fields
 from tests.builders import events_of, make_address, make_customer, make_orders, make_payment_method
 
 V01, V11 = "2021-01", "2021-11"
@@ -78,7 +78,7 @@ def order_events(api: Any, order_id: int) -> list[str]:
 
 # Spec 03 order (2021-11) and order (2021-01), transcribed ------------------------------------
 
-MONEY = {STR}  # spec 01 Conventions: money is a string (spec 03 also saw numbers)
+MONEY = {STR}  # spec 01 Conventions: money is a string (spec 03 also saw numbers); not original_price
 ORDER_2021_11 = [
     ("id", {INT}), ("address_id", {INT}),
     ("billing_address", {OBJ}), *((f"billing_address.{k}", {STR, NULL}) for k in ADDRESS_KEYS),
@@ -93,14 +93,14 @@ ORDER_2021_11 = [
     ("discounts", {ARR}), ("error", {NULL, STR}), ("external_cart_token", {NULL}),
     ("external_order_id", {OBJ}), ("external_order_id.ecommerce", {STR, NULL}),
     ("external_order_name", {OBJ}), ("external_order_name.ecommerce", {STR, NULL}),
-    ("external_order_number", {OBJ}), ("external_order_number.ecommerce", {STR, NULL}),
+    ("external_order_number", {OBJ}), ("external_order_number.ecommerce", {STR}),
     ("is_prepaid", {BOOL}), ("line_items", {ARR}),
     ("line_items[].external_inventory_policy", {STR}),
     ("line_items[].external_product_id", {OBJ}), ("line_items[].external_product_id.ecommerce", {STR, NULL}),
     ("line_items[].external_variant_id", {OBJ}), ("line_items[].external_variant_id.ecommerce", {STR, NULL}),
     ("line_items[].grams", {INT, NULL}), ("line_items[].handle", {NULL}), ("line_items[].images", {OBJ}),
     *((f"line_items[].images.{size}", {STR, NULL}) for size in ("large", "medium", "original", "small")),
-    ("line_items[].original_price", MONEY), ("line_items[].properties", {ARR}),
+    ("line_items[].original_price", {NUM}), ("line_items[].properties", {ARR}),
     ("line_items[].purchase_item_id", {INT}), ("line_items[].purchase_item_type", {STR}),
     ("line_items[].quantity", {INT}), ("line_items[].sku", {STR, NULL}), ("line_items[].tax_due", {STR}),
     ("line_items[].tax_lines", {ARR}), ("line_items[].taxable", {BOOL}), ("line_items[].taxable_amount", {STR}),
@@ -133,14 +133,14 @@ ORDER_2021_01 = [
     ("last_name", {STR}), ("line_items", {ARR}), ("line_items[].external_inventory_policy", {STR}),
     ("line_items[].images", {OBJ}),
     *((f"line_items[].images.{size}", {STR, NULL}) for size in ("large", "medium", "original", "small")),
-    ("line_items[].original_price", MONEY), ("line_items[].platform_product_id", {STR, INT, NULL}),
+    ("line_items[].original_price", {NUM}), ("line_items[].platform_product_id", {STR, INT, NULL}),
     ("line_items[].platform_variant_id", {STR, INT, NULL}), ("line_items[].price", MONEY),
     ("line_items[].product_title", {STR}), ("line_items[].properties", {ARR}), ("line_items[].quantity", {INT}),
     ("line_items[].sku", {STR, NULL}), ("line_items[].subscription_id", {INT}), ("line_items[].tax_lines", {ARR}),
     ("line_items[].title", {STR}), ("line_items[].variant_title", {STR, NULL}), ("line_items[].grams", {INT, NULL}),
     ("note", {NULL, STR}), ("note_attributes", {ARR}), ("payment_processor", {STR}),
     ("platform_cart_token", {NULL}), ("platform_customer_id", {STR, INT, NULL}), ("platform_id", {STR, NULL}),
-    ("platform_order_id", {STR, INT, NULL}), ("platform_order_number", {INT, NULL}),
+    ("platform_order_id", {STR, INT, NULL}), ("platform_order_number", {INT}),
     ("processed_at", {DT_NAIVE}), ("scheduled_at", {DT_NAIVE}), ("shipped_date", {DT_NAIVE}),
     ("shipping_address", {OBJ}), *((f"shipping_address.{k}", {STR, NULL}) for k in ADDRESS_KEYS),
     ("shipping_address.country", {STR}), ("shipping_date", {DT_NAIVE}),
@@ -205,14 +205,15 @@ def test_2021_11_order_values_field_by_field(api):
     assert (body["note"], body["order_attributes"], body["tags"], body["discounts"]) == ("ring twice", [], "", [])
     assert body["client_details"] == {"browser_ip": None, "user_agent": None}
     assert (body["error"], body["external_cart_token"]) == (None, None)
-    for name in ("external_order_id", "external_order_name", "external_order_number"):
+    for name in ("external_order_id", "external_order_name"):
         assert body[name] == {"ecommerce": None}
+    assert body["external_order_number"] == {"ecommerce": "1"}  # the store's first order
     [line] = body["line_items"]
     assert line == {
         "external_inventory_policy": "decrement_obeying_policy",
         "external_product_id": {"ecommerce": item["external_product_id"]["ecommerce"]},
         "external_variant_id": {"ecommerce": item["external_variant_id"]["ecommerce"]}, "grams": 1000,
-        "handle": None, "images": charge["line_items"][0]["images"], "original_price": "12.50",
+        "handle": None, "images": charge["line_items"][0]["images"], "original_price": 12.5,
         "properties": [{"name": "grind", "value": "fine"}], "purchase_item_id": item["id"],
         "purchase_item_type": "subscription", "quantity": 1, "sku": item["sku"], "tax_due": "1.25",
         "tax_lines": [{"price": "1.25", "rate": "0.1", "title": "US tax", "unit_price": "1.25"}], "taxable": True,
@@ -251,7 +252,7 @@ def test_2021_01_order_values_field_by_field(api):
                                 "verified_email": False}
     assert body["address_is_active"] is True and body["is_prepaid"] is False
     assert (body["transaction_id"], body["payment_processor"]) == (charge["transaction_id"], "sandbox")
-    assert (body["platform_order_id"], body["platform_id"], body["platform_order_number"]) == (None, None, None)
+    assert (body["platform_order_id"], body["platform_id"], body["platform_order_number"]) == (None, None, 1)
     assert (body["browser_ip"], body["platform_cart_token"], body["total_refunds"]) == (None, None, None)
     assert body["note"] == "ring twice" and body["note_attributes"] == [] and "order_attributes" not in body
     assert body["shipping_address"]["country"] == "United States" and "country_code" not in body["shipping_address"]
@@ -259,7 +260,7 @@ def test_2021_01_order_values_field_by_field(api):
     assert body["shipping_lines"] == [{"code": "std", "price": "5.00", "source": "store", "title": "Standard"}]
     assert (body["total_price"], body["total_tax"], body["total_weight"]) == ("18.75", "1.25", 1000)
     [line] = body["line_items"]
-    assert (line["subscription_id"], line["price"], line["original_price"]) == (item["id"], "12.50", "12.50")
+    assert (line["subscription_id"], line["price"], line["original_price"]) == (item["id"], "12.50", 12.5)
     assert (line["product_title"], line["title"], line["variant_title"]) == ("Coffee", "Coffee", "1 lb")
     assert line["platform_product_id"] == int(item["external_product_id"]["ecommerce"])
     assert line["external_inventory_policy"] == "decrement_obeying_policy" and line["grams"] == 1000

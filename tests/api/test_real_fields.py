@@ -25,6 +25,7 @@ OFFSET = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$")
 NAIVE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 
 STR, INT, BOOL, OBJ, ARR, NULL = "string", "integer", "boolean", "object", "array", "null"
+NUM = "number"  # spec 03's JSON number: an integer or one with a fraction
 DT_OFFSET, DT_NAIVE = "datetime-offset", "datetime-naive"
 
 
@@ -37,7 +38,9 @@ def json_types(value: Any) -> set[str]:
     if isinstance(value, bool):
         return {BOOL}
     if isinstance(value, int):
-        return {INT}
+        return {INT, NUM}
+    if isinstance(value, float):
+        return {NUM}
     if isinstance(value, str):
         found = {STR}
         if OFFSET.match(value):
@@ -103,6 +106,9 @@ def test_the_walker_reports_missing_and_mistyped_paths():
         "e[1].f: missing ('f')",
         "z: missing ('z')",
     ]
+    assert field_problems({"n": "12.50", "i": 1.5}, [("n", {NUM}), ("i", {INT})]) == [
+        "n: '12.50' is ['string'], not one of ['number']", "i: 1.5 is ['number'], not one of ['integer']"]
+    assert not field_problems({"n": 12.5, "m": 12}, [("n", {NUM}), ("m", {NUM})])
     assert field_problems({"t": "2022-03-10T12:13:28+00:00"}, [("t", {DT_NAIVE})])
     assert not field_problems({"t": "2022-03-10T12:13:28"}, [("t", {DT_NAIVE})])
     assert not field_problems({"e": []}, [("e[].f", {STR})])
@@ -174,13 +180,13 @@ CUSTOMER_2021_01 = [
 
 SHOP_2021_01 = [
     ("allow_customers_to_skip_delivery", {INT}),
-    ("checkout_logo_url", {STR, NULL}),
+    ("checkout_logo_url", {STR}),  # spec 03 saw only null; issue 15: a string, "" until set
     ("created_at", {DT_NAIVE}),  # spec 03: string; decisions §2.4: naive
     ("currency", {STR}),
     ("customer_portal_domain", {STR}),
     ("disabled_currencies_historical", {ARR}),
     ("domain", {STR}),
-    ("email", {STR, NULL}),
+    ("email", {STR}),
     ("enabled_presentment_currencies", {ARR}),
     ("enabled_presentment_currencies_symbols", {ARR}),
     ("enabled_presentment_currencies_symbols[].currency", {STR}),
@@ -194,8 +200,8 @@ SHOP_2021_01 = [
     ("name", {STR}),
     ("payment_processor", {STR}),
     ("platform_domain", {STR}),
-    ("shop_email", {STR, NULL}),
-    ("shop_phone", {STR, NULL}),
+    ("shop_email", {STR}),
+    ("shop_phone", {STR}),
     ("subscriptions_enabled", {INT}),
     ("test_mode", {BOOL}),
     ("timezone", {STR}),
@@ -207,19 +213,19 @@ STORE_2021_01 = [*SHOP_2021_01, ("checkout_platform", {STR})]
 
 # Spec 03 store (2021-11): schema only; the types are ours.
 STORE_2021_11 = [
-    ("checkout_logo_url", {STR, NULL}),
+    ("checkout_logo_url", {STR}),  # issue 15: strings, "" until set (decisions §1.6)
     ("checkout_platform", {STR}),
     ("created_at", {DT_OFFSET}),
     ("currency", {STR}),
     ("customer_portal_base_url", {STR}),
     ("default_api_version", {STR}),
-    ("email", {STR, NULL}),
+    ("email", {STR}),
     ("external_platform", {STR}),
     ("id", {INT}),
     ("identifier", {STR}),
     ("merchant_portal_base_url", {STR}),
     ("name", {STR}),
-    ("phone", {STR, NULL}),
+    ("phone", {STR}),
     ("timezone", {OBJ}),
     ("timezone.iana_name", {STR}),
     ("timezone.iana_timezone", {STR}),
@@ -368,7 +374,7 @@ def test_store_2021_11_values(api):
     assert store["customer_portal_base_url"] == f"https://{domain}/portal"
     assert store["merchant_portal_base_url"] == f"https://{domain}/merchant"
     assert store["external_platform"] == "platform_s"
-    assert store["checkout_logo_url"] is None
+    assert (store["checkout_logo_url"], store["email"], store["phone"]) == ("", "owner@example.com", "")
     assert store["timezone"] == {"iana_name": "Europe/Paris", "iana_timezone": "Europe/Paris",
                                  "name": "(GMT+01:00) Europe/Paris"}
     # The head names only: the 2021-01 shop fields stay out.
@@ -385,7 +391,7 @@ def test_shop_2021_01_values(api):
     assert shop["timezone"] == "(GMT-05:00) America/New_York"
     assert shop["iana_timezone"] == "America/New_York"
     assert (shop["shop_email"], shop["email"]) == ("owner@example.com", "owner@example.com")
-    assert shop["shop_phone"] is None
+    assert shop["shop_phone"] == shop["phone"] == ""
     assert shop["test_mode"] is False
     assert shop["subscriptions_enabled"] == 1 and type(shop["subscriptions_enabled"]) is int
     assert shop["allow_customers_to_skip_delivery"] == 1 and type(shop["allow_customers_to_skip_delivery"]) is int
@@ -397,7 +403,7 @@ def test_shop_2021_01_values(api):
     assert shop["disabled_currencies_historical"] == []
     assert shop["payment_processor"] == "sandbox"
     assert shop["external_platform"] == "custom"
-    assert shop["checkout_logo_url"] is None
+    assert shop["checkout_logo_url"] == ""
     assert NAIVE.match(shop["created_at"]) and NAIVE.match(shop["updated_at"])
     # 2021-11 names stay out of 2021-01.
     assert not {"identifier", "customer_portal_base_url", "merchant_portal_base_url"} & set(shop)
@@ -441,7 +447,7 @@ def _token(api: Any, **kw: Any) -> str:
 
 
 def test_token_information_without_any_email_has_empty_strings(vapi):
-    assert vapi.store.email is None
+    assert vapi.store.email == ""
     response = vapi.get("/token_information")
     assert response.status_code == 200, response.text
     info = response.json()["token_information"]

@@ -199,3 +199,56 @@ def test_foreign_keys_off_refuses_to_end_with_an_orphan(tmp_path):
                     _insert(conn, addresses, store_id=404, customer_id=404)
     finally:
         engine.dispose()
+
+
+def test_0017_empties_null_store_contacts_numbers_the_orders_of_each_store_and_keeps_the_triggers(fresh_url):
+    """Stores' null email and phone become `''` (and back on the way down); orders made before
+    get 1, 2, 3... per store in id order and each store's counter its last number; `stores`
+    keeps its revision triggers (migration 0012) and, on SQLite, AUTOINCREMENT through the
+    rebuild that changes its columns' nullability."""
+    from datetime import date
+
+    from sqlalchemy import text
+
+    config = alembic_config(fresh_url)
+    command.upgrade(config, "0016")
+    engine = create_engine(normalize_url(fresh_url))
+    try:
+        old = _reflected(engine)
+        with engine.begin() as conn:
+            plain = _insert(conn, old["stores"])
+            known = _insert(conn, old["stores"], email="owner@shop.test", phone="555")
+            made = [(store, _insert(conn, old["orders"], store_id=store, scheduled_at=date(2026, 1, 1)))
+                    for store in (plain, known, plain, plain, known)]
+
+        command.upgrade(config, "head")
+        new = _reflected(engine)
+        stores, orders = new["stores"], new["orders"]
+        with engine.begin() as conn:
+            contacts = {r.id: (r.email, r.phone, r.checkout_logo_url) for r in conn.execute(select(stores))}
+            assert contacts == {plain: ("", "", ""), known: ("owner@shop.test", "555", "")}
+            numbers = dict(conn.execute(select(orders.c.id, orders.c.number)).all())
+            assert [numbers[order_id] for _, order_id in made] == [1, 1, 2, 3, 2]
+            counters = dict(conn.execute(select(new["order_numbers"].c.store_id,
+                                                new["order_numbers"].c.last_number)).all())
+            assert counters == {plain: 3, known: 2}
+            revision = conn.execute(select(new["revisions"].c.value)).scalar_one()
+            conn.execute(stores.update().where(stores.c.id == plain).values(phone="1"))
+            assert conn.execute(select(new["revisions"].c.value)).scalar_one() == revision + 1
+            if conn.dialect.name == "sqlite":
+                for table in ("stores", "orders"):
+                    ddl = conn.execute(text("SELECT sql FROM sqlite_master WHERE name = :t"), {"t": table}).scalar()
+                    assert "AUTOINCREMENT" in ddl, table
+
+        command.downgrade(config, "0016")
+        back = _reflected(engine)
+        assert "order_numbers" not in back and "number" not in back["orders"].c
+        assert "checkout_logo_url" not in back["stores"].c
+        with engine.begin() as conn:
+            contacts = {r.id: (r.email, r.phone) for r in conn.execute(select(back["stores"]))}
+            assert contacts == {plain: (None, "1"), known: ("owner@shop.test", "555")}
+            revision = conn.execute(select(back["revisions"].c.value)).scalar_one()
+            conn.execute(back["stores"].update().where(back["stores"].c.id == plain).values(phone=None))
+            assert conn.execute(select(back["revisions"].c.value)).scalar_one() == revision + 1
+    finally:
+        engine.dispose()

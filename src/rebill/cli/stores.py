@@ -1,4 +1,4 @@
-"""`rebill stores create | list | rates | secret | notices`."""
+"""`rebill stores create | update | list | rates | secret | notices`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ from .common import DatabaseOption, csv, err, fail, open_database, out, store_na
 
 app = typer.Typer(name="stores", help="Manage stores (tenants).", no_args_is_help=True)
 
+EMAIL_HELP = "The store's contact e-mail (GET /store `email`, GET /shop `shop_email`)"
+PHONE_HELP = "The store's phone (GET /store `phone`, GET /shop `shop_phone`)"
+LOGO_HELP = "An http(s) address of the logo checkouts show (`checkout_logo_url`)"
+
 
 @app.command("create")
 def stores_create(
@@ -29,6 +33,9 @@ def stores_create(
     checkout_platform: str = typer.Option("custom", "--checkout-platform"),
     default_version: str = typer.Option("2021-01", "--default-version"),
     sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox"),
+    email: str = typer.Option("", "--email", help=EMAIL_HELP),
+    phone: str = typer.Option("", "--phone", help=PHONE_HELP),
+    checkout_logo_url: str = typer.Option("", "--checkout-logo-url", help=LOGO_HELP),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Create a store."""
@@ -38,10 +45,35 @@ def stores_create(
             store = store_service.create_store(
                 conn, SystemClock().now(), name=name, currency=currency, ships_to=csv(ships_to),
                 presentment_currencies=csv(presentment_currencies), plan_tier=plan_tier,
-                checkout_platform=checkout_platform, default_api_version=default_version, sandbox=sandbox)
+                checkout_platform=checkout_platform, default_api_version=default_version, sandbox=sandbox,
+                email=email, phone=phone, checkout_logo_url=checkout_logo_url)
     except ValidationFailed as exc:
         fail(exc)
     err.print(f"[green]created store[/green] {store.name} (id {store.id})")
+
+
+@app.command("update")
+def stores_update(
+    name: str,
+    email: Optional[str] = typer.Option(None, "--email", help=EMAIL_HELP + "; '' clears it"),
+    phone: Optional[str] = typer.Option(None, "--phone", help=PHONE_HELP + "; '' clears it"),
+    checkout_logo_url: Optional[str] = typer.Option(None, "--checkout-logo-url", help=LOGO_HELP + "; '' clears it"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Change a store's contact settings (GET /store, GET /shop); what is not given stays."""
+    if email is None and phone is None and checkout_logo_url is None:
+        err.print("[red]nothing to change[/red]: give --email, --phone or --checkout-logo-url")
+        raise typer.Exit(2)
+    db = open_database(database)
+    try:
+        with db.write() as conn:
+            before = store_named(conn, name)
+            after = store_service.update_settings(conn, SystemClock().now(), before, email=email, phone=phone,
+                                                  checkout_logo_url=checkout_logo_url)
+    except ValidationFailed as exc:
+        fail(exc)
+    changed = [n for n in store_service.SETTINGS if getattr(before, n) != getattr(after, n)]
+    err.print(f"[green]updated[/green] {', '.join(changed)} of {name}" if changed else f"{name}: nothing changed")
 
 
 @app.command("list")

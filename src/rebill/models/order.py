@@ -4,7 +4,7 @@ An order keeps its own copy of what was bought, where it goes and what it cost, 
 the charge when it was paid: later changes to the subscription or address do not rewrite
 history."""
 
-from sqlalchemy import Boolean, Column, Date, ForeignKey, Index, Integer, String, Table
+from sqlalchemy import BigInteger, Boolean, Column, Date, ForeignKey, Index, Integer, String, Table
 
 from .base import DecimalText, IdType, JsonType, UtcDateTime, id_column, metadata, store_column, timestamps
 
@@ -47,12 +47,17 @@ orders = Table(
     Column("external_order_id", String(64), nullable=True),
     Column("external_order_name", String(64), nullable=True),
     Column("external_order_number", String(64), nullable=True),
+    # The order's number in its store: 1, 2, 3... in the order the orders were made, never
+    # reused (order_numbers below). Shown as `external_order_number` until the platform sets
+    # its own (docs/api-choices.md, Orders).
+    Column("number", BigInteger, nullable=False),
     Column("error", String(1024), nullable=True),
     *timestamps(),
     Index("ix_orders_store_charge", "store_id", "charge_id"),
     # The orders of one address (a list filter), as charges keep theirs.
     Index("ix_orders_store_address", "store_id", "address_id"),
     Index("ix_orders_store_status_date", "store_id", "status", "scheduled_at"),
+    Index("ix_orders_store_number", "store_id", "number", unique=True),
     sqlite_autoincrement=True,
 )
 
@@ -63,4 +68,14 @@ order_items = Table(
     Column("order_id", IdType, ForeignKey("orders.id", ondelete="CASCADE"), primary_key=True),
     Column("purchase_item_id", IdType, primary_key=True, index=True),
     Column("store_id", IdType, nullable=False),
+)
+
+# The last order number each store gave: one row a store, moved forward by the insert that
+# makes orders, in the same transaction (a rolled-back insert gives its numbers back).
+order_numbers = Table(
+    "order_numbers",
+    metadata,
+    Column("store_id", IdType, ForeignKey("stores.id", ondelete="CASCADE"), primary_key=True,
+           autoincrement=False),
+    Column("last_number", BigInteger, nullable=False),
 )

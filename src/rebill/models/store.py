@@ -9,8 +9,11 @@ stores = Table(
     metadata,
     id_column(),
     Column("name", String(255), nullable=False, unique=True),
-    Column("email", String(255), nullable=True),
-    Column("phone", String(64), nullable=True),
+    # NOTE: decisions §1.6, 03-real-fields store/shop: strings, empty until set, never null
+    # (clients with strict models refuse null; issue 15).
+    Column("email", String(255), nullable=False, server_default=""),
+    Column("phone", String(64), nullable=False, server_default=""),
+    Column("checkout_logo_url", String(2048), nullable=False, server_default=""),
     Column("currency", String(3), nullable=False),
     Column("presentment_currencies", JsonType, nullable=False),
     Column("ships_to", JsonType, nullable=False),

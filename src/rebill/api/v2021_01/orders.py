@@ -83,7 +83,9 @@ class OrderOldShape(Change):
             "platform_customer_id": platform_id(obj.customer_external_id),
             "platform_id": obj.external_order_id,
             "platform_order_id": platform_id(obj.external_order_id),
-            "platform_order_number": as_integer(obj.external_order_number),
+            # NOTE: 03-real-fields, an integer: the order's number in the store (null only
+            # for a platform's number that is not one).
+            "platform_order_number": as_integer(obj.shown_number),
             "processed_at": naive(data["processed_at"]),
             "scheduled_at": scheduled,
             "shipped_date": naive(data["processed_at"]),

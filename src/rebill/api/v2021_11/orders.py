@@ -23,6 +23,15 @@ from .serializers import ts
 INVENTORY_POLICY = "decrement_obeying_policy"
 
 
+def amount_number(amount: str | None) -> float | None:
+    """A stored amount as a JSON number. NOTE: 03-real-fields order (both versions),
+    `line_items[].original_price` is a number (the only amount of an order seen as a number
+    alone; spec 01's strings stay everywhere else): clients with strict models refuse a string
+    there (issue 15). Amounts have at most 12 integer digits and 3 decimals (Hardening), and a
+    double shows every such amount to the digit."""
+    return None if amount is None else float(amount)
+
+
 def _line(line: dict[str, Any]) -> dict[str, Any]:
     return {
         **line_extras(line),
@@ -32,8 +41,7 @@ def _line(line: dict[str, Any]) -> dict[str, Any]:
         "external_variant_id": {"ecommerce": line["external_variant_id"]},
         "grams": line["grams"],
         "handle": None,
-        # NOTE: spec 01 Conventions, money amounts are strings (03-real-fields saw a number).
-        "original_price": line["original_price"],
+        "original_price": amount_number(line["original_price"]),
         "properties": line["properties"],
         "purchase_item_id": line["purchase_item_id"],
         "purchase_item_type": line["purchase_item_type"],
@@ -76,7 +84,8 @@ def order(o: Order) -> dict[str, Any]:
         "external_cart_token": None,
         "external_order_id": {"ecommerce": o.external_order_id},
         "external_order_name": {"ecommerce": o.external_order_name},
-        "external_order_number": {"ecommerce": o.external_order_number},
+        # NOTE: 03-real-fields, a string, never null: the order's number in the store.
+        "external_order_number": {"ecommerce": o.shown_number},
         "is_prepaid": o.is_prepaid,
         "line_items": [_line(line) for line in o.line_items],
         "note": o.note,

@@ -139,7 +139,8 @@ def store(s: Store) -> dict[str, Any]:
     return {
         "id": s.id,
         "name": s.name,
-        "checkout_logo_url": None,
+        # NOTE: decisions §1.6, the contact settings are strings, `""` until set (issue 15).
+        "checkout_logo_url": s.checkout_logo_url,
         "checkout_platform": s.checkout_platform,
         "currency": s.currency,
         "customer_portal_base_url": f"https://{domain}/portal",

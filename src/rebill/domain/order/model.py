@@ -53,6 +53,7 @@ class Order(msgspec.Struct):
     external_order_id: str | None
     external_order_name: str | None
     external_order_number: str | None
+    number: int
     error: str | None
     created_at: datetime
     updated_at: datetime
@@ -73,6 +74,12 @@ class Order(msgspec.Struct):
     def processed_sort(self) -> datetime:
         """The value a `processed_at` sort and its cursors use."""
         return self.processed_at or NOT_PROCESSED
+
+    @property
+    def shown_number(self) -> str:
+        """The order's number as the API shows it (`external_order_number`): the platform's
+        when it set one, else the store's own (docs/api-choices.md, Orders)."""
+        return self.external_order_number or str(self.number)
 
     @property
     def purchase_item_ids(self) -> list[int]:

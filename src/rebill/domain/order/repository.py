@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, literal, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from rebill.db import statements
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.models import addresses, charges, customers, order_items, orders
 from rebill.models.base import UtcDateTime
+from rebill.models.order import order_numbers
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
@@ -133,10 +136,37 @@ def delete_order(conn: Connection, store_id: int, order_id: int) -> None:
 
 # Writes of the billing run (domain/billing/outcome.py) and of clones ---------------------------
 
+def _numbers_upsert(insert: Any) -> Prepared:
+    stmt = insert(order_numbers).values(store_id=bindparam("store_id"), last_number=bindparam("count"))
+    return Prepared(stmt.on_conflict_do_update(
+        index_elements=[order_numbers.c.store_id],
+        set_={"last_number": order_numbers.c.last_number + stmt.excluded.last_number},
+    ).returning(order_numbers.c.last_number))
+
+
+# One statement a dialect: each has its own ON CONFLICT construct (the same SQL on both).
+_take = {"sqlite": _numbers_upsert(sqlite_insert), "postgresql": _numbers_upsert(postgresql_insert)}
+
+
+def take_numbers(conn: Connection, store_id: int, count: int) -> int:
+    """Moves the store's order counter ``count`` forward and returns its new last number. On
+    PostgreSQL the counter's row stays locked until the transaction ends, so two transactions
+    making orders for one store number them one after the other, never alike; a rollback gives
+    its numbers back with the rest of its work."""
+    row = _take[conn.dialect.name].one(conn, store_id=store_id, count=count)
+    assert row is not None  # RETURNING always answers
+    return int(row[0])
+
+
 def insert_many(conn: Connection, rows: list[dict[str, Any]], item_ids: list[list[int]]) -> list[int]:
-    """Inserts ``rows`` (all with the same keys) and each one's purchase items; their ids in order."""
+    """Inserts ``rows`` (all with the same keys, all of one store) and each one's purchase
+    items; their ids in order. Each row gets the store's next order number here (any
+    ``number`` it carries, a clone's source's, is replaced): every order is made through this
+    function, so no order goes without one."""
     if not rows:
         return []
+    last = take_numbers(conn, rows[0]["store_id"], len(rows))
+    rows = [{**row, "number": n} for row, n in zip(rows, range(last - len(rows) + 1, last + 1))]
     ids = statements.insert_many(conn, orders, rows)
     statements.insert_all(conn, order_items, [
         {"order_id": order_id, "purchase_item_id": item_id, "store_id": rows[0]["store_id"]}

@@ -36,8 +36,9 @@ DEFAULT_DUNNING = {"first_retry_days": 1, "retry_every_days": 6, "max_attempts":
 class Store(msgspec.Struct, kw_only=True, frozen=True):
     id: int
     name: str
-    email: str | None
-    phone: str | None
+    # NOTE: decisions §1.6, strings, empty until set (never null).
+    email: str
+    phone: str
     currency: str
     presentment_currencies: list[str]
     ships_to: list[str]
@@ -60,6 +61,7 @@ class Store(msgspec.Struct, kw_only=True, frozen=True):
     previous_client_secret: str | None = None
     client_secret_rotated_at: datetime | None = None
     upcoming_notice_days: int = 3
+    checkout_logo_url: str = ""
 
     @property
     def currencies(self) -> set[str]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 import secrets
+import unicodedata
 from datetime import datetime
+from urllib.parse import urlsplit
 
 from sqlalchemy import Connection
 
 from rebill.errors import NotFound, ValidationFailed
 
+from ..customer.service import EMAIL
 from ..geo import country
 from . import repository
 from .model import API_VERSIONS, CHECKOUT_PLATFORMS, DEFAULT_DUNNING, PLAN_TIERS, SCOPES, Store, TokenRecord
@@ -29,9 +32,12 @@ def create_store(
     sandbox: bool = True,
     installed: bool = True,
     timezone: str = "UTC",
-    email: str | None = None,
+    email: str = "",
+    phone: str = "",
+    checkout_logo_url: str = "",
 ) -> Store:
-    errors: dict[str, list[str]] = {}
+    contact = {"email": email.strip(), "phone": phone.strip(), "checkout_logo_url": checkout_logo_url.strip()}
+    errors = settings_problems(contact)
     ships = [c.strip().upper() for c in (ships_to if ships_to is not None else ["US"]) if c.strip()]
     unknown = [c for c in ships if country(c) is None]
     if unknown:
@@ -50,8 +56,7 @@ def create_store(
         raise ValidationFailed(errors)
     return repository.insert_store(conn, {
         "name": name,
-        "email": email,
-        "phone": None,
+        **contact,
         "currency": currency.upper(),
         "presentment_currencies": sorted({c.upper() for c in presentment_currencies or []} - {currency.upper()}),
         "ships_to": ships,
@@ -71,6 +76,61 @@ def create_store(
         "created_at": now,
         "updated_at": now,
     })
+
+
+# NOTE: decisions §1.6, the store's contact settings (issue 15): strings, `""` until set; the
+# widths of their columns (models/store.py).
+SETTINGS = {"email": 255, "phone": 64, "checkout_logo_url": 2048}
+
+
+def settings_problems(values: dict[str, str]) -> dict[str, list[str]]:
+    """What is wrong with contact settings (stripped), by name, as the API would say it: an
+    e-mail as customers' are checked, a logo an absolute http(s) address a page can load."""
+    errors: dict[str, list[str]] = {}
+    for name, value in values.items():
+        problem = None
+        if "\x00" in value:
+            problem = "must not contain NUL characters"  # PostgreSQL cannot store them
+        elif len(value) > SETTINGS[name]:
+            problem = f"is too long (at most {SETTINGS[name]} characters)"
+        elif value and name == "email" and not EMAIL.match(value):
+            problem = "is invalid"
+        elif value and name == "checkout_logo_url" and not _web_address(value):
+            problem = "must be an http or https URL"
+        if problem:
+            errors[name] = [problem]
+    return errors
+
+
+def _web_address(value: str) -> bool:
+    """An absolute http(s) address with a host and no user name or password; nothing of
+    Unicode's C and Z categories (spaces, controls, U+202E...), as webhook addresses."""
+    if any(unicodedata.category(c)[0] in "CZ" for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # raises on a port that is no number or out of range
+    except ValueError:  # that, or a malformed IPv6 host
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname)
+            and parts.username is None and parts.password is None)
+
+
+def update_settings(conn: Connection, now: datetime, store: Store, *, email: str | None = None,
+                    phone: str | None = None, checkout_logo_url: str | None = None) -> Store:
+    """Sets the contact settings given (None: unchanged; `""` clears one). Settings equal to
+    the stored ones write nothing: `updated_at` stays, and no process drops its cached stores
+    (a store's update bumps the revision, migration 0012)."""
+    given = {"email": email, "phone": phone, "checkout_logo_url": checkout_logo_url}
+    values = {name: value.strip() for name, value in given.items() if value is not None}
+    errors = settings_problems(values)
+    if errors:
+        raise ValidationFailed(errors)
+    changes = {name: value for name, value in values.items() if getattr(store, name) != value}
+    if not changes:
+        return store
+    repository.update_store(conn, store.id, {**changes, "updated_at": now})
+    return _fresh(conn, store.id)
 
 
 def new_client_secret() -> str:
