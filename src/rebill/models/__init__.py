@@ -3,6 +3,7 @@
 from .address import addresses
 from .async_batch import async_batch_tasks, async_batches
 from .base import metadata
+from .bundle import bundle_selection_items, bundle_selections, bundle_variant_collections, bundle_variants
 from .catalog import plans, products
 from .charge import charge_items, charges, pending_regenerations
 from .checkout import checkouts
@@ -23,4 +24,5 @@ __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "
            "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys",
            "charge_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads", "checkouts",
            "webhook_deliveries", "webhook_attempts", "collections", "collection_products",
-           "async_batches", "async_batch_tasks"]
+           "async_batches", "async_batch_tasks",
+           "bundle_variants", "bundle_variant_collections", "bundle_selections", "bundle_selection_items"]
