@@ -366,6 +366,20 @@ def test_a_code_that_does_not_apply_is_kept_and_says_why(api, overrides, reason)
     assert money(body) == ("33.00", "2.39", "40.39")
 
 
+def test_a_code_for_a_collection_takes_its_share_of_the_collections_products_only(api):
+    from tests.api.test_collections import add
+    from tests.api.test_collections import create as create_collection
+    priced_store(api)
+    mugs = create_collection(api, title="Mugs")
+    add(api, mugs["id"], "200")
+    make_discount(api, code="MUGS", value="50", applies_to_id=str(mugs["id"]),
+                  applies_to_resource="platform_collection_id")
+    body = ready(api, discount_code="MUGS")
+    # Half of the mug's 8.00; the coffee is not in the collection. Tax: 1.81 + 4.00 x 7.25 % (0.29).
+    assert body["applied_discount"]["amount"] == "4.00" and body["applied_discount"]["applicable"] is True
+    assert money(body) == ("33.00", "2.10", "36.10")
+
+
 def test_a_once_per_customer_code_is_refused_for_a_customer_who_used_it(api):
     priced_store(api)
     make_discount(api, code="ONCE", once_per_customer=True)

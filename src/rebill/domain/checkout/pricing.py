@@ -16,6 +16,7 @@ from ..address.model import Address
 from ..charge import rates
 from ..discount import repository as discounts
 from ..discount import rules
+from ..discount.inputs import collection_products
 from ..discount.model import value_text
 from ..discount.terms import Terms
 from ..money import format_amount, quantize
@@ -93,7 +94,8 @@ def applied(unit: Unit, discount_id: int | None, lines: list[dict[str, Any]], cu
     if row is None:
         return None, None, "discount not found"
     reason = rules.refusal(unit, row, customer_id=customer_id, currency=currency, channel="checkout_page")
-    terms = Terms.of(row, currency)
+    # A code for a collection matches the lines of its products, as on charges.
+    terms = Terms.of(row, currency, collection_products(unit.conn, unit.store_id, [row]).get(row.id))
     if reason is None:
         items = [_item(i, line, currency, unit.store_id, unit.now) for i, line in enumerate(lines)]
         totals = [quantize(i.price * i.orders_per_charge * i.quantity, currency) for i in items]
