@@ -73,18 +73,18 @@ class BatchRunner:
     # Claims -----------------------------------------------------------------------
 
     def claim(self) -> list[int]:
-        """Takes over running batches whose worker's lease ran out, and starts the next
-        submitted batch of each store that runs none; returns the batches now held."""
+        """Takes over running batches whose worker's lease ran out (or that this worker holds
+        already), and starts the next submitted batch of each store that runs none; returns the
+        batches now held."""
         now = self.real_now()
         until = now + self.lease
         with self.db.read() as conn:
-            abandoned, waiting = work.abandoned(conn, now), work.waiting(conn)
+            abandoned, waiting = work.abandoned(conn, now, self.worker), work.waiting(conn)
         held: list[int] = []
         for batch_id in abandoned:
             with self.db.write() as conn:
                 if work.take_over(conn, batch_id, self.worker, until, now):
                     held.append(batch_id)
-                    logger.info("took over async batch %d", batch_id)
         for batch_id, store_id in waiting:
             try:
                 with self.db.write() as conn:

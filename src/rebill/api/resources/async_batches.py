@@ -12,10 +12,14 @@ from rebill.errors import ValidationFailed
 
 from .. import tasks
 from ..call import Call, Reply
+from ..fields import Field, Schema
 from ..routing import Endpoints
 
 endpoints = Endpoints()
 READ, WRITE = "read_batches", "write_batches"
+# A task's body is checked as an object here (no NUL anywhere: PostgreSQL could not store it)
+# and as its endpoint's body when it runs.
+TASK = Schema(Field("body", "object", required=True, nullable=False))
 
 
 @endpoints.get("/async_batches", scope=READ)
@@ -51,16 +55,18 @@ def _bodies(body: dict[str, Any]) -> list[dict[str, Any]]:
     if not 1 <= len(items) <= MAX_TASKS_PER_CALL:
         raise ValidationFailed.field("tasks", f"must hold 1 to {MAX_TASKS_PER_CALL:,} tasks")
     errors: dict[str, Any] = {}
+    bodies: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             errors[str(index)] = ["must be an object"]
-        elif "body" not in item or item["body"] is None:
-            errors[str(index)] = {"body": ["is required"]}
-        elif not isinstance(item["body"], dict):
-            errors[str(index)] = {"body": ["must be an object"]}
+            continue
+        try:
+            bodies.append(TASK.parse(item)["body"])
+        except ValidationFailed as exc:
+            errors[str(index)] = exc.errors
     if errors:
         raise ValidationFailed({"tasks": errors})
-    return [item["body"] for item in items]
+    return bodies
 
 
 @endpoints.post("/async_batches/{batch_id:id}/tasks", scope=WRITE)

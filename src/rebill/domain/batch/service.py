@@ -74,8 +74,7 @@ def submit(unit: Unit, batch_id: int) -> AsyncBatch:
     if not repository.submit(unit.conn, unit.store_id, batch_id, unit.now):
         again = get(unit, batch_id)
         if again.submitted_at is not None or again.status != NOT_STARTED:
-            raise ValidationFailed.field("status", f"the batch was already submitted for processing; it is "
-                                                   f"{again.status}")
+            raise ValidationFailed.field("status", "the batch was already submitted for processing")
         raise ValidationFailed.field("tasks", "the batch has no tasks to process")
     return get(unit, batch_id)
 

@@ -30,15 +30,15 @@ WAITING = text(f"async_batches.status = '{NOT_STARTED}' AND async_batches.submit
 _other = aliased(b)
 
 _get = Prepared(select(*columns_for(AsyncBatch, b.c)).where(b.c.id == bindparam("id")))
-_abandoned = select(b.c.id).where(
-    RUNNING, or_(b.c.claimed_until.is_(None), b.c.claimed_until < bindparam("now")))
+_abandoned = select(b.c.id).where(RUNNING, or_(
+    b.c.claimed_until.is_(None), b.c.claimed_until < bindparam("now"), b.c.claimed_by == bindparam("worker")))
 # The first submitted batch of each store that runs none: the others wait their turn.
 _waiting = select(b.c.id, b.c.store_id).where(
     WAITING, ~exists().where(_other.c.store_id == b.c.store_id, _other.c.status == PROCESSING),
 ).order_by(b.c.submitted_at, b.c.id).limit(bindparam("limit"))
 _take_over = Prepared(update(b).where(
     b.c.id == bindparam("id"), b.c.status == PROCESSING,
-    or_(b.c.claimed_until.is_(None), b.c.claimed_until < bindparam("now")),
+    or_(b.c.claimed_until.is_(None), b.c.claimed_until < bindparam("now"), b.c.claimed_by == bindparam("worker")),
 ).values(claimed_by=bindparam("worker"), claimed_until=bindparam("until")))
 _start = Prepared(update(b).where(b.c.id == bindparam("id"), b.c.status == NOT_STARTED,
                                   b.c.submitted_at.is_not(None))
@@ -70,9 +70,10 @@ def get(conn: Connection, batch_id: int) -> AsyncBatch | None:
     return AsyncBatch(*row) if row else None
 
 
-def abandoned(conn: Connection, real_now: datetime) -> list[int]:
-    """Running batches whose worker's lease ran out (it died, or a restart lost it)."""
-    return list(conn.execute(_abandoned, {"now": real_now}).scalars())
+def abandoned(conn: Connection, real_now: datetime, worker: str) -> list[int]:
+    """Running batches whose worker's lease ran out (it died, or a restart lost it), and this
+    worker's own (a job that stopped halfway)."""
+    return list(conn.execute(_abandoned, {"now": real_now, "worker": worker}).scalars())
 
 
 def waiting(conn: Connection, limit: int = 100) -> list[tuple[int, int]]:
