@@ -668,3 +668,61 @@ def test_a_free_checkout_says_so(api):
     token = ready(api, discount_code="ALL", line_items=[ONE_LINE])["token"]
     result = api.post(f"/checkouts/{token}/charge", json=CHARGE).json()["checkout_charge"]
     assert result["free"] is True and result["status"] == "success"
+
+
+def test_the_platform_ids_of_a_checkout_in_each_versions_names(vapi):
+    priced_store(vapi)
+    if vapi.version == V11:
+        body = ready(vapi, external_checkout_id={"ecommerce": "cart_7"}, external_customer_id={"ecommerce": "cus_9"},
+                     external_checkout_source="headless")
+        assert (body["external_checkout_id"], body["external_customer_id"]) == ({"ecommerce": "cart_7"},
+                                                                               {"ecommerce": "cus_9"})
+    else:
+        # NOTE: spec 02 Checkouts create body names the customer `external_checkout_customer_id`.
+        body = ready(vapi, external_checkout_id="cart_7", external_checkout_customer_id="cus_9",
+                     external_checkout_source="headless")
+        assert (body["external_checkout_id"], body["external_customer_id"]) == ("cart_7", "cus_9")
+    assert body["external_checkout_source"] == "headless"
+    charge_id = vapi.post(f"/checkouts/{body['token']}/charge", json=CHARGE).json()["checkout_charge"]["charge_id"]
+    customer = vapi.get(f"/charges/{charge_id}", version=V11).json()["charge"]["customer"]
+    assert customer["external_customer_id"] == {"ecommerce": "cus_9"}
+
+
+def test_a_processor_that_does_not_answer_is_asked_again_with_the_same_key(api, monkeypatch):
+    from rebill.domain.payment.gateway import GatewayUnavailable
+    priced_store(api)
+    token = ready(api)["token"]
+    gateway = api.client.app.services.gateway
+    real = gateway.charge
+
+    def silent(payment: Any) -> Any:
+        raise GatewayUnavailable()
+    monkeypatch.setattr(gateway, "charge", silent)
+    response = api.post(f"/checkouts/{token}/charge", json=CHARGE)
+    assert (response.status_code, response.json()) == (
+        503, {"errors": "The payment processor could not be reached; try again later"})
+    monkeypatch.setattr(gateway, "charge", real)
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 409
+    api.clock.advance(timedelta(seconds=61))
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 200
+    checkout_id = api.get(f"/checkouts/{token}").json()["checkout"]["id"]
+    with api.db.read() as conn:
+        keys = list(conn.execute(select(sandbox_payments.c.idempotency_key)
+                                 .where(sandbox_payments.c.store_id == api.store.id)).scalars())
+    assert keys == [f"rebill-checkout-{checkout_id}-attempt-1"]
+
+
+def test_an_abandoned_payment_taken_over_by_another_token_answers_409_once_recorded(api, monkeypatch):
+    priced_store(api)
+    token = ready(api)["token"]
+    real = checkout_charge._record
+    monkeypatch.setattr(checkout_charge, "_record", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 500
+    monkeypatch.setattr(checkout_charge, "_record", real)
+    api.clock.advance(timedelta(seconds=61))
+    response = api.post(f"/checkouts/{token}/charge", json={**CHARGE, "payment_token": "tok_other"})
+    assert (response.status_code, response.json()) == (409, {"errors": "An earlier payment of this checkout that "
+                                                                       "had not answered has now been completed"})
+    checkout = api.get(f"/checkouts/{token}").json()["checkout"]
+    assert checkout["completed_at"] is not None and checkout["payment_processor_transaction_id"] is not None
+    assert count(api, sandbox_payments) == 1
