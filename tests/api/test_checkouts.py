@@ -726,3 +726,14 @@ def test_an_abandoned_payment_taken_over_by_another_token_answers_409_once_recor
     checkout = api.get(f"/checkouts/{token}").json()["checkout"]
     assert checkout["completed_at"] is not None and checkout["payment_processor_transaction_id"] is not None
     assert count(api, sandbox_payments) == 1
+
+
+def test_two_charges_at_once_pay_once(api):
+    from tests.builders import concurrently
+    priced_store(api)
+    token = ready(api)["token"]
+    first, second = concurrently(api, [("POST", f"/checkouts/{token}/charge", CHARGE)] * 2)
+    # The loser finds the payment in flight (409) or already recorded (422).
+    assert sorted([first.status_code, second.status_code]) in ([200, 409], [200, 422])
+    assert count(api, sandbox_payments) == 1
+    assert len(api.get("/charges", params={"status": "success"}).json()["charges"]) == 1
