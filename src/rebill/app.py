@@ -9,6 +9,8 @@ from rebill.api.call import Services
 from rebill.api.resources import (
     addresses,
     async_batches,
+    bundle_selections,
+    bundle_variants,
     charges,
     checkouts,
     collections,
@@ -38,7 +40,8 @@ from rebill.jobs.scheduler import Jobs
 from rebill.settings import Settings
 
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
-             orders, metafields, discounts, webhooks, events, collections, async_batches, checkouts)
+             orders, metafields, discounts, webhooks, events, collections, async_batches, checkouts,
+             bundle_variants, bundle_selections)
 # When no store is known (401, 426 before auth), responses name the oldest version, the
 # default of new stores (decisions §1.3).
 FALLBACK_VERSION = "2021-01"

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rebill.domain.address import repository as addresses
+from rebill.domain.bundle import repository as bundles
 from rebill.domain.collection import repository as collections
 from rebill.domain.customer import repository as customers
 from rebill.domain.discount import repository as discounts
@@ -100,6 +101,21 @@ def _product_collections(unit: Unit, items: list[Any]) -> dict[int, Any]:
     return collections.collections_of_products(unit.conn, unit.store_id, [p.id for p in items])
 
 
+def _subscription_bundle_selections(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    """NOTE: spec 01 include table, a subscription's `bundle_selections`: its selection (a list of
+    none or one), with its items, one statement each for the page."""
+    found = bundles.selections_of_items(unit.conn, unit.store_id, [s.id for s in items])
+    return {s.id: [found[s.id]] if s.id in found else [] for s in items}
+
+
+def _subscription_bundle_product(unit: Unit, items: list[Any]) -> dict[int, Any]:
+    """NOTE: spec 01 include table, a subscription's `bundle_product`: the bundle variant its
+    variant is (null when it is none; docs/api-choices.md, Bundles)."""
+    found = bundles.variants_of_items(unit.conn, unit.store_id,
+                                      [(s.external_product_id, s.external_variant_id) for s in items])
+    return {s.id: found.get((s.external_product_id, s.external_variant_id)) for s in items}
+
+
 def metafields_of(owner_resource: str) -> Loader:
     """NOTE: spec 01 and 02 include tables, `metafields`: the records' own, one statement for
     the page."""
@@ -127,6 +143,8 @@ LOADERS: dict[str, dict[str, tuple[str, Loader]]] = {
         "address": ("address", _subscription_address),
         "customer": ("customer", _customer_of),
         "metafields": ("metafield", metafields_of("subscription")),
+        "bundle_selections": ("bundle_selection", _subscription_bundle_selections),
+        "bundle_product": ("bundle_variant", _subscription_bundle_product),
     },
     "payment_method": {
         "addresses": ("address", _payment_method_addresses),

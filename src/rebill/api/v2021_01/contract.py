@@ -9,6 +9,7 @@ from rebill.api.v2021_11.contract import VERSION as HEAD
 
 from . import (
     batches,
+    bundles,
     catalog,
     charges,
     checkouts,
@@ -23,7 +24,7 @@ from . import (
 from .changes import CHANGES
 
 FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,
-            collections, batches, checkouts)
+            collections, batches, checkouts, bundles)
 
 WINDOW = ("created_at_min", "created_at_max", "updated_at_min", "updated_at_max")
 

@@ -5,6 +5,7 @@ from rebill.api.contract import ListContract, Version
 
 from . import (
     batches,
+    bundles,
     catalog,
     charges,
     checkouts,
@@ -21,7 +22,7 @@ from .serializers import SERIALIZERS
 
 # Each family of resources keeps its serializers, schemas and lists in its own module.
 FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,
-            collections, batches, checkouts)
+            collections, batches, checkouts, bundles)
 
 # NOTE: spec 01 Sorting and Including related objects (2021-11 tables).
 LISTS = {

@@ -15,11 +15,14 @@ from ..store.model import Store
 
 # NOTE: decisions §6.6, processing on request needs plan tier A (tier B includes it: docs).
 TIER_A = ("premium_a", "premium_b")
+# NOTE: decisions §6.6, bundle selections need plan tier B.
+TIER_B = ("premium_b",)
+_NAMES = {TIER_A: "A (premium_a)", TIER_B: "B (premium_b)"}
 
 
 def require_tier(store: Store, tiers: tuple[str, ...], what: str) -> None:
     if store.plan_tier not in tiers:
-        raise Forbidden(f"{what} needs plan tier A (premium_a); this store's tier is {store.plan_tier}")
+        raise Forbidden(f"{what} needs plan tier {_NAMES[tiers]}; this store's tier is {store.plan_tier}")
 
 
 def visible(db: Database, store: Store, charge_id: int, now: datetime) -> Charge:

@@ -20,6 +20,7 @@ import msgspec
 
 from rebill.errors import NotFound, ValidationFailed
 
+from ..bundle import variants as bundle_variants
 from ..discount import service as discounts
 from ..event import attributes
 from ..listing import ListQuery, PageResult
@@ -73,8 +74,10 @@ def update(unit: Unit, collection_id: int, command: CollectionUpdate) -> Collect
 
 
 def delete(unit: Unit, collection_id: int) -> None:
-    """Its products leave it with it; codes for it match no line any more."""
+    """Its products leave it with it; codes for it match no line any more. A collection a
+    bundle variant names cannot go (422; docs/api-choices.md, Bundles)."""
     _locked(unit, collection_id)
+    bundle_variants.collection_in_use(unit, collection_id)
     repository.delete_collection(unit.conn, unit.store_id, collection_id)
     unit.record("collection/deleted", collection_id, {"id": collection_id})
     discounts.collections_changed(unit, [collection_id])
