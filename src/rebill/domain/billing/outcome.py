@@ -25,6 +25,7 @@ from rebill.db.prepared import Prepared
 from rebill.models import charges, customers, payment_methods, purchase_items
 
 from ..address import repository as addresses
+from ..bundle import order_lines as bundle_lines
 from ..charge import repository as charge_repo
 from ..charge.model import API_NAMES as CHARGE_NAMES
 from ..charge.model import ERROR, PENDING, SUCCESS, Charge
@@ -332,11 +333,13 @@ def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]]) ->
     (decisions §6.12: order k on the charge's date plus k order intervals, the first `success`,
     the rest `queued`)."""
     rows, item_ids = [], []
+    # NOTE: spec 01 Bundle selection, a new order takes the current contents of its selections.
+    lines = bundle_lines.with_contents(unit.conn, unit.store_id, [(c.id, c.line_items) for c, _ in paid])
     for charge, held in paid:
         prepaid = [i for i in held if i.kind == SUBSCRIPTION and i.is_prepaid]
         for k in range(_orders_per_charge(held)):
             when = charge.scheduled_at if k == 0 else _nth_order_date(prepaid[0], charge.scheduled_at, k)
-            rows.append(_order_row(unit, charge, k, when, bool(prepaid)))
+            rows.append({**_order_row(unit, charge, k, when, bool(prepaid)), "line_items": lines[charge.id]})
             item_ids.append(charge.purchase_item_ids)
     return orders.insert_many(unit.conn, rows, item_ids)
 
