@@ -33,7 +33,7 @@ from urllib.request import Request, urlopen
 import psycopg
 from sqlalchemy import func, select
 
-from bench import billing, floor, schedule, webhooks
+from bench import batches, billing, floor, schedule, webhooks
 from rebill.api.listing import encode_cursor
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
@@ -161,6 +161,7 @@ def main() -> None:
     day = billing.run(url, args.charges)
     deep_cursor, address_range = schedule_positions(url, sched["store"])
     hooks = webhooks.deliveries(url)
+    batch = batches.run(url)  # issue 15: a server of its own, run to its end before the rounds
     hooks_token, hooks_store_id = webhooks.outbox_store(url)
     # Deliveries off: the outbox case measures what the deliveries cost a create's transaction,
     # not the sending (measured above, without the server).
@@ -271,6 +272,8 @@ def main() -> None:
     print(f"  the outbox's statements alone take {outbox_floor:.0f} µs a create; with the plain create's "
           f"{plain_us:.0f} µs per request the best reachable is {(plain_us + outbox_floor) / plain_us:.2f}x")
     summary["webhooks"] = {**hooks, "outbox_ratio": outbox, "outbox_floor_us": outbox_floor}
+    print(batches.report(batch))
+    summary["async_batch"] = batch
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / f"latest-{backend.lower()}.json").write_text(json.dumps({"rounds": rounds, "summary": summary}, indent=2))
