@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -77,6 +78,9 @@ class LoopWriter:
         self._raw: Any = None
         self._open = False  # a transaction is open and its COMMIT is scheduled
         self._waiting: list[asyncio.Future[None]] = []  # requests answered by that COMMIT
+        # When a request last found the lock taken (monotonic): a background job that writes
+        # in a loop leaves the lock free a moment after its transaction when this is recent.
+        self.refused_at = 0.0
 
     def open(self) -> "_Savepoint":
         """Join the open transaction, or open one; the caller's block is one savepoint."""
@@ -98,6 +102,7 @@ class LoopWriter:
 
     def _begin(self) -> None:
         if not self._lock.try_acquire():
+            self.refused_at = time.monotonic()
             raise WriterBusy()
         try:
             conn = self._conn
@@ -110,6 +115,7 @@ class LoopWriter:
         except Exception as exc:
             self._lock.release()
             if _is_busy(exc):
+                self.refused_at = time.monotonic()
                 raise WriterBusy() from None
             raise
         # The COMMIT runs once the requests now on the loop have had their turn.

@@ -55,6 +55,8 @@ RETRIES = 4
 INTERNAL = {"errors": ServiceError.default}
 # Careful levels of a batch whose chunk failed as a whole.
 AT_ONCE, ONE_BY_ONE = 1, 2
+# Seconds a chunk leaves the SQLite write lock to the requests that wanted it meanwhile.
+REQUESTS_FIRST = 0.025
 
 
 class BatchRunner:
@@ -136,7 +138,10 @@ class BatchRunner:
                 return 0, False
         failpoints.hit("batch.after_claim")
         try:
-            return self._run(batch_id, task_ids, careful), True
+            began = time.monotonic()
+            ran = self._run(batch_id, task_ids, careful)
+            self._let_requests_write(began)
+            return ran, True
         except Exception:
             if careful >= ONE_BY_ONE:
                 logger.exception("async batch %d: task %d could not be recorded; it fails", batch_id, task_ids[0])
@@ -145,6 +150,14 @@ class BatchRunner:
             logger.exception("async batch %d: a chunk failed as a whole; going on more carefully", batch_id)
             self._careful[batch_id] = careful + 1
             return 0, True
+
+    def _let_requests_write(self, since: float) -> None:
+        """SQLite: requests that found the write lock taken while the chunk ran try again after
+        a pause of up to 20 ms (db/loop_writer.py); the next chunk waits that long for them,
+        so that a long batch cannot keep them out until they give up the event loop."""
+        writer = self.db.loop_writer
+        if writer is not None and writer.refused_at >= since:
+            time.sleep(REQUESTS_FIRST)
 
     # A chunk ----------------------------------------------------------------------
 
