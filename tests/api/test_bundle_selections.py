@@ -12,16 +12,20 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from rebill.domain.catalog import repository as catalog_repo
 from rebill.domain.catalog.model import VariantInput
 from rebill.models import events
 from tests.api.test_bundle_variants import make_box, make_bundle, make_collection, topics
+from tests.api.test_edge_properties import JSON, _check
+from tests.api.test_includes_query_count import counting
 from tests.api.test_products import make_plan, make_product
 from tests.api.test_real_fields import BOOL, DT_OFFSET, INT, NULL, STR, assert_fields
 from tests.api.test_review_lists import _walk
-from tests.builders import charges_of, events_of, make_address, make_onetime, make_subscription
+from tests.builders import charges_of, concurrently, events_of, make_address, make_onetime, make_subscription
 
 V01, V11 = "2021-01", "2021-11"
 NOT_FOUND = {"errors": "Not Found"}
@@ -332,6 +336,21 @@ def test_a_selection_goes_with_its_subscription(bapi, world):
     assert bapi.get(f"/bundle_selections/{made['id']}").status_code == 404
 
 
+def test_concurrent_creates_for_one_item_make_one_selection_and_no_error(bapi, world):
+    body = {"purchase_item_id": world["box"].id, "items": [item("p-1"), item("p-3")]}
+    replies = concurrently(bapi, [("POST", "/bundle_selections", body)] * 4)
+    assert sorted(reply.status_code for reply in replies) == [200, 422, 422, 422], [r.text for r in replies]
+    assert len(bapi.get("/bundle_selections").json()["bundle_selections"]) == 1
+
+
+def test_a_bundle_variant_deleted_while_a_selection_is_made_is_either_kept_or_refused(bapi, world):
+    replies = concurrently(bapi, [
+        ("POST", "/bundle_selections", {"purchase_item_id": world["box"].id, "items": [item("p-1"), item("p-3")]}),
+        ("DELETE", f"/bundle_variants/{world['bundle']['id']}", None)])
+    made, deleted = (reply.status_code for reply in replies)
+    assert (made, deleted) in ((200, 422), (422, 204)), [r.text for r in replies]
+
+
 # The list ---------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -414,6 +433,27 @@ def test_subscriptions_include_their_selection_and_bundle(bapi, world):
     assert by_id[world["box"].id]["bundle_selections"] == [made]
 
 
+def _statements(api: Any, path: str, params: dict[str, Any]) -> int:
+    with counting(api.db.engine) as statements:
+        reply = api.get(path, params={**params, "limit": 250})
+    assert reply.status_code == 200, reply.text
+    return len(statements)
+
+
+def test_lists_load_items_and_includes_in_statements_that_do_not_grow_with_rows(bapi, world):
+    def selections(n: int) -> None:
+        for _ in range(n):
+            box = make_subscription(bapi, world["address"], external_product_id="box", external_variant_id="box-1",
+                                    price=None)
+            create(bapi, box.id, item("p-1"), item("p-3"))
+    include = {"include": "bundle_selections,bundle_product"}
+    selections(2)
+    few = (_statements(bapi, "/bundle_selections", {}), _statements(bapi, "/subscriptions", include))
+    selections(6)
+    assert (_statements(bapi, "/bundle_selections", {}), _statements(bapi, "/subscriptions", include)) == few
+    assert len(bapi.get("/bundle_selections").json()["bundle_selections"]) == 8
+
+
 # Tier, versions, scopes -------------------------------------------------------------------------
 
 ENDPOINTS = [("GET", "/bundle_selections"), ("POST", "/bundle_selections"), ("GET", "/bundle_selections/1"),
@@ -446,3 +486,40 @@ def test_a_token_without_the_scope_gets_403(bapi, method, path, scope):
         403, {"errors": f"This token lacks the scope this endpoint needs: {scope}"})
     reader = bapi.token_with("read_subscriptions")
     assert bapi.get("/bundle_selections", token=reader).status_code == 200
+
+
+# Hostile input on a tier B store (the shared property test's store has no tier B) ----------------
+
+PROPERTY = settings(max_examples=60, deadline=None, database=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _hostile_items(world: dict[str, Any]) -> st.SearchStrategy[Any]:
+    products = st.sampled_from(["p-1", "p-2", "p-3", "p-4", "box", "nope"]) | st.integers(-1, 2**64) | JSON
+    one = st.fixed_dictionaries({
+        "external_product_id": products,
+        "external_variant_id": st.sampled_from(["p-1-1", "p-2-2", "p-3-1", "box-1", "x"]) | JSON,
+        "quantity": st.integers(-2, 1002) | JSON,
+    }, optional={"collection_id": st.sampled_from([world["coffee"], world["tea"], str(world["tea"])])
+                 | st.integers(-1, 2**64) | JSON,
+                 "collection_source": st.text(max_size=40) | JSON})
+    return st.lists(one, max_size=5) | JSON
+
+
+@given(data=st.data())
+@PROPERTY
+def test_no_body_reaches_a_500(bapi, world, data):
+    # The fixtures are made once for all the examples: the box's selection, once made, stays.
+    listed = bapi.get("/bundle_selections", params={"purchase_item_ids": world["box"].id}).json()
+    made = listed["bundle_selections"][0] if listed["bundle_selections"] else \
+        create(bapi, world["box"].id, item("p-1"), item("p-3"))
+    ids = st.sampled_from([world["box"].id, world["plain"].id, made["id"]]) | st.integers(-1, 2**64) | JSON
+    body = data.draw(st.fixed_dictionaries({}, optional={"purchase_item_id": ids, "items": _hostile_items(world),
+                                                         "plan_id": ids}))
+    for method, path in (("POST", "/bundle_selections"), ("PUT", f"/bundle_selections/{made['id']}")):
+        _check(bapi.request(method, path, json=body), f"{method} {path} {body!r}")
+    query = data.draw(st.dictionaries(st.sampled_from(["purchase_item_ids", "bundle_variant_ids",
+                                                       "item_external_product_ids", "item_external_variant_ids",
+                                                       "active_purchase_items", "sort_by"]),
+                                      st.text(max_size=20) | ids.map(str), max_size=3))
+    _check(bapi.get("/bundle_selections", params=query), f"GET {query!r}")

@@ -68,20 +68,18 @@ def _ranges(conn: Connection, variants: list[BundleVariant]) -> list[BundleVaria
     return variants
 
 
-def variant(conn: Connection, store_id: int, variant_id: int, *, lock: str | None = None) -> BundleVariant | None:
-    """``lock="update"``: it is being changed or deleted; ``lock="key_share"``: a selection is
-    being made for it, so it must not be deleted until the unit ends (PostgreSQL row locks;
-    SQLite serializes writers)."""
+def variant(conn: Connection, store_id: int, variant_id: int, *, lock: bool = False) -> BundleVariant | None:
+    """``lock``: an update lock until the unit ends, the variant being changed or deleted
+    (PostgreSQL; SQLite serializes writers)."""
     stmt = _variant_select.where(bundle_variants.c.id == variant_id, bundle_variants.c.store_id == store_id)
-    if lock is not None:
-        stmt = stmt.with_for_update(key_share=lock == "key_share", read=lock == "key_share")
-    row = conn.execute(stmt).first()
+    row = conn.execute(stmt.with_for_update() if lock else stmt).first()
     return _ranges(conn, [BundleVariant(*row)])[0] if row else None
 
 
 def variant_of(conn: Connection, store_id: int, external_product_id: str | None,
                external_variant_id: str | None, *, lock: bool = False) -> BundleVariant | None:
-    """The bundle a catalog variant is, if it is one; ``lock`` as ``variant``'s key share."""
+    """The bundle a catalog variant is, if it is one; ``lock``: a key share lock until the unit
+    ends, so that the bundle is not deleted under a selection being made for it."""
     if external_product_id is None or external_variant_id is None:
         return None
     stmt = _variant_select.where(bundle_variants.c.store_id == store_id,

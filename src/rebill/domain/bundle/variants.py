@@ -116,7 +116,7 @@ def _stored(variant: BundleVariant) -> list[dict[str, Any]]:
 
 
 def update(unit: Unit, variant_id: int, command: BundleVariantUpdate) -> BundleVariant:
-    current = repository.variant(unit.conn, unit.store_id, variant_id, lock="update")
+    current = repository.variant(unit.conn, unit.store_id, variant_id, lock=True)
     if current is None:
         raise NotFound()
     changes = command.changes()
@@ -149,7 +149,7 @@ def update(unit: Unit, variant_id: int, command: BundleVariantUpdate) -> BundleV
 def delete(unit: Unit, variant_id: int) -> None:
     """A bundle whose selections still exist cannot go (422): the billing run copies their
     contents onto the orders of their items (docs/api-choices.md, Bundles)."""
-    if repository.variant(unit.conn, unit.store_id, variant_id, lock="update") is None:
+    if repository.variant(unit.conn, unit.store_id, variant_id, lock=True) is None:
         raise NotFound()
     held = repository.selections_of_variant(unit.conn, unit.store_id, variant_id)
     if held:
