@@ -340,23 +340,39 @@ def test_tasks_of_one_address_in_one_chunk_plan_its_charge_once(api):
         shown(api, task["result"]["output"])
 
 
-def test_a_store_with_webhooks_gets_each_tasks_events_flushed_with_it(api):
+def test_a_store_with_webhooks_gets_each_tasks_events_flushed_with_it_and_none_of_a_failed_one(api):
     reply = api.post("/webhooks", json={"address": "https://hooks.example.com/x", "topic": "charge/created"})
     assert reply.status_code == 201, reply.text
-    addresses = [make_address(api) for _ in range(2)]
+    addresses = [make_address(api) for _ in range(3)]
     day = (api.clock.now().date() + timedelta(days=5)).isoformat()
-    ran = run_one(api, "onetime_create", [{"address_id": a.id, "product_title": "Tea", "price": "9.90",
-                                           "quantity": 1, "next_charge_scheduled_at": day} for a in addresses])
-    assert [t["status"] for t in ran] == ["success", "success"]
+    bodies = [{"address_id": a.id, "product_title": "Tea", "price": "9.90", "quantity": 1,
+               "next_charge_scheduled_at": day} for a in addresses]
+    bodies[1]["quantity"] = -1
+    with api.db.read() as conn:
+        before = conn.execute(select(func.max(events.c.id))).scalar() or 0
+    ran = run_one(api, "onetime_create", bodies)
+    assert [t["status"] for t in ran] == ["success", "failed", "success"]
     deliveries = api.get("/webhook_deliveries").json()["webhook_deliveries"]
-    assert sorted(d["object_id"] for d in deliveries) == sorted(charges_of(api, a.id)[0].id for a in addresses)
+    made = [charges_of(api, a.id) for a in addresses]
+    assert made[1] == []
+    assert sorted(d["object_id"] for d in deliveries) == sorted(c[0].id for c in made if c)
+    with api.db.read() as conn:
+        topics = conn.execute(select(events.c.topic).where(events.c.store_id == api.store.id,
+                                                           events.c.id > before).order_by(events.c.id)).scalars()
+        # The chunk's addresses are planned at its end: their charges are told after the items.
+        assert list(topics) == ["onetime/created"] * 2 + ["charge/created"] * 2 + ["async_batch/processed"]
 
 
-def test_a_task_that_breaks_answers_500_and_the_others_go_on(api, monkeypatch):
+@pytest.mark.parametrize("webhooks", [False, True], ids=["events-per-chunk", "events-per-task"])
+def test_a_task_that_breaks_answers_500_and_the_others_go_on(api, monkeypatch, webhooks):
     kind = TYPES[V11]["discount_create"]
+    if webhooks:  # a store with webhooks flushes each task's events with it
+        assert api.post("/webhooks", json={"address": "https://hooks.example.com/y",
+                                           "topic": "customer/created"}).status_code == 201
 
     def broken(call: Any) -> Any:
         if call.body.get("code") == "BOOM":
+            kind.operation.handler(call)  # made its discount and recorded its event
             with call.write() as unit:
                 unit.conn.execute(update(stores).where(stores.c.id == api.store.id).values(name="halfway"))
                 raise RuntimeError("a bug")
@@ -365,12 +381,19 @@ def test_a_task_that_breaks_answers_500_and_the_others_go_on(api, monkeypatch):
                         BatchType(kind.name, tasks.Operation("POST", "/discounts", kind.scope,
                                                              kind.operation.versions, broken)))
     good = {"value_type": "percentage", "value": "10"}
+    with api.db.read() as conn:
+        before = conn.execute(select(func.max(events.c.id))).scalar() or 0
     ran = run_one(api, "discount_create", [{**good, "code": "ONE"}, {**good, "code": "BOOM"},
                                            {**good, "code": "TWO"}])
     assert [t["status"] for t in ran] == ["success", "failed", "success"]
     assert ran[1]["result"] == {"status_code": 500, "output": {"errors": "Internal Server Error"}}
-    with api.db.read() as conn:  # what it wrote before it broke was rolled back with it
+    with api.db.read() as conn:  # what it wrote before it broke was rolled back with it, its event too
         assert conn.execute(select(stores.c.name).where(stores.c.id == api.store.id)).scalar() == api.store.name
+        topics = conn.execute(select(events.c.topic).where(events.c.store_id == api.store.id,
+                                                           events.c.id > before).order_by(events.c.id)).scalars()
+        assert list(topics) == ["discount/created", "discount/created", "async_batch/processed"]
+    codes = [d["code"] for d in api.get("/discounts").json()["discounts"]]
+    assert "BOOM" not in codes and {"ONE", "TWO"} <= set(codes)
 
 
 def test_a_chunk_that_fails_as_a_whole_runs_again_carefully_and_no_task_runs_twice(api, monkeypatch):

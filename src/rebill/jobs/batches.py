@@ -175,11 +175,11 @@ class BatchRunner:
             # A store with webhooks gets each task's events rendered as that task left them.
             each = bool(webhooks.enabled(conn, store.id))
             later: set[int] | None = set() if kind.replan_later and not careful else None
-            buffer = outbox.buffer(conn)
             raw = conn.connection.dbapi_connection
             results: list[tuple[int, str, Any]] = []
             for task_id, body in work.bodies(conn, task_ids):
                 mine: set[int] | None = set() if later is not None else None
+                buffer = outbox.buffer(conn)  # a flush takes the list away: this task's own
                 mark = len(buffer)
                 status, output = 500, INTERNAL
                 for attempt in range(1, RETRIES + 1):
