@@ -8,19 +8,25 @@ Batches run by calling the batch job (``BatchRunner.run_due``), as `rebill serve
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select, update
+from starlette.testclient import TestClient
 
 from rebill.api import tasks
 from rebill.api.tasks import TYPES, BatchType
+from rebill.app import create_app
 from rebill.jobs import batches as job
 from rebill.jobs.batches import BatchRunner
+from rebill.jobs.scheduler import Jobs
 from rebill.models import async_batch_tasks, events, stores
+from rebill.settings import RateLimit, Settings
 from tests.api.test_products import legacy_create, make_plan, make_product
 from tests.builders import charges_of, make_address, make_discount, make_onetime, make_subscription
+from tests.conftest import Api
 
 V01, V11 = "2021-01", "2021-11"
 NOT_FOUND = {"errors": "Not Found"}
@@ -599,3 +605,21 @@ def test_a_path_id_may_be_sent_as_a_numeric_string(api):
     [task] = run_one(api, "address_discount_remove", [{"address_id": str(address.id)}])
     assert task["result"]["status_code"] == 200
     assert task["result"]["output"]["address"]["id"] == address.id
+
+
+def test_the_server_runs_a_submitted_batch_by_itself_at_once(api):
+    """`rebill serve`'s job runner: a submit wakes the batch job (its tick is an hour here)."""
+    settings = Settings(database_url="unused", rate_limit=RateLimit(enabled=False), token_cache_seconds=0.0,
+                        regenerate_every=0, bill_every=0, purge_every=0, deliver_webhooks=False, batch_every=3600)
+    app = create_app(settings, db=api.db, clock=api.clock)
+    assert isinstance(app, Jobs)
+    with TestClient(app, base_url="http://rebill.test") as client:
+        served = Api(client, api.db, api.clock, api.store, api.token)
+        batch_id = new_batch(served)["id"]
+        add(served, batch_id, [_discount(served)])
+        submit(served, batch_id)
+        deadline = time.monotonic() + 20
+        while batch_of(served, batch_id)["status"] != "completed":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    assert app.scheduler is None

@@ -133,6 +133,7 @@ class Jobs:
             elif message["type"] == "lifespan.shutdown" and self.scheduler is not None:
                 self.scheduler.shutdown(wait=False)
                 self.scheduler = None
+                self._loop = None  # a batch submitted later wakes nothing here
                 if self.deliveries is not None:
                     self.deliveries.cancel()
                     self.deliveries = None
