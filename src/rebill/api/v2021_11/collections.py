@@ -9,7 +9,6 @@ from typing import Any
 
 from rebill.api import query as q
 from rebill.api.contract import ListContract, Serializer
-from rebill.api.external_ids import problem as id_problem
 from rebill.api.fields import Field, Schema
 from rebill.domain.collection.model import BULK_LIMIT, SORT_ORDERS, TYPE, Collection, CollectionProduct
 
@@ -44,6 +43,11 @@ def collection_product(m: CollectionProduct) -> dict[str, Any]:
     }
 
 
+def _present(value: Any) -> str | None:
+    # An external id sent as {"ecommerce": null} (the field kind lets it through as null).
+    return "is required" if value is None else None
+
+
 def _bounded(value: list[Any]) -> str | None:
     if not value:
         return "cannot be empty"
@@ -57,7 +61,7 @@ FIELDS = (
 )
 PRODUCT_REF = Schema(
     # A string, a number, or nested as {"ecommerce": ...}, as the catalog takes it (decisions §5.16).
-    Field("external_product_id", "external_id", required=True, nullable=False, max_length=64, check=id_problem),
+    Field("external_product_id", "external_id", required=True, nullable=False, max_length=64, check=_present),
 )
 
 SERIALIZERS: dict[str, Serializer] = {"collection": collection, "collection_product": collection_product}
