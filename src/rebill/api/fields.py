@@ -298,5 +298,8 @@ def _parse_items(items: "Schema | str", values: list[Any]) -> tuple[list[Any], d
             if problem:
                 errors[str(index)] = [problem]
                 continue
+            if value is None:  # an external id sent as {"ecommerce": null}: no item at all
+                errors[str(index)] = ["cannot be null"]
+                continue
         clean.append(value)
     return clean, errors
