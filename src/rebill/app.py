@@ -32,7 +32,7 @@ from rebill.api.versions import VERSIONS
 from rebill.clock import Clock, SystemClock
 from rebill.db.engine import Database
 from rebill.domain.address.verifier import AddressVerifier, OfflineZipVerifier
-from rebill.domain.payment.sandbox import SandboxGateway
+from rebill.domain.payment.processors import gateway_for
 from rebill.http.auth import TokenResolver
 from rebill.http.edge import Edge
 from rebill.http.ratelimit import LeakyBuckets
@@ -52,9 +52,11 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     settings = settings or Settings.from_env()
     db = db or Database.from_url(settings.database_url, echo=settings.echo_sql)
     clock = clock or SystemClock()
-    # NOTE: decisions §6.2, the sandbox gateway is the default (and, for now, the only one).
+    # NOTE: decisions §6.2, issue 16: the sandbox gateway is the default; a store that chose
+    # Stripe is paid through its own Stripe client (the router picks per store).
     services = Services(db=db, clock=clock, verifier=verifier or OfflineZipVerifier(),
-                        gateway=SandboxGateway(db, clock.now))
+                        gateway=gateway_for(db, clock.now, secret_key=settings.secret_key,
+                                            timeout=settings.stripe_timeout_seconds))
     api = Api([op for module in RESOURCES for op in module.endpoints.operations], services)
     extra = {"monotonic": monotonic} if monotonic else {}
     tokens = TokenResolver(db, ttl=settings.token_cache_seconds, **extra)

@@ -63,6 +63,11 @@ class Settings:
     batch_every: float = 1.0
     # Seconds a worker's lease on a running batch holds: a batch whose worker died is taken over after it.
     batch_lease_seconds: float = 30.0
+    # Fernet key(s) that encrypt the stores' Stripe keys (issue 16; comma-separated, the first
+    # encrypts, every one decrypts); never shown in a repr.
+    secret_key: str | None = field(default=None, repr=False)
+    # Seconds a call to Stripe may take before its outcome counts as unknown (issue 16).
+    stripe_timeout_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -90,6 +95,10 @@ class Settings:
             values["batch_every"] = float(env["REBILL_BATCH_EVERY"])
         if env.get("REBILL_BATCH_LEASE_SECONDS"):
             values["batch_lease_seconds"] = float(env["REBILL_BATCH_LEASE_SECONDS"])
+        if env.get("REBILL_SECRET_KEY"):
+            values["secret_key"] = env["REBILL_SECRET_KEY"]
+        if env.get("REBILL_STRIPE_TIMEOUT_SECONDS"):
+            values["stripe_timeout_seconds"] = float(env["REBILL_STRIPE_TIMEOUT_SECONDS"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

@@ -31,13 +31,13 @@ def bill(
     from rich.table import Table
 
     from rebill.domain.billing import run as billing
-    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.domain.payment.processors import gateway_for
     from rebill.domain.store import clock as store_clock
     last = date_option(until, "--until")
     settings = settings_for(database)
     db = Database.from_url(settings.database_url)
     clock = SystemClock()
-    gateway = SandboxGateway(db, clock.now)
+    gateway = gateway_for(db, clock.now, secret_key=settings.secret_key, timeout=settings.stripe_timeout_seconds)
     stale = timedelta(seconds=settings.claim_stale_seconds)
     with db.read() as conn:
         found = stores_named(conn, store)

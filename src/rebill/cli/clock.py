@@ -8,7 +8,7 @@ import typer
 
 from rebill.clock import SystemClock
 
-from .common import DatabaseOption, date_option, err, fail, open_database, out, store_named
+from .common import DatabaseOption, date_option, err, fail, open_database, out, settings_for, store_named
 
 app = typer.Typer(name="clock", help="A sandbox store's test clock.", no_args_is_help=True)
 
@@ -29,18 +29,20 @@ def clock_advance(
     from rich.progress import Progress
 
     from rebill.domain.billing import travel
-    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.domain.payment.processors import gateway_for
     from rebill.errors import ServiceError, ValidationFailed
     from rebill.jobs.deliver import drain_now
     target = date_option(to, "--to")
     db = open_database(database)
     clock = SystemClock()
+    settings = settings_for(database)
+    gateway = gateway_for(db, clock.now, secret_key=settings.secret_key, timeout=settings.stripe_timeout_seconds)
     with db.read() as conn:
         found = store_named(conn, store)
     try:
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("advancing", total=None)
-            now, summary = travel.advance(db, SandboxGateway(db, clock.now), clock.now, found.id,
+            now, summary = travel.advance(db, gateway, clock.now, found.id,
                                           days=days, to=target, hours=hours,
                                           deliver=lambda moved: drain_now(db, clock.now, store_id=moved.id),
                                           progress=lambda day: progress.update(task, description=str(day)))

@@ -1,8 +1,9 @@
-"""`rebill stores create | update | list | rates | secret | notices`."""
+"""`rebill stores create | update | list | rates | secret | notices | processor`."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -13,7 +14,7 @@ from rebill.domain.store import repository as stores_repo
 from rebill.domain.store import service as store_service
 from rebill.errors import ValidationFailed
 
-from .common import DatabaseOption, csv, err, fail, open_database, out, store_named
+from .common import DatabaseOption, csv, err, fail, open_database, out, settings_for, store_named
 
 app = typer.Typer(name="stores", help="Manage stores (tenants).", no_args_is_help=True)
 
@@ -165,3 +166,76 @@ def stores_notices(
     except ValidationFailed as exc:
         fail(exc)
     out.print(str(store.upcoming_notice_days), highlight=False)
+
+
+def _secret_from(path: Optional[Path], option: str) -> Optional[str]:
+    """A secret read from its file (never from the command line, where ps and the shell's
+    history would keep it); exit 2 when the file cannot be read."""
+    if path is None:
+        return None
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        err.print(f"[red]{option}[/red]: cannot read {path}: {exc.strerror}")
+        raise typer.Exit(2) from None
+
+
+@app.command("processor")
+def stores_processor(
+    name: str,
+    stripe: bool = typer.Option(False, "--stripe", help="Pay the store's charges through Stripe"),
+    sandbox: bool = typer.Option(False, "--sandbox", help="Pay them through the sandbox gateway again"),
+    secret_key_file: Optional[Path] = typer.Option(None, "--secret-key-file",
+                                                   help="A file holding the Stripe secret key (sk_...)"),
+    webhook_secret_file: Optional[Path] = typer.Option(
+        None, "--webhook-secret-file", help="A file holding the signing secret of the store's Stripe webhook "
+        "endpoint (whsec_...)"),
+    authorize_only: bool = typer.Option(False, "--authorize-only", help="Authorize charges; capture them "
+                                        "through POST /charges/{id}/capture_payment"),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="Another Stripe API host (tests, proxies)"),
+    database: Optional[str] = DatabaseOption,
+) -> None:
+    """Show or choose the store's payment processor (issue 16). Keys are read from files, kept
+    encrypted with REBILL_SECRET_KEY and never shown."""
+    from rebill.domain.payment import processors
+    from rebill.domain.payment.vault import Vault, VaultError
+    if stripe and sandbox:
+        err.print("[red]--stripe and --sandbox[/red]: give one of them")
+        raise typer.Exit(2)
+    if stripe and secret_key_file is None:
+        err.print("[red]--secret-key-file[/red]: is required with --stripe")
+        raise typer.Exit(2)
+    if not stripe and (secret_key_file or webhook_secret_file or authorize_only or api_base):
+        err.print("[red]--secret-key-file, --webhook-secret-file, --authorize-only and --api-base[/red] go with "
+                  "--stripe")
+        raise typer.Exit(2)
+    settings = settings_for(database)
+    try:
+        vault = Vault(settings.secret_key)
+    except VaultError as exc:
+        err.print(f"[red]REBILL_SECRET_KEY[/red]: {exc}")
+        raise typer.Exit(2) from None
+    db = open_database(database)
+    try:
+        with db.write() if (stripe or sandbox) else db.read() as conn:
+            store = store_named(conn, name)
+            now = SystemClock().now()
+            if sandbox:
+                chosen = processors.choose_sandbox(conn, store, now)
+            elif stripe:
+                chosen = processors.choose_stripe(
+                    conn, store, now, vault, secret_key=_secret_from(secret_key_file, "--secret-key-file") or "",
+                    webhook_secret=_secret_from(webhook_secret_file, "--webhook-secret-file"),
+                    authorize_only=authorize_only, api_base=api_base)
+            else:
+                chosen = processors.settings(conn, store.id)
+    except ValidationFailed as exc:
+        fail(exc)
+    if chosen.processor == processors.SANDBOX:
+        out.print(f"{name}: sandbox", highlight=False, soft_wrap=True)
+        return
+    details = [f"{chosen.key_mode} key", "webhook secret set" if chosen.has_webhook_secret else "no webhook secret",
+               "authorize only" if chosen.authorize_only else "capture at once"]
+    if chosen.api_base:
+        details.append(f"API at {chosen.api_base}")
+    out.print(f"{name}: stripe ({', '.join(details)})", highlight=False, soft_wrap=True)

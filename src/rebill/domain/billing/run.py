@@ -26,7 +26,7 @@ from ..address import repository as address_repo
 from ..charge import repository as charge_repo
 from ..charge.model import ERROR, PENDING, QUEUED, Charge
 from ..money import minor_digits
-from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all
+from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all, processor_name
 from ..schedule.reconcile import replan
 from ..store.model import Store
 from ..unit import Unit
@@ -100,10 +100,11 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     failpoints.hit("billing.after_claim")
     answers = _pay(gateway, store, found, methods)
     failpoints.hit("billing.after_gateway")
+    processor = processor_name(gateway, store.id)
     for attempt in range(1, RECORD_TRIES + 1):
         try:
             with db.write() as conn:
-                recorded = record(Unit(conn, store, now, origin=ORIGIN), run, answers, gateway.name)
+                recorded = record(Unit(conn, store, now, origin=ORIGIN), run, answers, processor)
                 failpoints.hit("billing.before_commit")
             break
         except DBAPIError as exc:
@@ -134,7 +135,7 @@ def _pay(gateway: Gateway, store: Store, found: list[Charge],
             store_id=store.id, idempotency_key=idempotency_key(charge.id, charge.charge_attempts + 1),
             reference=f"charge {charge.id}", amount_minor=int(charge.total_price.scaleb(minor_digits(charge.currency))),
             currency=charge.currency, customer_token=method["processor_customer_token"],
-            payment_method_token=method["processor_payment_method_token"])))
+            payment_method_token=method["processor_payment_method_token"], payment_type=method["payment_type"])))
     results = charge_all(gateway, [p for _, _, p in payments])
     for (charge, method_id, _), result in zip(payments, results):
         if result is not None:

@@ -40,6 +40,8 @@ class Payment:
     currency: str
     customer_token: str | None
     payment_method_token: str | None
+    # The method's `payment_type` (CREDIT_CARD, SEPA_DEBIT...), for processors that ask for it.
+    payment_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +63,10 @@ class GatewayUnavailable(Exception):
 
 
 class Gateway(Protocol):
-    """A processor's client. It may also offer ``charge_many(payments) -> list[Result]`` when
-    the processor (or the sandbox) can take a batch at once; ``charge_all`` uses it."""
+    """A processor's client. It may also offer ``charge_many(payments) -> list[Result | None]``
+    when the processor (or the sandbox) can take a batch at once (None: that payment's answer is
+    unknown); ``charge_all`` uses it. A gateway that serves several processors (the router of
+    ``processors.py``) offers ``name_for(store_id)``: the processor a charge records."""
 
     name: str
 
@@ -77,6 +81,12 @@ class Gateway(Protocol):
     def refund(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
                currency: str) -> Result:
         ...
+
+
+def processor_name(gateway: Gateway, store_id: int) -> str:
+    """The name a payment of ``store_id`` records as its charge's ``payment_processor``."""
+    name_for = getattr(gateway, "name_for", None)
+    return name_for(store_id) if name_for is not None else gateway.name
 
 
 def charge_all(gateway: Gateway, payments: list[Payment]) -> list[Result | None]:

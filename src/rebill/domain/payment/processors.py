@@ -1,0 +1,143 @@
+"""Which processor pays a store's charges, and its settings (issue 16).
+
+A store chooses the sandbox (the default: no row) or Stripe with its own secret key, webhook
+signing secret, authorize-only and API host (``rebill stores processor``). The keys are kept
+encrypted (``vault.py``); ``ProcessorSettings`` is what may be shown of them, ``StripeAccount``
+the decrypted keys, which only the Stripe client and the webhook endpoint use.
+
+``gateway_for`` builds the one gateway every caller uses (the server, the command line, the
+jobs): a router that sends each call to the processor of the store it names (``router.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import Connection, delete, insert, select
+
+from rebill.errors import ValidationFailed
+from rebill.models import store_processors
+
+from ..store.model import Store
+from .vault import Vault, VaultError
+
+SANDBOX, STRIPE = "sandbox", "stripe"
+# NOTE: issue 16, secret keys (sk_) and restricted keys (rk_) of either mode.
+TEST_PREFIXES, LIVE_PREFIXES = ("sk_test_", "rk_test_"), ("sk_live_", "rk_live_")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorSettings:
+    """A store's processor as it may be shown: never a key, only whether there is one."""
+
+    processor: str = SANDBOX
+    authorize_only: bool = False
+    api_base: str | None = None
+    key_mode: str | None = None  # test | live
+    has_webhook_secret: bool = False
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StripeAccount:
+    """A Stripe store's decrypted settings. The keys stay out of every repr."""
+
+    store_id: int
+    secret_key: str = field(repr=False)
+    webhook_secret: str | None = field(repr=False)
+    authorize_only: bool
+    api_base: str | None
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever a setting does (a cached client is then built again), and tells
+        nothing of the key."""
+        parts = (self.secret_key, self.webhook_secret or "", str(self.authorize_only), self.api_base or "")
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def settings(conn: Connection, store_id: int) -> ProcessorSettings:
+    row = _row(conn, store_id)
+    if row is None:
+        return ProcessorSettings()
+    return ProcessorSettings(row["processor"], row["authorize_only"], row["api_base"], row["key_mode"],
+                             row["webhook_secret"] is not None, row["updated_at"])
+
+
+def stripe_account(conn: Connection, store_id: int, vault: Vault) -> StripeAccount | None:
+    """The store's Stripe settings, decrypted; None for a store on the sandbox. Raises
+    VaultError when the keys cannot be read (REBILL_SECRET_KEY missing or another one)."""
+    row = _row(conn, store_id)
+    if row is None or row["processor"] != STRIPE:
+        return None
+    webhook = row["webhook_secret"]
+    return StripeAccount(store_id, vault.decrypt(row["secret_key"]), vault.decrypt(webhook) if webhook else None,
+                         row["authorize_only"], row["api_base"])
+
+
+def choose_sandbox(conn: Connection, store: Store, now: datetime) -> ProcessorSettings:
+    """The sandbox gateway again; the Stripe keys are forgotten."""
+    conn.execute(delete(store_processors).where(store_processors.c.store_id == store.id))
+    return ProcessorSettings()
+
+
+def choose_stripe(conn: Connection, store: Store, now: datetime, vault: Vault, *, secret_key: str,
+                  webhook_secret: str | None, authorize_only: bool, api_base: str | None) -> ProcessorSettings:
+    secret_key, webhook_secret = secret_key.strip(), (webhook_secret or "").strip() or None
+    mode = _key_mode(secret_key)
+    if mode == "live" and not vault.ready:
+        raise ValidationFailed.field("secret_key", "a live key is stored only encrypted: set REBILL_SECRET_KEY "
+                                                   "(a Fernet key) first; the key was not saved")
+    if mode == "live" and store.sandbox:
+        # NOTE: issue 16, a sandbox store moves its own clock (decisions §6.11): with a live
+        # key a clock advance would take real money ahead of its date.
+        raise ValidationFailed.field("secret_key", "a sandbox store takes a test key (sk_test_...), not a live one")
+    if webhook_secret is not None and not webhook_secret.startswith("whsec_"):
+        raise ValidationFailed.field("webhook_secret", "is not a Stripe webhook signing secret (whsec_...)")
+    api_base = _api_base(api_base)
+    try:
+        values: dict[str, Any] = {
+            "processor": STRIPE, "secret_key": vault.encrypt(secret_key),
+            "webhook_secret": vault.encrypt(webhook_secret) if webhook_secret else None,
+            "key_mode": mode, "authorize_only": authorize_only, "api_base": api_base, "updated_at": now}
+    except VaultError as exc:
+        # NOTE: issue 16, no key is ever kept in plain text, a test key neither (docs/payments.md).
+        raise ValidationFailed.field("secret_key", f"{exc}; the key was not saved") from None
+    conn.execute(delete(store_processors).where(store_processors.c.store_id == store.id))
+    conn.execute(insert(store_processors).values(store_id=store.id, **values))
+    return settings(conn, store.id)
+
+
+def gateway_for(db: Any, now: Callable[[], datetime], *, secret_key: str | None = None,
+                timeout: float = 30.0) -> Any:
+    """The gateway of every caller: the sandbox for stores without a processor, each Stripe
+    store's own client otherwise (``router.ProcessorRouter``)."""
+    from .router import ProcessorRouter
+    return ProcessorRouter(db, now, Vault(secret_key), timeout=timeout)
+
+
+def _row(conn: Connection, store_id: int) -> Any:
+    return conn.execute(select(store_processors).where(store_processors.c.store_id == store_id)).mappings().first()
+
+
+def _key_mode(key: str) -> str:
+    if key.startswith(LIVE_PREFIXES):
+        return "live"
+    if key.startswith(TEST_PREFIXES):
+        return "test"
+    raise ValidationFailed.field("secret_key", "is not a Stripe secret key (sk_test_..., sk_live_..., or a "
+                                               "restricted rk_ key)")
+
+
+def _api_base(url: str | None) -> str | None:
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValidationFailed.field("api_base", "must be an http(s) address, e.g. https://api.stripe.com")
+    return url.strip().rstrip("/")

@@ -1,0 +1,113 @@
+"""Stripe behind the gateway (issue 16), on the maintained ``stripe`` library.
+
+A charge is a PaymentIntent confirmed off-session for the amount in minor units, with the
+payment's idempotency key as Stripe's ``Idempotency-Key``: a repeat after a crash or a timeout
+gets Stripe's first answer back and never makes a second payment. Its metadata names what it
+pays and the key, so a PaymentIntent is found from Rebill's side and Rebill's from Stripe's
+(the processor's webhooks). Authorize-only stores authorize (``capture_method=manual``);
+captures and refunds go through Stripe with their own keys. Answers become results by
+``stripe_errors.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import stripe
+
+from .gateway import CAPTURED, FAILED, PROCESSING_ERROR, REFUNDED, GatewayUnavailable, Payment, Result
+from .processors import StripeAccount
+from .stripe_errors import charge_result, error_result
+
+# Stripe's PaymentMethod types by Rebill's payment_type (wallet payments are card methods).
+METHOD_TYPES = {"CREDIT_CARD": "card", "APPLE_PAY": "card", "GOOGLE_PAY": "card", "SEPA_DEBIT": "sepa_debit",
+                "PAYPAL": "paypal"}
+# NOTE: decisions §6.12, a retryable PROCESSING_ERROR may be repeated at once with the same
+# key as one attempt: a rate-limited call is asked again after these pauses (seconds).
+RATE_LIMIT_PAUSES = (0.5, 1.0)
+
+
+class StripeGateway:
+    name = "stripe"
+
+    def __init__(self, account: StripeAccount, *, timeout: float = 30.0, network_retries: int = 2,
+                 rate_limit_pauses: tuple[float, ...] = RATE_LIMIT_PAUSES,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.store_id = account.store_id
+        self.authorize_only = account.authorize_only
+        self.webhook_secret = account.webhook_secret
+        base = {"api": account.api_base} if account.api_base else None
+        # NOTE: issue 16, connection errors and Stripe's 5xx are repeated by the library itself
+        # with the same key; past them the outcome is unknown (GatewayUnavailable).
+        self.client = stripe.StripeClient(account.secret_key, base_addresses=base,  # type: ignore[arg-type]
+                                          max_network_retries=network_retries,
+                                          http_client=stripe.RequestsClient(timeout=timeout))
+        self._pauses, self._sleep = rate_limit_pauses, sleep
+
+    def charge(self, payment: Payment) -> Result:
+        if payment.amount_minor == 0:
+            return Result(CAPTURED)  # nothing to take: Stripe refuses a PaymentIntent of 0
+        params: dict[str, Any] = {
+            "amount": payment.amount_minor, "currency": payment.currency.lower(),
+            "payment_method_types": [METHOD_TYPES.get((payment.payment_type or "").upper(), "card")],
+            "confirm": True,
+            "metadata": {"rebill_store": str(payment.store_id), "rebill_reference": payment.reference,
+                         "rebill_idempotency_key": payment.idempotency_key}}
+        if payment.payment_method_token:
+            params["payment_method"] = payment.payment_method_token
+        if payment.customer_token:
+            # NOTE: issue 16, a saved customer's method charged without them: off-session.
+            params.update(customer=payment.customer_token, off_session=True)
+        if self.authorize_only:
+            params["capture_method"] = "manual"
+        try:
+            intent = self._call(lambda: self.client.v1.payment_intents.create(
+                params, {"idempotency_key": payment.idempotency_key}))
+        except stripe.StripeError as exc:
+            return error_result(exc, charging=True)
+        if intent.get("status") == "processing":
+            # A replayed answer is the first one: only a read says what became of it since.
+            intent = self._read_intent(intent["id"])
+        return charge_result(intent)
+
+    def capture(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
+                currency: str) -> Result:
+        try:
+            intent = self._call(lambda: self.client.v1.payment_intents.capture(
+                transaction_id, options={"idempotency_key": idempotency_key}))
+        except stripe.StripeError as exc:
+            return error_result(exc, charging=False)
+        if intent.get("status") == "succeeded":
+            return Result(CAPTURED, transaction_id=intent["id"])
+        return Result(FAILED, error_type=PROCESSING_ERROR, error=f"Stripe left the payment {intent.get('status')}.")
+
+    def refund(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
+               currency: str) -> Result:
+        params = {"payment_intent": transaction_id, "amount": amount_minor,
+                  "metadata": {"rebill_store": str(store_id), "rebill_idempotency_key": idempotency_key}}
+        try:
+            refund = self._call(lambda: self.client.v1.refunds.create(params, {"idempotency_key": idempotency_key}))
+        except stripe.StripeError as exc:
+            return error_result(exc, charging=False)
+        if refund.get("status") in ("failed", "canceled"):
+            return Result(FAILED, error_type=PROCESSING_ERROR,
+                          error=f"Stripe refused the refund ({refund.get('failure_reason') or refund.get('status')}).")
+        return Result(REFUNDED, transaction_id=refund["id"])
+
+    def _read_intent(self, intent_id: str) -> Any:
+        try:
+            return self._call(lambda: self.client.v1.payment_intents.retrieve(intent_id))
+        except stripe.StripeError:
+            raise GatewayUnavailable("the payment is processing at Stripe") from None
+
+    def _call(self, request: Callable[[], Any]) -> Any:
+        for pause in (*self._pauses, None):
+            try:
+                return request()
+            except stripe.RateLimitError:
+                if pause is None:
+                    raise
+                self._sleep(pause)
+        raise AssertionError("unreachable")
