@@ -3,9 +3,18 @@ failed before the fix it names. Both databases (the `api` fixture)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
+import pytest
+from sqlalchemy import func, select
+
+from rebill.domain.webhook import fanout
+from rebill.domain.webhook import service as webhook_service
+from rebill.models import webhook_deliveries
 from tests.api.test_async_batches import run_one
+from tests.builders import concurrently
 
 V01, V11 = "2021-01", "2021-11"
 
@@ -33,3 +42,47 @@ def test_a_discount_create_task_with_a_null_nested_id_is_the_endpoints_422(api):
     [task] = run_one(api, "discount_create", [NULL_ID])
     assert task["result"] == {"status_code": 422,
                               "output": {"errors": {"applies_to": {"ids": {"1": ["cannot be null"]}}}}}
+
+
+# A webhook deleted while a change fans out to it (PostgreSQL) ---------------------------------
+
+def _webhook(api: Any, topic: str = "customer/created") -> int:
+    reply = api.post("/webhooks", json={"address": "https://hooks.example/in", "topic": topic}, version=V11)
+    assert reply.status_code == 201, reply.text
+    return int(reply.json()["webhook"]["id"])
+
+
+def _held_delete(monkeypatch: Any) -> threading.Event:
+    """A webhook delete that, once its row is deleted, keeps its transaction open a moment."""
+    deleted = threading.Event()
+    real = webhook_service.repository.delete_one
+
+    def delete_then_hold(conn: Any, store_id: int, webhook_id: int) -> None:
+        real(conn, store_id, webhook_id)
+        deleted.set()
+        time.sleep(0.5)  # the other request reaches its insert meanwhile
+    monkeypatch.setattr(webhook_service.repository, "delete_one", delete_then_hold)
+    return deleted
+
+
+def test_a_change_whose_webhook_is_deleted_meanwhile_is_made_without_a_delivery(api, database, monkeypatch):
+    """The outbox read the store's webhooks, then inserted a delivery for one a concurrent
+    DELETE /webhooks had removed: a foreign key violation answered POST /customers with 500."""
+    if database.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    webhook_id = _webhook(api)
+    deleted = _held_delete(monkeypatch)
+    real_enabled = fanout.repository.enabled
+
+    def enabled_after_the_delete(conn: Any, store_id: int) -> Any:
+        deleted.wait(5)  # the delete is not committed yet: its webhook is still read
+        return real_enabled(conn, store_id)
+    monkeypatch.setattr(fanout.repository, "enabled", enabled_after_the_delete)
+    body = {"email": "race@example.com", "first_name": "Ada", "last_name": "Lovelace"}
+    removed, made = concurrently(api, [("DELETE", f"/webhooks/{webhook_id}", None), ("POST", "/customers", body)])
+    assert removed.status_code == 204, removed.text
+    assert made.status_code == 201, made.text
+    with api.db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(webhook_deliveries).where(
+            webhook_deliveries.c.store_id == api.store.id)).scalar() == 0
+

@@ -72,6 +72,10 @@ def fan_out(conn: Connection, recorded: list[outbox.Recorded]) -> None:
             by_topic[hook[1]].append(hook)
         wanted = [(r, hook) for r in items for hook in by_topic.get(r.pending.topic, ())]
         if wanted:
+            # The webhooks were read unlocked: one a concurrent delete removed gets nothing.
+            alive = repository.held(conn, store_id, {hook[0] for _, hook in wanted})
+            wanted = [(r, hook) for r, hook in wanted if hook[0] in alive]
+        if wanted:
             _deliveries(conn, items[0].pending.store, wanted)
             made = True
     if made:

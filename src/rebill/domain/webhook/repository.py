@@ -43,6 +43,17 @@ def enabled(conn: Connection, store_id: int) -> list[list[Any]]:
     return _enabled.all(conn, store_id=store_id)
 
 
+def held(conn: Connection, store_id: int, webhook_ids: set[int]) -> set[int]:
+    """Which of ``webhook_ids`` still exist, each held with a key share lock until the unit
+    ends (PostgreSQL): a delete takes the webhook's update lock first, so a delivery is never
+    written for a webhook deleted meanwhile (its foreign key would refuse the whole change)."""
+    if not webhook_ids:
+        return set()
+    stmt = (select(webhooks.c.id).where(webhooks.c.store_id == store_id, webhooks.c.id.in_(sorted(webhook_ids)))
+            .order_by(webhooks.c.id).with_for_update(key_share=True, read=True))
+    return set(conn.execute(stmt).scalars())
+
+
 def lock_store(conn: Connection, store_id: int) -> None:
     """Holds the store's row until the transaction ends. `NO KEY UPDATE`: rows being added
     elsewhere in the store (their foreign keys take a key-share lock) do not wait for it."""
