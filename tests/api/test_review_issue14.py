@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
 from rebill.domain.webhook import fanout
+from rebill.domain.webhook import log as webhook_log
 from rebill.domain.webhook import service as webhook_service
 from rebill.models import webhook_deliveries
 from tests.api.test_async_batches import run_one
@@ -86,3 +88,20 @@ def test_a_change_whose_webhook_is_deleted_meanwhile_is_made_without_a_delivery(
         assert conn.execute(select(func.count()).select_from(webhook_deliveries).where(
             webhook_deliveries.c.store_id == api.store.id)).scalar() == 0
 
+
+def test_a_test_delivery_of_a_webhook_deleted_meanwhile_answers_404(api, database, monkeypatch):
+    """POST /webhooks/{id}/test read the webhook unlocked and inserted its delivery after a
+    concurrent delete: a foreign key violation (500)."""
+    if database.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    webhook_id = _webhook(api)
+    deleted = _held_delete(monkeypatch)
+    def get_after_the_delete(unit: Any, found_id: int, **kw: Any) -> Any:
+        deleted.wait(5)  # the delete is not committed yet
+        return webhook_service.get(unit, found_id, **kw)
+    # The test endpoint's read only (the delete reads through the service module itself).
+    monkeypatch.setattr(webhook_log, "service", SimpleNamespace(get=get_after_the_delete))
+    removed, tested = concurrently(api, [("DELETE", f"/webhooks/{webhook_id}", None),
+                                         ("POST", f"/webhooks/{webhook_id}/test", None)])
+    assert removed.status_code == 204, removed.text
+    assert tested.status_code == 404, tested.text

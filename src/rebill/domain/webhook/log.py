@@ -146,7 +146,8 @@ def _sample(unit: Unit, resource: str) -> int | None:
 def test(unit: Unit, webhook_id: int) -> Delivery:
     """NOTE: decisions §8.2, `POST /webhooks/{id}/test`: one delivery of the webhook's topic,
     queued now and sent by the delivery job like any other (never on the request's path)."""
-    webhook: Webhook = service.get(unit, webhook_id)
+    # Locked: a delete waits for the delivery (then takes it with the webhook), or goes first (404).
+    webhook: Webhook = service.get(unit, webhook_id, lock=True)
     resource = resource_of(webhook.topic)
     sample = _sample(unit, resource)
     body: bytes | None = None
