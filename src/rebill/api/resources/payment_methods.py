@@ -3,7 +3,7 @@ of a customer (spec 02 Customers, Versioning 3)."""
 
 from __future__ import annotations
 
-from rebill.domain.payment_method import service
+from rebill.domain.payment_method import processor_check, service
 from rebill.domain.payment_method.model import PaymentMethodCreate, PaymentMethodUpdate
 
 from ..call import Call, Reply
@@ -22,9 +22,12 @@ def list_payment_methods(call: Call) -> Reply:
         return call.page("payment_methods", service.list_page(unit, query), unit, query)
 
 
-@endpoints.post("/payment_methods", scope=WRITE, versions=HEAD)
+# NOTE: issue 16, a Stripe store's method is checked with Stripe before it is saved: the
+# handler calls out (a worker thread, its own transactions, the call outside any of them).
+@endpoints.post("/payment_methods", scope=WRITE, versions=HEAD, calls_out=True)
 def create_payment_method(call: Call) -> Reply:
     command = call.command("payment_method.create", PaymentMethodCreate)
+    command = processor_check.checked_create(call.services.gateway, call.store.id, command)
     with call.write() as unit:
         return call.created("payment_method", service.create(unit, command))
 
@@ -36,9 +39,13 @@ def get_payment_method(call: Call) -> Reply:
         return call.one("payment_method", service.get(unit, call.path["payment_method_id"]), unit, include=include)
 
 
-@endpoints.put("/payment_methods/{payment_method_id:id}", scope=WRITE, versions=HEAD)
+@endpoints.put("/payment_methods/{payment_method_id:id}", scope=WRITE, versions=HEAD, calls_out=True)
 def update_payment_method(call: Call) -> Reply:
     command = call.command("payment_method.update", PaymentMethodUpdate, partial=True)
+    if processor_check.touches_processor(command):
+        with call.read() as unit:
+            current = service.get(unit, call.path["payment_method_id"])
+        command = processor_check.checked_update(call.services.gateway, call.store.id, current, command)
     with call.write() as unit:
         return call.one("payment_method", service.update(unit, call.path["payment_method_id"], command))
 

@@ -64,7 +64,7 @@ class StripeGateway:
             params["capture_method"] = "manual"
         try:
             intent = self._call(lambda: self.client.v1.payment_intents.create(
-                params, {"idempotency_key": payment.idempotency_key}))
+                params, {"idempotency_key": payment.idempotency_key}).to_dict())
         except stripe.StripeError as exc:
             return error_result(exc, charging=True)
         if intent.get("status") == "processing":
@@ -76,7 +76,7 @@ class StripeGateway:
                 currency: str) -> Result:
         try:
             intent = self._call(lambda: self.client.v1.payment_intents.capture(
-                transaction_id, options={"idempotency_key": idempotency_key}))
+                transaction_id, options={"idempotency_key": idempotency_key}).to_dict())
         except stripe.StripeError as exc:
             return error_result(exc, charging=False)
         if intent.get("status") == "succeeded":
@@ -88,7 +88,8 @@ class StripeGateway:
         params = {"payment_intent": transaction_id, "amount": amount_minor,
                   "metadata": {"rebill_store": str(store_id), "rebill_idempotency_key": idempotency_key}}
         try:
-            refund = self._call(lambda: self.client.v1.refunds.create(params, {"idempotency_key": idempotency_key}))
+            refund = self._call(lambda: self.client.v1.refunds.create(params, {"idempotency_key": idempotency_key})
+                                .to_dict())
         except stripe.StripeError as exc:
             return error_result(exc, charging=False)
         if refund.get("status") in ("failed", "canceled"):
@@ -98,7 +99,7 @@ class StripeGateway:
 
     def _read_intent(self, intent_id: str) -> Any:
         try:
-            return self._call(lambda: self.client.v1.payment_intents.retrieve(intent_id))
+            return self._call(lambda: self.client.v1.payment_intents.retrieve(intent_id).to_dict())
         except stripe.StripeError:
             raise GatewayUnavailable("the payment is processing at Stripe") from None
 
