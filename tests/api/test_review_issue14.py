@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
-from rebill.domain.webhook import fanout
+from rebill.domain.webhook import delivery, fanout
 from rebill.domain.webhook import log as webhook_log
 from rebill.domain.webhook import service as webhook_service
 from rebill.models import webhook_deliveries
 from tests.api.test_async_batches import run_one
-from tests.builders import concurrently
+from tests.builders import concurrently, make_customer
 
 V01, V11 = "2021-01", "2021-11"
 
@@ -105,3 +106,37 @@ def test_a_test_delivery_of_a_webhook_deleted_meanwhile_answers_404(api, databas
                                          ("POST", f"/webhooks/{webhook_id}/test", None)])
     assert removed.status_code == 204, removed.text
     assert tested.status_code == 404, tested.text
+
+
+def test_an_attempt_whose_webhook_is_deleted_meanwhile_leaves_the_others_recorded(api, database, monkeypatch):
+    """The delivery job recorded a batch of attempts while a DELETE /webhooks removed one of
+    their deliveries: its attempt's foreign key failed the whole batch, and every other
+    delivery of it went out again once its lease ran out."""
+    if database.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    doomed, kept = _webhook(api), _webhook(api, "customer/updated")
+    customer = make_customer(api)
+    assert api.put(f"/customers/{customer.id}", json={"first_name": "Grace"}, version=V11).status_code == 200
+    now = api.clock.now()
+    with api.db.write() as conn:
+        ids = [i for i, _ in delivery.due(conn, now, limit=10, store_id=api.store.id)]
+        claimed = delivery.claim(conn, ids, "worker-1", now, timedelta(seconds=30))
+    assert sorted(o.webhook_id for o in claimed) == sorted([doomed, kept])
+    deleted = _held_delete(monkeypatch)
+    failures: list[BaseException] = []
+
+    def record() -> None:
+        deleted.wait(5)  # the delete is not committed yet
+        try:
+            with api.db.write() as conn:
+                delivery.record(conn, [(o, delivery.Outcome(now, 200, 3, "ok", None)) for o in claimed],
+                                "worker-1", now, api.clock.now)
+        except BaseException as exc:  # noqa: BLE001 - the assertion below shows it
+            failures.append(exc)
+    recorder = threading.Thread(target=record)
+    recorder.start()
+    assert api.delete(f"/webhooks/{doomed}", version=V11).status_code == 204
+    recorder.join(20)
+    assert failures == []
+    [left] = api.get("/webhook_deliveries", version=V11).json()["webhook_deliveries"]
+    assert (left["webhook_id"], left["status"], left["attempt_count"]) == (kept, "succeeded", 1)

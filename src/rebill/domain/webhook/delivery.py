@@ -175,8 +175,11 @@ def record(conn: Connection, done: list[tuple[Outgoing, Outcome]], worker: str, 
     are recorded: one that another worker took over is that worker's to record."""
     if not done:
         return []
-    ours = set(conn.execute(select(d.c.id).where(d.c.id.in_([o.id for o, _ in done]),
-                                                 d.c.claimed_by == worker)).scalars())
+    # Locked (PostgreSQL): a webhook deleted meanwhile takes its deliveries with it, and an
+    # attempt of one would fail the whole batch on its foreign key; once the delete has
+    # committed they are gone from here, and until this commits the delete waits.
+    ours = set(conn.execute(select(d.c.id).where(d.c.id.in_([o.id for o, _ in done]), d.c.claimed_by == worker)
+                            .order_by(d.c.id).with_for_update(key_share=True)).scalars())
     found = stores_of(conn, (o.store_id for o, _ in done))
     updates, attempts, exhausted = [], [], []
     for outgoing, outcome in done:
