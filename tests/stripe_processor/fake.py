@@ -16,6 +16,8 @@ What the layer adds, as Stripe documents it:
   4000000000000069 (expired_card), 4000002760003184 (authentication_required),
   4000000000000119 (processing_error). They attach like 4242 and fail when charged, as in
   Stripe's test mode; 4242424242424242 pays.
+- **A customer's PaymentIntents** (``GET /v1/payment_intents?customer=``), which localstripe
+  does not filter.
 - **Ownership**: a PaymentIntent naming a customer and a payment method that is not attached
   to that customer (detached, or another customer's) is refused as Stripe refuses it.
 - ``GET /_config/rebill/log`` (every /v1 request: method, path, key, replayed, status) and
@@ -59,12 +61,28 @@ def _error(status: int, error: dict[str, Any]) -> web.Response:
     return web.json_response({"error": error}, status=status)
 
 
+def _listed(request: web.Request) -> web.Response | None:
+    """A customer's PaymentIntents (localstripe lists PaymentIntents without that filter)."""
+    customer = request.query.get("customer")
+    if request.method != "GET" or request.path != "/v1/payment_intents" or not customer:
+        return None
+    account = server.get_api_key(request)
+    data = [value._export() for key, value in resources.store.items() if key.startswith("payment_intent:")
+            and value.customer == customer and owners.get(value.id) == account]
+    data.sort(key=lambda i: i["created"], reverse=True)
+    return web.json_response({"object": "list", "url": "/v1/payment_intents", "has_more": False,
+                              "data": data[:int(request.query.get("limit", 10))]})
+
+
 async def _emulated(request: web.Request) -> web.Response | None:
     """Test cards and ownership where localstripe differs from Stripe; None: localstripe answers."""
-    if request.method != "POST" or request.path not in ("/v1/payment_methods", "/v1/payment_intents"):
-        return None
     if server.get_api_key(request) is None:
         return None  # localstripe answers 401
+    listed = _listed(request)
+    if listed is not None:
+        return listed
+    if request.method != "POST" or request.path not in ("/v1/payment_methods", "/v1/payment_intents"):
+        return None
     data = await server.get_post_data(request) or {}
     if request.path == "/v1/payment_methods":
         number = (data.get("card") or {}).get("number")
@@ -144,12 +162,12 @@ async def stripe_layer(request: web.Request, handler: Any) -> web.StreamResponse
             response = exc.to_response()
         finally:
             running.discard(scope)
+        if request.path == "/v1/payment_intents":
+            _own(request, response)
         if fault and fault["action"] == "error_after":
             response = _error(500, {"type": "api_error", "message": "An unknown error occurred."})
         if key:
             saved[scope] = (fingerprint, response.status, response.body)  # type: ignore[attr-defined]
-        if request.path == "/v1/payment_intents":
-            _own(request, response)
     entry["status"] = response.status
     if fault and fault["action"] == "drop_after":
         # The request ran (and was saved); its answer never reaches the client.

@@ -65,6 +65,11 @@ class StripeGateway:
         try:
             intent = self._call(lambda: self.client.v1.payment_intents.create(
                 params, {"idempotency_key": payment.idempotency_key}).to_dict())
+        except (stripe.APIError, stripe.IdempotencyError) as exc:
+            # NOTE: issue 16, Stripe calls the outcome of its 5xx indeterminate (and replays it
+            # for the key): the PaymentIntent this key made, if any, is the answer.
+            found = self._made_by(payment)
+            return charge_result(found) if found is not None else error_result(exc, charging=True)
         except stripe.StripeError as exc:
             return error_result(exc, charging=True)
         if intent.get("status") == "processing":
@@ -96,6 +101,20 @@ class StripeGateway:
             return Result(FAILED, error_type=PROCESSING_ERROR,
                           error=f"Stripe refused the refund ({refund.get('failure_reason') or refund.get('status')}).")
         return Result(REFUNDED, transaction_id=refund["id"])
+
+    def _made_by(self, payment: Payment) -> Any:
+        """The customer's recent PaymentIntent whose metadata names this payment's key."""
+        if not payment.customer_token:
+            return None
+        try:
+            recent = self._call(lambda: self.client.v1.payment_intents.list(
+                {"customer": payment.customer_token, "limit": 100}).to_dict())
+        except stripe.StripeError:
+            raise GatewayUnavailable("Stripe could not say whether the payment was made") from None
+        for intent in recent.get("data", []):
+            if (intent.get("metadata") or {}).get("rebill_idempotency_key") == payment.idempotency_key:
+                return intent
+        return None
 
     def _read_intent(self, intent_id: str) -> Any:
         try:

@@ -1,0 +1,139 @@
+"""When Stripe does not answer, answers late, limits or fails (issue 16, decisions §6.5,
+§6.12): an answer that never arrived leaves the charge claimed and is finished by the next run
+with the same idempotency key, whose replay is Stripe's first answer; rate limits are asked
+again at once, then recorded as a retryable PROCESSING_ERROR; a 500 is looked up by its key
+before it counts as a failure. Never a second PaymentIntent for one attempt."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+
+from rebill.domain.billing import run as billing
+from tests.builders import charges_of, make_address, make_customer, make_subscription
+
+START = date(2027, 3, 10)
+CREATE = "/v1/payment_intents"
+
+
+@pytest.fixture
+def due(shop):
+    """A customer paying with 4242 whose charge is due now; its id."""
+    before = shop.api.clock.now()
+    shop.api.clock.set(datetime.combine(START - timedelta(days=2), time(12), tzinfo=timezone.utc))
+    cus, pm = shop.customer_with_card()
+    customer = make_customer(shop.api)
+    assert shop.api.post("/payment_methods", json={
+        "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_customer_token": cus,
+        "processor_payment_method_token": pm}).status_code == 201
+    address = make_address(shop.api, customer)
+    make_subscription(shop.api, address, next_charge_scheduled_at=START, price=Decimal("30.00"))
+    [charge] = charges_of(shop.api, address.id)
+    shop.api.clock.set(datetime.combine(START, time(12), tzinfo=timezone.utc))
+    yield charge.id
+    shop.api.clock.set(before)
+
+
+def _run(shop):
+    return billing.run_store(shop.api.db, shop.api.client.app.services.gateway, shop.api.store, shop.api.clock.now)
+
+
+def _charge(shop, charge_id):
+    return shop.api.get(f"/charges/{charge_id}").json()["charge"]
+
+
+def _executed(shop, key):
+    """How many requests with ``key`` Stripe ran (not replays, not refused before running)."""
+    return sum(1 for e in shop.fake.log() if e["account"] == shop.secret_key and e["key"] == key
+               and not e["replayed"] and e["status"] not in (429,) and e["fault"] != "error_before")
+
+
+def test_an_answer_that_never_came_is_the_right_outcome_on_the_next_run_with_the_same_key(shop, due):
+    key = f"rebill-charge-{due}-attempt-1"
+    shop.fake.fault(CREATE, "drop_after", times=3)  # the library's own two retries are dropped too
+    summary = _run(shop)
+    assert summary.processed == 0  # unknown: nothing recorded
+    [held] = [c for c in charges_of(shop.api, _address_of(shop, due)) if c.id == due]
+    assert held.status == "queued" and held.claimed_by is not None  # the claim stays
+    [intent] = shop.intents()
+    assert intent["status"] == "succeeded"  # Stripe took the money; Rebill did not hear it
+    assert _run(shop).processed == 0  # the claim is fresh: nobody asks again yet
+    shop.api.clock.advance(timedelta(seconds=61))
+    summary = _run(shop)
+    assert (summary.processed, summary.paid) == (1, 1)
+    charge = _charge(shop, due)
+    assert charge["status"] == "success" and charge["charge_attempts"] == 1  # one attempt
+    assert charge["external_transaction_id"]["payment_processor"] == intent["id"]
+    assert len(shop.intents()) == 1 and _executed(shop, key) == 1
+    assert any(e["replayed"] for e in shop.fake.log() if e["key"] == key and e["account"] == shop.secret_key)
+
+
+def test_a_timeout_on_a_manual_process_is_503_then_the_same_key_finishes_it(shop, due):
+    shop.fake.fault(CREATE, "drop_after", times=3, delay=0.2)
+    response = shop.api.post(f"/charges/{due}/process", json={})
+    assert response.status_code == 503
+    assert shop.api.post(f"/charges/{due}/process", json={}).status_code == 409  # claimed meanwhile
+    shop.api.clock.advance(timedelta(seconds=61))
+    response = shop.api.post(f"/charges/{due}/process", json={})
+    assert response.status_code == 200, response.text
+    assert response.json()["charge"]["status"] == "success"
+    assert len(shop.intents()) == 1 and _executed(shop, f"rebill-charge-{due}-attempt-1") == 1
+
+
+def test_a_rate_limit_is_asked_again_at_once_as_the_same_attempt(shop, due):
+    shop.fake.fault(CREATE, "rate_limit", times=1)
+    assert _run(shop).paid == 1
+    assert _charge(shop, due)["charge_attempts"] == 1  # one attempt, asked twice
+    assert len(shop.intents()) == 1
+
+
+def test_a_rate_limit_that_lasts_is_a_retryable_processing_error(shop, due):
+    shop.fake.fault(CREATE, "rate_limit", times=3)
+    assert _run(shop).failed == 1
+    charge = _charge(shop, due)
+    assert (charge["status"], charge["error_type"], charge["charge_attempts"]) == ("error", "PROCESSING_ERROR", 1)
+    assert shop.intents() == []  # rate limits run before anything is made
+    shop.api.clock.set(datetime.combine(START + timedelta(days=1), time(12), tzinfo=timezone.utc))
+    assert _run(shop).paid == 1  # the next attempt, its own key
+    assert len(shop.intents()) == 1
+
+
+def test_a_500_before_stripe_ran_is_a_retryable_processing_error(shop, due):
+    shop.fake.fault(CREATE, "error_before", times=3)
+    assert _run(shop).failed == 1
+    charge = _charge(shop, due)
+    assert (charge["error_type"], charge["retry_date"][:10]) == ("PROCESSING_ERROR", str(START + timedelta(days=1)))
+    assert shop.intents() == []
+
+
+def test_a_500_after_stripe_made_the_payment_is_found_by_its_key_and_recorded_as_paid(shop, due):
+    shop.fake.fault(CREATE, "error_after", times=1)  # saved for the key: the library's retries get it too
+    assert _run(shop).paid == 1
+    [intent] = shop.intents()
+    assert _charge(shop, due)["external_transaction_id"]["payment_processor"] == intent["id"]
+
+
+def test_the_same_key_with_other_parameters_is_never_a_second_payment(shop, due):
+    """A retry whose method changed after a crash: Stripe refuses the key for other parameters,
+    the PaymentIntent the key made answers."""
+    gateway = shop.api.client.app.services.gateway.for_store(shop.api.store.id)
+    from rebill.domain.payment.gateway import Payment
+    first = Payment(shop.api.store.id, "rebill-charge-0-attempt-1", "charge 0", 500, "USD", None, None)
+    _, pm = shop.customer_with_card()
+    cus, mine = shop.customer_with_card()
+    paid = gateway.charge(Payment(**{**_fields(first), "customer_token": cus, "payment_method_token": mine}))
+    assert paid.outcome == "captured"
+    again = gateway.charge(Payment(**{**_fields(first), "customer_token": cus, "payment_method_token": mine,
+                                      "amount_minor": 700}))
+    assert (again.outcome, again.transaction_id) == ("captured", paid.transaction_id)
+    assert len(shop.intents()) == 1
+
+
+def _fields(payment):
+    return {name: getattr(payment, name) for name in payment.__dataclass_fields__}
+
+
+def _address_of(shop, charge_id):
+    return _charge(shop, charge_id)["address_id"]
