@@ -3,11 +3,15 @@ the fix it names. Both databases (the `api` fixture)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from rebill.models import sandbox_payments
 from tests.api.test_bundle_variants import make_collection
+from tests.api.test_checkouts import CHARGE, SHIPPING, SUB_LINE, stock
 from tests.api.test_products import make_product
 
 V01, V11 = "2021-01", "2021-11"
@@ -31,3 +35,35 @@ def test_bulk_products_with_a_null_nested_external_id_answer_422_not_500(api, me
     assert errors_of(reply) == {"collection_products": {"1": {"external_product_id": ["is required"]}}}
     listed = api.get("/collection_products", params={"collection_id": collection}, version=V11)
     assert listed.json()["collection_products"] == []
+
+
+# Checkouts ----------------------------------------------------------------------------------------
+
+def test_a_checkout_in_a_currency_with_fewer_minor_digits_is_paid_and_recorded(api):
+    """A JPY checkout of a 12.50 catalog price: the subscription it makes was given the catalog
+    price unrounded, which the subscription's own rule refuses for JPY (422 "has too many
+    decimal places") while recording, after the processor took the money: nothing was
+    recorded, the checkout stayed held, and every later try (or the billing run) failed the
+    same way. The checkout prices each line at the catalog price rounded to its currency, as
+    a subscription made from the catalog is priced, so it charges what its renewals charge."""
+    store = api.other_store(presentment_currencies=["JPY"])
+    stock(store)
+    made = store.post("/checkouts", json={"line_items": [SUB_LINE], "currency": "JPY", "email": "ada@example.com",
+                                          "shipping_address": SHIPPING}, version=V11)
+    assert made.status_code == 201, made.text
+    checkout = made.json()["checkout"]
+    [line] = checkout["line_items"]
+    # 2 x 12.50 rounded half up to yen: 13 each, 26 in all (not 25 beside a unit price of 13).
+    assert (line["price"], line["line_price"], checkout["subtotal_price"], checkout["total_price"]) == \
+        ("13", "26", "26", "26")
+    paid = store.post(f"/checkouts/{checkout['token']}/charge", json=CHARGE, version=V11)
+    assert paid.status_code == 200, paid.text
+    done = store.get(f"/checkouts/{checkout['token']}", version=V11).json()["checkout"]
+    assert done["completed_at"] is not None
+    subscription = store.get(f"/subscriptions/{done['line_items'][0]['subscription_id']}", version=V11).json()
+    assert subscription["subscription"]["price"] == "13"
+    charge = store.get(f"/charges/{done['charge_id']}", version=V11).json()["charge"]
+    assert charge["total_price"] == "26"
+    with store.db.read() as conn:
+        assert [row.amount for row in conn.execute(select(sandbox_payments.c.amount).where(
+            sandbox_payments.c.store_id == store.store.id))] == [Decimal(26)]

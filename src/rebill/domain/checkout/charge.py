@@ -50,7 +50,7 @@ from ..subscription import service as subscription_service
 from ..subscription.model import EXPIRED, SUBSCRIPTION, PurchaseItem, SubscriptionCreate
 from ..unit import Unit
 from . import lines as checkout_lines
-from . import repository, service
+from . import pricing, repository, service
 from .model import ChargeRequest, Checkout, CheckoutCharge
 
 # The `source.origin` of what a checkout's payment records outside a request (the billing run
@@ -309,7 +309,8 @@ def _subscriptions(unit: Unit, checkout: Checkout, address_id: int) -> list[tupl
         item = subscription_service.create(unit, SubscriptionCreate(
             address_id=address_id, external_product_id=line["product_id"], external_variant_id=line["variant_id"],
             product_title=line["title"], variant_title=line["variant_title"], sku=line["sku"],
-            price=Decimal(line["price"]), quantity=line["quantity"], properties=line["properties"],
+            price=pricing.line_price(line, checkout.currency), quantity=line["quantity"],
+            properties=line["properties"],
             next_charge_scheduled_at=checkout_lines.first_recurring_date(line, unit.today),
             analytics_data=checkout.analytics_data,
             **{name: line[name] for name in ("charge_interval_frequency", "order_interval_frequency",

@@ -41,11 +41,13 @@ class Priced:
 
 def _item(index: int, line: dict[str, Any], currency: str, store_id: int, now: datetime) -> PurchaseItem:
     """A line as the purchase item it becomes: what ``build_charge`` prices. Its id is its
-    position (from 1), which keeps the lines in the order sent."""
+    position (from 1), which keeps the lines in the order sent. Its price is the catalog's
+    rounded to the checkout's currency, as a subscription made from the catalog is priced
+    (subscription.service.catalog_values): what the checkout charges, its renewals charge."""
     return PurchaseItem(
         id=index + 1, store_id=store_id, kind=line["type"], customer_id=0, address_id=0, plan_id=None, status=ACTIVE,
         external_product_id=line["product_id"], external_variant_id=line["variant_id"], product_title=line["title"],
-        variant_title=line["variant_title"], sku=line["sku"], sku_override=False, price=Decimal(line["price"]),
+        variant_title=line["variant_title"], sku=line["sku"], sku_override=False, price=line_price(line, currency),
         quantity=line["quantity"], properties=line["properties"], grams=line["grams"], taxable=line["taxable"],
         requires_shipping=line["requires_shipping"], images=line["images"], presentment_currency=currency,
         next_charge_scheduled_at=None, charge_interval_frequency=line["charge_interval_frequency"],
@@ -56,6 +58,12 @@ def _item(index: int, line: dict[str, Any], currency: str, store_id: int, now: d
         charges_count=0, last_charge_date=None, cancelled_next_date=None, is_skippable=True, is_swappable=True,
         max_retries_reached=False, cancellation_reason=None, cancellation_reason_comments=None, cancelled_at=None,
         analytics_data=None, lock_version=0, created_at=now, updated_at=now)
+
+
+def line_price(line: dict[str, Any], currency: str) -> Decimal:
+    """The unit price of a line in ``currency``: the catalog's, rounded half up to its minor
+    digits (a 12.50 catalog price is 13 in yen)."""
+    return quantize(Decimal(line["price"]), currency)
 
 
 def _place(store_id: int, shipping: dict[str, Any] | None, currency: str, note: str | None,
