@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from rebill.domain.catalog.model import VariantInput
 from rebill.models import sandbox_payments
-from tests.api.test_bundle_variants import make_collection
+from tests.api.test_bundle_variants import make_box, make_bundle, make_collection
 from tests.api.test_checkouts import CHARGE, SHIPPING, SUB_LINE, stock
 from tests.api.test_products import make_product
+from tests.builders import make_address, make_subscription
 
 V01, V11 = "2021-01", "2021-11"
 
@@ -67,3 +69,30 @@ def test_a_checkout_in_a_currency_with_fewer_minor_digits_is_paid_and_recorded(a
     with store.db.read() as conn:
         assert [row.amount for row in conn.execute(select(sandbox_payments.c.amount).where(
             sandbox_payments.c.store_id == store.store.id))] == [Decimal(26)]
+
+
+# Bundles ------------------------------------------------------------------------------------------
+
+def test_a_dynamic_bundle_never_prices_its_item_past_the_range_of_a_price(api):
+    """100 items of 1,000 at a 12-digit catalog price made the subscription's price
+    99999999999999000.00 (17 integer digits), a price no endpoint takes (docs/api-choices.md,
+    Hardening: at most 12): a client reading it back and sending it got 422."""
+    store = api.other_store(plan_tier="premium_b")
+    make_box(store)
+    keys = [f"q{i}" for i in range(2)]
+    for key in keys:
+        make_product(store, key, variants=[VariantInput(external_variant_id=f"{key}-1",
+                                                        price=Decimal("999999999999.99"))])
+    make_bundle(store, [make_collection(store, *keys)], price_rule="dynamic")
+    box = make_subscription(store, make_address(store), external_product_id="box", external_variant_id="box-1",
+                            price=None)
+    items = [{"external_product_id": key, "external_variant_id": f"{key}-1", "quantity": 1} for key in keys]
+    reply = store.post("/bundle_selections", json={"purchase_item_id": box.id, "items": items}, version=V11)
+    assert errors_of(reply) == {"items": [
+        "the bundle would cost 1999999999999.98, out of range for a price (at most 12 integer digits)"]}
+    shown = store.get(f"/subscriptions/{box.id}", version=V11).json()["subscription"]
+    assert shown["price"] == "30.00"
+    assert store.put(f"/subscriptions/{box.id}", json={"price": shown["price"]}, version=V11).status_code == 200
+    one = store.post("/bundle_selections", json={"purchase_item_id": box.id, "items": items[:1]}, version=V11)
+    assert one.status_code == 200, one.text
+    assert store.get(f"/subscriptions/{box.id}", version=V11).json()["subscription"]["price"] == "999999999999.99"

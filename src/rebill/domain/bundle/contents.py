@@ -27,6 +27,9 @@ from ..unit import Unit
 from .model import DEFAULT_SOURCE, DYNAMIC, BundleVariant, ItemInput
 
 ITEMS = "items"
+# NOTE: docs/api-choices.md, Hardening: money has at most 12 integer digits. A dynamic bundle's
+# price becomes its purchase item's, which must stay a price the item's own endpoint takes.
+MAX_PRICE = Decimal(10) ** 12
 
 
 def plan_for(unit: Unit, variant: BundleVariant, plan_id: int | None) -> Plan | None:
@@ -139,6 +142,9 @@ def checked(unit: Unit, variant: BundleVariant, items: list[ItemInput], plan: Pl
     if errors:
         raise ValidationFailed({ITEMS: errors})
     _check_quantities(variant, rows)
+    if dynamic and total(rows) >= MAX_PRICE:
+        raise ValidationFailed({ITEMS: [f"the bundle would cost {total(rows)}, out of range for a price "
+                                        f"(at most 12 integer digits)"]})
     return rows
 
 
