@@ -8,6 +8,7 @@ again with the same idempotency key (decisions §6.5).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import stripe
@@ -38,6 +39,7 @@ BY_CODE = {
 # another customer's): the customer must give another one.
 METHOD_GONE = {"payment_method_unexpected_state", "resource_missing", "payment_method_not_available",
                "payment_intent_incompatible_payment_method", "payment_method_customer_decline"}
+logger = logging.getLogger("rebill.payment")
 NEEDS_AUTHENTICATION = "The card needs the customer to authenticate this payment, which cannot be done off-session."
 
 
@@ -59,7 +61,7 @@ def charge_result(intent: Any) -> Result:
                     or f"Stripe left the payment {status}.")
 
 
-def error_result(exc: stripe.StripeError, *, charging: bool) -> Result:
+def error_result(exc: stripe.StripeError, *, charging: bool, store_id: int | None = None) -> Result:
     """Stripe's error as a result; raises GatewayUnavailable when the outcome is unknown.
     ``charging``: a payment (where a vanished customer or method is the customer's to fix)
     rather than a capture or a refund."""
@@ -84,6 +86,12 @@ def error_result(exc: stripe.StripeError, *, charging: bool) -> Result:
                       error=f"Stripe had an error ({exc.request_id or 'no request id'}).", retryable=True)
     # Timeouts and connection errors (the call may have reached Stripe), a key Stripe refuses
     # (the store's settings need a fix; nothing was done): the charge waits, claimed.
+    if isinstance(exc, (stripe.AuthenticationError, stripe.PermissionError)):
+        logger.error("store %s: Stripe refused its key (%s); its payments wait until `rebill stores processor` "
+                     "sets one that works", store_id, exc.http_status)
+    else:
+        logger.warning("store %s: no answer from Stripe (%s); the next attempt asks again with the same key",
+                       store_id, type(exc).__name__)
     raise GatewayUnavailable(type(exc).__name__)
 
 

@@ -69,9 +69,11 @@ class StripeGateway:
             # NOTE: issue 16, Stripe calls the outcome of its 5xx indeterminate (and replays it
             # for the key): the PaymentIntent this key made, if any, is the answer.
             found = self._made_by(payment)
-            return charge_result(found) if found is not None else error_result(exc, charging=True)
+            if found is not None:
+                return charge_result(found)
+            return error_result(exc, charging=True, store_id=self.store_id)
         except stripe.StripeError as exc:
-            return error_result(exc, charging=True)
+            return error_result(exc, charging=True, store_id=self.store_id)
         if intent.get("status") == "processing":
             # A replayed answer is the first one: only a read says what became of it since.
             intent = self._read_intent(intent["id"])
@@ -83,7 +85,7 @@ class StripeGateway:
             intent = self._call(lambda: self.client.v1.payment_intents.capture(
                 transaction_id, options={"idempotency_key": idempotency_key}).to_dict())
         except stripe.StripeError as exc:
-            return error_result(exc, charging=False)
+            return error_result(exc, charging=False, store_id=self.store_id)
         if intent.get("status") == "succeeded":
             return Result(CAPTURED, transaction_id=intent["id"])
         return Result(FAILED, error_type=PROCESSING_ERROR, error=f"Stripe left the payment {intent.get('status')}.")
@@ -96,7 +98,7 @@ class StripeGateway:
             refund = self._call(lambda: self.client.v1.refunds.create(params, {"idempotency_key": idempotency_key})
                                 .to_dict())
         except stripe.StripeError as exc:
-            return error_result(exc, charging=False)
+            return error_result(exc, charging=False, store_id=self.store_id)
         if refund.get("status") in ("failed", "canceled"):
             return Result(FAILED, error_type=PROCESSING_ERROR,
                           error=f"Stripe refused the refund ({refund.get('failure_reason') or refund.get('status')}).")
