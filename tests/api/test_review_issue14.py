@@ -3,6 +3,8 @@ failed before the fix it names. Both databases (the `api` fixture)."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import threading
 import time
 from datetime import timedelta
@@ -15,8 +17,11 @@ from sqlalchemy import func, select
 from rebill.domain.webhook import delivery, fanout
 from rebill.domain.webhook import log as webhook_log
 from rebill.domain.webhook import service as webhook_service
+from rebill.jobs.batches import BatchRunner
+from rebill.jobs.deliver import DeliveryRunner
 from rebill.models import webhook_deliveries
 from tests.api.test_async_batches import run_one
+from tests.api.test_webhooks import receiving
 from tests.builders import concurrently, make_customer
 
 V01, V11 = "2021-01", "2021-11"
@@ -51,6 +56,12 @@ def test_a_discount_create_task_with_a_null_nested_id_is_the_endpoints_422(api):
 
 def _webhook(api: Any, topic: str = "customer/created") -> int:
     reply = api.post("/webhooks", json={"address": "https://hooks.example/in", "topic": topic}, version=V11)
+    assert reply.status_code == 201, reply.text
+    return int(reply.json()["webhook"]["id"])
+
+
+def _webhook_to(api: Any, address: str) -> int:
+    reply = api.post("/webhooks", json={"address": address, "topic": "customer/created"}, version=V11)
     assert reply.status_code == 201, reply.text
     return int(reply.json()["webhook"]["id"])
 
@@ -140,3 +151,34 @@ def test_an_attempt_whose_webhook_is_deleted_meanwhile_leaves_the_others_recorde
     assert failures == []
     [left] = api.get("/webhook_deliveries", version=V11).json()["webhook_deliveries"]
     assert (left["webhook_id"], left["status"], left["attempt_count"]) == (kept, "succeeded", 1)
+
+
+# Worker names --------------------------------------------------------------------------------------
+
+LONG_HOST = "rebill-webhooks-7d9c8b6f5d-x7k2p.workers.billing.example.internal"[:63]
+
+
+def test_a_delivery_runner_on_a_host_with_a_long_name_delivers(api, monkeypatch):
+    """The runner named its claims `<hostname>:<pid>:<id>` whole: on a host with a long name
+    (a container's, 63 characters) that passed the 64 characters of `claimed_by`, and on
+    PostgreSQL every claim failed, so no webhook was ever delivered."""
+    monkeypatch.setattr(socket, "gethostname", lambda: LONG_HOST)
+    runner = DeliveryRunner(api.db, api.clock.now)
+    with receiving() as receiver:
+        _webhook_to(api, receiver.url)
+        make_customer(api)
+        assert asyncio.run(runner.drain(store_id=api.store.id)) == 1
+        assert len(receiver.received) == 1
+    [sent] = api.get("/webhook_deliveries", version=V11).json()["webhook_deliveries"]
+    assert sent["status"] == "succeeded"
+    assert len(runner.worker) <= 64 and runner.worker != DeliveryRunner(api.db, api.clock.now).worker
+
+
+def test_batch_runners_on_a_host_with_a_long_name_are_told_apart(api, monkeypatch):
+    """The batch runner cut `<hostname>:<pid>:<id>` to 64 characters: on a host with a
+    63-character name every runner of the host had the same name, and each took the others'
+    running batches over as its own (two workers on one batch)."""
+    monkeypatch.setattr(socket, "gethostname", lambda: LONG_HOST)
+    first, second = BatchRunner(api.client.app.services), BatchRunner(api.client.app.services)
+    assert len(first.worker) <= 64 and len(second.worker) <= 64
+    assert first.worker != second.worker

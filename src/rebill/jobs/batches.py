@@ -23,8 +23,6 @@ that still cannot commit is recorded as failed (500) on its own.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -48,6 +46,8 @@ from rebill.domain.unit import Unit
 from rebill.domain.webhook import repository as webhooks
 from rebill.errors import Forbidden, ServiceError
 
+from .workers import worker_name
+
 logger = logging.getLogger("rebill.batches")
 # A task whose transaction PostgreSQL gave up on for a concurrent one's sake runs again, as a
 # request's handler does (api/routing.py).
@@ -69,7 +69,7 @@ class BatchRunner:
         self.services, self.db = services, services.db
         self.real_now = real_now or services.clock.now
         self.lease, self.chunk, self.chunk_seconds = lease, chunk, chunk_seconds
-        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"[:64]
+        self.worker = worker or worker_name()
         self._careful: dict[int, int] = {}
 
     # Claims -----------------------------------------------------------------------

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable
@@ -32,6 +30,8 @@ from rebill.db.engine import Database
 from rebill.domain.webhook import delivery, fanout, signing
 from rebill.domain.webhook.delivery import Outcome, Outgoing
 from rebill.domain.webhook.sender import HttpSender, Sender
+
+from .workers import worker_name
 
 logger = logging.getLogger("rebill.webhooks")
 # How long the loop lets attempts finish before it records them and looks again.
@@ -61,7 +61,7 @@ class DeliveryRunner:
         self.sender: Sender = sender or HttpSender()
         self.limit, self.per_receiver, self.lease, self.batch = in_flight, per_receiver, lease, batch
         self.poll_seconds = poll_seconds
-        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.worker = worker or worker_name()
         self._busy: Counter[Receiver] = Counter()  # attempts in flight, per receiver
         # Claimed and waiting for a slot of their receiver: a finished attempt starts the next
         # at once, without waiting for the database (the look that claims more runs beside).
