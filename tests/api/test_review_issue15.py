@@ -3,6 +3,7 @@ the fix it names. Both databases (the `api` fixture)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -10,9 +11,10 @@ import pytest
 from sqlalchemy import select
 
 from rebill.domain.catalog.model import VariantInput
-from rebill.models import sandbox_payments
+from rebill.models import events, sandbox_payments
 from tests.api.test_bundle_variants import make_box, make_bundle, make_collection
-from tests.api.test_checkouts import CHARGE, SHIPPING, SUB_LINE, stock
+from tests.api.test_charges_totals import set_rates
+from tests.api.test_checkouts import CHARGE, SHIPPING, SUB_LINE, create, last_event, priced_store, stock
 from tests.api.test_products import make_product
 from tests.builders import make_address, make_subscription
 
@@ -96,3 +98,28 @@ def test_a_dynamic_bundle_never_prices_its_item_past_the_range_of_a_price(api):
     one = store.post("/bundle_selections", json={"purchase_item_id": box.id, "items": items[:1]}, version=V11)
     assert one.status_code == 200, one.text
     assert store.get(f"/subscriptions/{box.id}", version=V11).json()["subscription"]["price"] == "999999999999.99"
+
+
+def test_a_charge_that_prices_the_checkout_again_records_the_change_even_when_declined(api):
+    """The charge prices a checkout again (the store's rates as they are then) and keeps the
+    new figures, also when the payment is declined: the checkout's totals changed with no
+    `checkout/updated` and an unchanged `updated_at`, so a client following the event log
+    never learnt of them."""
+    priced_store(api)
+    made = create(api, email="ada@example.com", shipping_address=dict(SHIPPING))
+    assert made["total_tax"] == "2.39"
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "5.00", "country_codes": ["US"]}],
+              tax=[{"country_code": "US", "rate": "0.10", "title": "Sales tax"}])
+    api.clock.advance(timedelta(minutes=1))
+    since = last_event(api)
+    declined = api.post(f"/checkouts/{made['token']}/charge", json={**CHARGE, "payment_token": "tok_declined"},
+                        version=V11)
+    assert declined.status_code == 422, declined.text
+    after = api.get(f"/checkouts/{made['token']}", version=V11).json()["checkout"]
+    assert after["total_tax"] == "3.30"  # 10 % of 25.00 and of 8.00, each rounded
+    assert after["updated_at"] == api.clock.now().strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    with api.db.read() as conn:
+        recorded = list(conn.execute(select(events.c.topic, events.c.updated_attributes).where(
+            events.c.store_id == api.store.id, events.c.id > since)))
+    assert [tuple(row) for row in recorded] == [
+        ("checkout/updated", ["line_items", "tax_lines", "total_price", "total_tax"])]

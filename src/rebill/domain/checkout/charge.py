@@ -116,6 +116,10 @@ def _claim(unit: Unit, verifier: AddressVerifier, token: str, run: str,
         repository.claim(unit.conn, unit.store_id, checkout.id, run, unit.now, service.STALE_AFTER, {})
         return checkout, checkout.payment, True
     state = ready(unit, verifier, checkout)
+    # Priced again as things are now: what differs is a change of the checkout like any write's
+    # (kept even if the payment is declined), with its event and `updated_at`.
+    before = {name: getattr(checkout, name) for name in service.WRITTEN}
+    changed = {name: value for name, value in state.items() if before[name] != value}
     attempt = {
         "number": checkout.charge_attempts + 1,
         "payment_processor": request.payment_processor,
@@ -125,7 +129,10 @@ def _claim(unit: Unit, verifier: AddressVerifier, token: str, run: str,
         "currency": checkout.currency,
     }
     repository.claim(unit.conn, unit.store_id, checkout.id, run, unit.now, service.STALE_AFTER,
-                     {**state, "charge_attempts": attempt["number"], "payment": attempt})
+                     {**state, **({"updated_at": unit.now} if changed else {}),
+                      "charge_attempts": attempt["number"], "payment": attempt})
+    if changed:
+        unit.record("checkout/updated", checkout.id, changed=service.changed_names(before, changed))
     return checkout, attempt, False
 
 

@@ -221,11 +221,11 @@ def update(unit: Unit, verifier: AddressVerifier, token: str, command: CheckoutW
     if changes:
         changes["updated_at"] = unit.now
         repository.save(unit.conn, unit.store_id, current.id, changes)
-        unit.record("checkout/updated", current.id, changed=_changed_names(before, changes))
+        unit.record("checkout/updated", current.id, changed=changed_names(before, changes))
     return get(unit, token)
 
 
-def _changed_names(before: dict[str, Any], changes: dict[str, Any]) -> tuple[str, ...]:
+def changed_names(before: dict[str, Any], changes: dict[str, Any]) -> tuple[str, ...]:
     names = set(attributes.names(changes, API_NAMES))
     if "pricing" in changes:
         names.discard("pricing")
