@@ -1,0 +1,34 @@
+"""A checkout charged on a Stripe store (issue 16): the checkout's payment is one PaymentIntent
+confirmed with the buyer's PaymentMethod under the checkout's attempt key; a declined card is
+the checkout's 422 with Stripe's message. Both databases."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from tests.api.test_checkouts import priced_store, ready
+from tests.stripe_processor.conftest import EXP
+
+
+def _method(shop, number):
+    return shop.client.v1.payment_methods.create({"type": "card", "card": {"number": number, **EXP}}).id
+
+
+def test_a_checkout_is_paid_by_one_payment_intent_under_its_attempt_key(shop):
+    priced_store(shop.api)
+    checkout = ready(shop.api)
+    declined = shop.api.post(f"/checkouts/{checkout['token']}/charge", json={
+        "payment_processor": "stripe", "payment_token": _method(shop, "4000000000000002")})
+    assert (declined.status_code, declined.json()) == (422, {"errors": {"payment_token": ["Your card was declined."]}})
+    paid = shop.api.post(f"/checkouts/{checkout['token']}/charge", json={
+        "payment_processor": "stripe", "payment_token": _method(shop, "4242424242424242")})
+    assert paid.status_code == 200, paid.text
+    result = paid.json()["checkout_charge"]
+    checkout_id = shop.api.get(f"/checkouts/{checkout['token']}").json()["checkout"]["id"]
+    intents = {i["metadata"]["rebill_idempotency_key"]: i for i in shop.intents()}
+    assert set(intents) == {f"rebill-checkout-{checkout_id}-attempt-1", f"rebill-checkout-{checkout_id}-attempt-2"}
+    intent = intents[f"rebill-checkout-{checkout_id}-attempt-2"]
+    assert intent["status"] == "succeeded" and result["payment_processor_transaction_id"] == intent["id"]
+    total = Decimal(shop.api.get(f"/charges/{result['charge_id']}").json()["charge"]["total_price"])
+    assert intent["amount"] == int(total * 100)
+    assert intent["metadata"]["rebill_reference"] == f"checkout {checkout['token']}"
