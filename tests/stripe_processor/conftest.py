@@ -19,6 +19,8 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from rebill.db.engine import Database
 from rebill.domain.payment import processors
 from rebill.domain.payment.vault import Vault
 from rebill.settings import RateLimit, Settings
+from tests.builders import charges_of, make_address, make_customer, make_subscription
 from tests.conftest import Api, make_api
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +118,23 @@ class StripeStore:
 
     def intents(self) -> list[dict[str, Any]]:
         return self.fake.intents(self.secret_key)
+
+    def subscriber(self, number: str = "4242424242424242", *, price: str = "12.50",
+                   on: date | None = None) -> tuple[int, dict[str, Any], str]:
+        """A customer whose Stripe card (``number``) is its payment method, made through the API,
+        with a monthly subscription dated ``on`` (default: 10 days on): the charge's id, the
+        method as the API answered it, the Stripe customer."""
+        cus, pm = self.customer_with_card(number)
+        customer = make_customer(self.api)
+        created = self.api.post("/payment_methods", json={
+            "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_customer_token": cus,
+            "processor_payment_method_token": pm})
+        assert created.status_code == 201, created.text
+        address = make_address(self.api, customer)
+        make_subscription(self.api, address, price=Decimal(price),
+                          **({"next_charge_scheduled_at": on} if on else {}))
+        [charge] = charges_of(self.api, address.id)
+        return charge.id, created.json()["payment_method"], cus
 
 
 def stripe_settings(**changes: Any) -> Settings:

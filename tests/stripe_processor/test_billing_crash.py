@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import select
 
 from rebill.models import charges, orders
-from tests.builders import charges_of, make_address, make_customer, make_subscription
 from tests.stripe_processor.conftest import env_with_secret
 
 POINTS = ("billing.after_claim", "billing.after_gateway", "billing.before_commit", "billing.after_record")
@@ -32,18 +31,7 @@ def _bill(shop, *, failpoint=None, stale="0"):
 
 
 def _subscribers(shop, n):
-    ids = []
-    for _ in range(n):
-        cus, pm = shop.customer_with_card()
-        customer = make_customer(shop.api)
-        assert shop.api.post("/payment_methods", json={
-            "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_customer_token": cus,
-            "processor_payment_method_token": pm}).status_code == 201
-        address = make_address(shop.api, customer)
-        make_subscription(shop.api, address)
-        [charge] = charges_of(shop.api, address.id)
-        ids.append(charge.id)
-    return ids
+    return [shop.subscriber()[0] for _ in range(n)]
 
 
 def _assert_each_paid_once(shop, charge_ids):

@@ -12,7 +12,6 @@ from decimal import Decimal
 import pytest
 
 from rebill.domain.billing import run as billing
-from tests.builders import charges_of, make_address, make_customer, make_subscription
 from tests.stripe_processor.conftest import stripe_store
 
 START = date(2027, 3, 10)
@@ -31,16 +30,7 @@ def _at(shop, day):
 
 
 def _subscriber(shop, number="4242424242424242", price="12.50"):
-    cus, pm = shop.customer_with_card(number)
-    customer = make_customer(shop.api)
-    created = shop.api.post("/payment_methods", json={
-        "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_customer_token": cus,
-        "processor_payment_method_token": pm})
-    assert created.status_code == 201, created.text
-    address = make_address(shop.api, customer)
-    make_subscription(shop.api, address, next_charge_scheduled_at=START, price=Decimal(price))
-    [charge] = charges_of(shop.api, address.id)
-    return charge.id, created.json()["payment_method"], cus
+    return shop.subscriber(number, price=price, on=START)
 
 
 def _run(shop):

@@ -7,12 +7,11 @@ before it counts as a failure. Never a second PaymentIntent for one attempt."""
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import Decimal
 
 import pytest
 
 from rebill.domain.billing import run as billing
-from tests.builders import charges_of, make_address, make_customer, make_subscription
+from tests.builders import charges_of
 
 START = date(2027, 3, 10)
 CREATE = "/v1/payment_intents"
@@ -23,16 +22,9 @@ def due(shop):
     """A customer paying with 4242 whose charge is due now; its id."""
     before = shop.api.clock.now()
     shop.api.clock.set(datetime.combine(START - timedelta(days=2), time(12), tzinfo=timezone.utc))
-    cus, pm = shop.customer_with_card()
-    customer = make_customer(shop.api)
-    assert shop.api.post("/payment_methods", json={
-        "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_customer_token": cus,
-        "processor_payment_method_token": pm}).status_code == 201
-    address = make_address(shop.api, customer)
-    make_subscription(shop.api, address, next_charge_scheduled_at=START, price=Decimal("30.00"))
-    [charge] = charges_of(shop.api, address.id)
+    charge_id, _, _ = shop.subscriber(price="30.00", on=START)
     shop.api.clock.set(datetime.combine(START, time(12), tzinfo=timezone.utc))
-    yield charge.id
+    yield charge_id
     shop.api.clock.set(before)
 
 

@@ -4,6 +4,7 @@ store whose keys cannot be read, and the sandbox as every store's default."""
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 from pathlib import Path
@@ -23,7 +24,6 @@ from rebill.domain.payment.router import ProcessorRouter
 from rebill.domain.payment.sandbox import SandboxGateway
 from rebill.domain.payment.vault import Vault
 from rebill.models import sandbox_payments, store_processors
-from tests.builders import charges_of, make_address, make_customer, make_subscription
 from tests.stripe_processor.conftest import SECRET_KEY, use_stripe
 
 runner = CliRunner()
@@ -139,16 +139,9 @@ def test_no_answer_and_no_log_line_carries_the_keys(shop, caplog):
         account = processors.stripe_account(conn, shop.api.store.id, Vault(SECRET_KEY))
     assert account is not None and account.secret_key == shop.secret_key
     assert shop.secret_key not in repr(account) and account.webhook_secret not in repr(account)
-    cus, pm = shop.customer_with_card("4000000000000002")
-    customer = make_customer(shop.api)
-    created = shop.api.post("/payment_methods", json={
-        "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_customer_token": cus,
-        "processor_payment_method_token": pm})
-    address = make_address(shop.api, customer)
-    make_subscription(shop.api, address, next_charge_scheduled_at=shop.api.clock.now().date())
-    [charge] = charges_of(shop.api, address.id)
-    processed = shop.api.post(f"/charges/{charge.id}/process", json={})
-    bodies = [created.text, processed.text]
+    charge_id, method, _ = shop.subscriber("4000000000000002", on=shop.api.clock.now().date())
+    processed = shop.api.post(f"/charges/{charge_id}/process", json={})
+    bodies = [json.dumps(method), processed.text]
     for version in ("2021-01", "2021-11"):
         bodies.append(shop.api.get("/shop" if version == "2021-01" else "/store", version=version).text)
     for text in bodies + [record.getMessage() for record in caplog.records]:
@@ -191,21 +184,14 @@ def test_a_changed_setting_is_used_from_the_next_payment_on(shop):
 
 def test_a_store_whose_keys_cannot_be_read_waits_claimed_and_says_why(shop, database, clock, caplog):
     other = ProcessorRouter(database, clock.now, Vault(Fernet.generate_key().decode()))
-    customer = make_customer(shop.api)
-    cus, pm = shop.customer_with_card()
-    assert shop.api.post("/payment_methods", json={
-        "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_customer_token": cus,
-        "processor_payment_method_token": pm}).status_code == 201
-    address = make_address(shop.api, customer)
-    make_subscription(shop.api, address, next_charge_scheduled_at=clock.now().date())
-    [charge] = charges_of(shop.api, address.id)
+    charge_id, _, _ = shop.subscriber(on=clock.now().date())
     assert billing.run_store(database, other, shop.api.store, clock.now).processed == 0
     assert "its Stripe keys cannot be read: the store's keys were encrypted with another REBILL_SECRET_KEY" in (
         caplog.text)
     clock.advance(timedelta(seconds=61))
     summary = billing.run_store(database, shop.api.client.app.services.gateway, shop.api.store, clock.now)
     assert summary.paid == 1  # the right key again: the same attempt is paid
-    assert [c.status for c in charges_of(shop.api, address.id) if c.id == charge.id] == ["success"]
+    assert shop.api.get(f"/charges/{charge_id}").json()["charge"]["status"] == "success"
 
 
 def test_the_sandbox_gateway_is_still_what_a_plain_app_uses(api):
