@@ -129,3 +129,20 @@ def _fields(payment):
 
 def _address_of(shop, charge_id):
     return _charge(shop, charge_id)["address_id"]
+
+
+def test_a_real_timeout_leaves_the_outcome_unknown_and_the_same_key_gets_stripes_first_answer(shop):
+    """The client gives up before the answer (REBILL_STRIPE_TIMEOUT_SECONDS); Stripe had paid."""
+    from rebill.domain.payment.gateway import GatewayUnavailable, Payment
+    from rebill.domain.payment.stripe_gateway import StripeGateway
+    account = shop.api.client.app.services.gateway.stripe_account(shop.api.store.id)
+    impatient = StripeGateway(account, timeout=0.3, network_retries=0)
+    cus, pm = shop.customer_with_card()
+    payment = Payment(shop.api.store.id, "rebill-charge-9-attempt-1", "charge 9", 990, "USD", cus, pm)
+    shop.fake.fault(CREATE, "drop_after", delay=1.0)
+    with pytest.raises(GatewayUnavailable):
+        impatient.charge(payment)
+    [intent] = shop.intents()
+    again = impatient.charge(payment)
+    assert (again.outcome, again.transaction_id) == ("captured", intent["id"])
+    assert len(shop.intents()) == 1 and _executed(shop, payment.idempotency_key) == 1
