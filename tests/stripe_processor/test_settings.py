@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -71,8 +72,10 @@ def test_the_command_line_chooses_stripe_keeps_the_keys_encrypted_and_never_prin
                   "--webhook-secret-file", files["webhook"], "--authorize-only", "--api-base", "http://127.0.0.1:9/",
                   "--database", url)
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == ("shop: stripe (test key, webhook secret set, authorize only, "
-                                     "API at http://127.0.0.1:9)")
+    first, endpoint = result.output.strip().splitlines()
+    assert first == "shop: stripe (test key, webhook secret set, authorize only, API at http://127.0.0.1:9)"
+    # Where Stripe sends the store's events: a random key, not the store's name (the URL is public).
+    assert re.fullmatch(r"webhook endpoint: /processors/stripe/events/[A-Za-z0-9_-]{32}", endpoint), endpoint
     row = _row(url, "shop")
     assert KEY not in row.secret_key and WEBHOOK not in row.webhook_secret
     vault = Vault(SECRET_KEY)
@@ -83,6 +86,12 @@ def test_the_command_line_chooses_stripe_keeps_the_keys_encrypted_and_never_prin
     assert _run("stores", "processor", "shop", "--database", url).output.strip().startswith("shop: stripe (test key")
     assert _run("stores", "processor", "shop", "--sandbox", "--database", url).output.strip() == "shop: sandbox"
     assert _row(url, "shop") is None  # the keys are forgotten
+    # The endpoint's address is kept: Stripe's Dashboard still names it when the store comes back,
+    # and the other store has an address of its own.
+    again = _run("stores", "processor", "shop", "--stripe", "--secret-key-file", files["test"], "--database", url)
+    assert again.output.strip().splitlines()[1] == endpoint
+    other = _run("stores", "processor", "prod", "--stripe", "--secret-key-file", files["test"], "--database", url)
+    assert other.output.strip().splitlines()[1] != endpoint
 
 
 def test_without_rebill_secret_key_a_live_key_is_refused_and_a_test_key_too(url, files):

@@ -239,3 +239,6 @@ def stores_processor(
     if chosen.api_base:
         details.append(f"API at {chosen.api_base}")
     out.print(f"{name}: stripe ({', '.join(details)})", highlight=False, soft_wrap=True)
+    # Where Stripe sends the store's events (the Dashboard's endpoint URL is this server's
+    # address followed by it): docs/operations.md, Going live with Stripe.
+    out.print(f"webhook endpoint: {chosen.endpoint_path}", highlight=False, soft_wrap=True)

@@ -16,7 +16,7 @@ from .idempotency import idempotency_keys
 from .metafield import metafields
 from .order import order_items, orders
 from .payment_method import payment_methods
-from .processor import store_processors
+from .processor import processor_endpoints, processor_events, store_processors
 from .purchase_item import purchase_items, skips
 from .store import revisions, stores, tokens
 from .webhook import webhook_attempts, webhook_deliveries, webhook_payloads, webhooks
@@ -27,4 +27,4 @@ __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "
            "webhook_deliveries", "webhook_attempts", "collections", "collection_products",
            "async_batches", "async_batch_tasks",
            "bundle_variants", "bundle_variant_collections", "bundle_selections", "bundle_selection_items",
-           "store_processors"]
+           "store_processors", "processor_endpoints", "processor_events"]

@@ -72,6 +72,11 @@ charges = Table(
     # refunds every time it runs (domain/billing/money_back.py finish_abandoned; 0011).
     Index("ix_charges_store_claimed", "store_id", postgresql_where=text("claimed_by IS NOT NULL"),
           sqlite_where=text("claimed_by IS NOT NULL")),
+    # A processor's event names the payment by its id: a refund made in Stripe's Dashboard
+    # finds its charge (domain/billing/inbound.py; 0019). Paid charges only.
+    Index("ix_charges_store_transaction", "store_id", "external_transaction_id",
+          postgresql_where=text("external_transaction_id IS NOT NULL"),
+          sqlite_where=text("external_transaction_id IS NOT NULL")),
     sqlite_autoincrement=True,
 )
 

@@ -12,6 +12,7 @@ jobs): a router that sends each call to the processor of the store it names (``r
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import Connection, delete, insert, select
 
 from rebill.errors import ValidationFailed
-from rebill.models import store_processors
+from rebill.models import processor_endpoints, store_processors
 
 from ..store.model import Store
 from .vault import Vault, VaultError
@@ -29,6 +30,8 @@ from .vault import Vault, VaultError
 SANDBOX, STRIPE = "sandbox", "stripe"
 # NOTE: issue 16, secret keys (sk_) and restricted keys (rk_) of either mode.
 TEST_PREFIXES, LIVE_PREFIXES = ("sk_test_", "rk_test_"), ("sk_live_", "rk_live_")
+# Where Stripe sends a store's events (http/processor_events.py), followed by the store's key.
+EVENTS_PATH = "/processors/stripe/events/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,14 @@ class ProcessorSettings:
     key_mode: str | None = None  # test | live
     has_webhook_secret: bool = False
     updated_at: datetime | None = None
+    # The key of the store's webhook address, `/processors/stripe/events/{endpoint_key}`: not a
+    # secret (it is in the URL Stripe calls; the signature is what is checked), but random, so
+    # the address names no store and cannot be guessed from one.
+    endpoint_key: str | None = None
+
+    @property
+    def endpoint_path(self) -> str | None:
+        return f"{EVENTS_PATH}{self.endpoint_key}" if self.endpoint_key else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +77,33 @@ def settings(conn: Connection, store_id: int) -> ProcessorSettings:
     if row is None:
         return ProcessorSettings()
     return ProcessorSettings(row["processor"], row["authorize_only"], row["api_base"], row["key_mode"],
-                             row["webhook_secret"] is not None, row["updated_at"])
+                             row["webhook_secret"] is not None, row["updated_at"], endpoint_key(conn, store_id))
+
+
+def processor_of(conn: Connection, store_id: int) -> str:
+    """The store's processor alone (what a charge records), in one primary-key read."""
+    return conn.execute(select(store_processors.c.processor)
+                        .where(store_processors.c.store_id == store_id)).scalar() or SANDBOX
+
+
+def endpoint_key(conn: Connection, store_id: int) -> str | None:
+    """The key of the store's webhook address, None before it first chose Stripe."""
+    return conn.execute(select(processor_endpoints.c.key)
+                        .where(processor_endpoints.c.store_id == store_id)).scalar()
+
+
+def store_of_endpoint(conn: Connection, key: str) -> int | None:
+    """The store whose webhook address has ``key``, if any."""
+    return conn.execute(select(processor_endpoints.c.store_id).where(processor_endpoints.c.key == key)).scalar()
+
+
+def _ensure_endpoint(conn: Connection, store_id: int, now: datetime) -> None:
+    """The store's endpoint key, made once: kept across `--sandbox` and back, and across new keys,
+    so the endpoint set up in Stripe's Dashboard keeps its address."""
+    if endpoint_key(conn, store_id) is None:
+        # 24 random bytes, URL-safe: 32 characters of [A-Za-z0-9_-].
+        conn.execute(insert(processor_endpoints).values(store_id=store_id, key=secrets.token_urlsafe(24),
+                                                        created_at=now))
 
 
 def stripe_account(conn: Connection, store_id: int, vault: Vault) -> StripeAccount | None:
@@ -110,6 +147,7 @@ def choose_stripe(conn: Connection, store: Store, now: datetime, vault: Vault, *
         raise ValidationFailed.field("secret_key", f"{exc}; the key was not saved") from None
     conn.execute(delete(store_processors).where(store_processors.c.store_id == store.id))
     conn.execute(insert(store_processors).values(store_id=store.id, **values))
+    _ensure_endpoint(conn, store.id, now)
     return settings(conn, store.id)
 
 

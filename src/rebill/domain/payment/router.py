@@ -71,7 +71,7 @@ class ProcessorRouter:
 
     def name_for(self, store_id: int) -> str:
         with self._db.read() as conn:
-            return processors.settings(conn, store_id).processor
+            return processors.processor_of(conn, store_id)
 
     # The gateway, routed ---------------------------------------------------------
 
