@@ -19,6 +19,15 @@ from ..charge.model import ERROR, QUEUED
 
 # How long a claim holds before another run may take the charge over (decisions §6.5).
 STALE_AFTER = timedelta(seconds=60)
+# Appended to a payment's claim once the processor's answer is known to be lost (a timeout, a
+# payment still processing): the claim stays until the next run asks again with the same key,
+# and meanwhile the processor's own event may finish it (issue 16, billing/inbound.py). A claim
+# without it is a payment on its way, whose run records it.
+UNANSWERED = ":unanswered"
+
+
+def unanswered(run: str) -> str:
+    return f"{run}{UNANSWERED}"
 
 
 def _is_due(day: date) -> ColumnElement[bool]:

@@ -13,7 +13,7 @@ from ..charge.model import ERROR, QUEUED, Charge
 from ..payment.gateway import Gateway
 from ..store.model import Store
 from ..unit import Unit
-from . import run
+from . import claim, run
 from .access import TIER_A, require_tier, visible
 
 
@@ -27,7 +27,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
         charge_service.check_next_dates(Unit(conn, store, now), charge_id)
     mine = uuid.uuid4().hex
     if not run.process(db, gateway, store, [charge_id], now, run=mine):
-        if visible(db, store, charge_id, now).claimed_by == mine:
+        if visible(db, store, charge_id, now).claimed_by in (mine, claim.unanswered(mine)):
             # Claimed by this call but unanswered: it stays claimed, and the next call or run
             # (once the claim is stale) asks again with the same key (decisions §6.5).
             raise ServiceUnavailable()

@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
 
 from rebill import failpoints
@@ -100,6 +100,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     failpoints.hit("billing.after_claim")
     answers = _pay(gateway, store, found, methods)
     failpoints.hit("billing.after_gateway")
+    _mark_unanswered(db, store, run, {c.id for c in found} - {c.id for c, _, _ in answers})
     processor = processor_name(gateway, store.id)
     for attempt in range(1, RECORD_TRIES + 1):
         try:
@@ -118,6 +119,16 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
         for done in recorded:
             summary.add(done, done.retry)
     return recorded
+
+
+def _mark_unanswered(db: Database, store: Store, run: str, charge_ids: set[int]) -> None:
+    """The charges whose payment got no answer keep their claim, marked: the processor's event
+    about that attempt may finish them before the next run asks again (billing/inbound.py)."""
+    if charge_ids:
+        with db.write() as conn:
+            conn.execute(update(charges).where(charges.c.store_id == store.id, charges.c.id.in_(charge_ids),
+                                               charges.c.claimed_by == run)
+                         .values(claimed_by=claims.unanswered(run)))
 
 
 def _pay(gateway: Gateway, store: Store, found: list[Charge],
