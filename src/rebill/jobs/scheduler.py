@@ -4,7 +4,8 @@ server's event loop, started and stopped with the ASGI lifespan (docs/dependenci
 - every ``regenerate_every`` seconds: the deferred regenerations whose window has passed
   (decisions §5.3, jobs/regenerate.py);
 - every ``bill_every`` seconds: the billing run of every store (decisions §6.5);
-- every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2);
+- every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2), and
+  the ids of processor events applied more than 30 days ago;
 - all the time: webhook deliveries (jobs/deliver.py), a loop of its own on the event loop,
   woken by every write that queues one and polling twice a second besides.
 - every ``batch_every`` seconds, and at once when this process accepts a batch's processing:
@@ -30,6 +31,7 @@ from rebill.api import idempotency
 from rebill.clock import Clock
 from rebill.db.engine import Database
 from rebill.domain.batch import service as batches
+from rebill.domain.billing import inbound
 from rebill.domain.billing import run as billing
 from rebill.domain.payment.gateway import Gateway
 from rebill.domain.store import clock as store_clock
@@ -111,8 +113,9 @@ class Jobs:
             job.modify(next_run_time=datetime.now(timezone.utc))
 
     def _purge(self) -> int:
-        # Real time, never a store's test clock (decisions §6.12).
-        return idempotency.purge_expired(self.db, self.clock.now())
+        # Real time, never a store's test clock (decisions §6.12); the processor events' ids
+        # past their 30 days too (domain/billing/inbound.py).
+        return idempotency.purge_expired(self.db, self.clock.now()) + inbound.purge(self.db, self.clock.now())
 
     @staticmethod
     async def _run(name: str, job: Any, *args: Any) -> None:

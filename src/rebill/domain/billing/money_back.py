@@ -151,7 +151,7 @@ def _refund_claimed(db: Database, gateway: Gateway, store: Store, charge_id: int
     def apply(unit: Unit, held: Charge, result: Result) -> None:
         before, amount_minor = asked[0]
         if _minor(held.total_refunds, held.currency) == before:  # always, under the claim
-            _record_refund(unit, held, Decimal(amount_minor).scaleb(-minor_digits(held.currency)))
+            record_refund(unit, held, Decimal(amount_minor).scaleb(-minor_digits(held.currency)))
     try:
         after = _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check)
     except ValidationFailed:
@@ -168,7 +168,8 @@ def _ask_refund(gateway: Gateway, store: Store, held: Charge, before: int, amoun
     return gateway.refund(store.id, key, held.external_transaction_id or "", amount_minor, held.currency)
 
 
-def _record_refund(unit: Unit, held: Charge, amount: Decimal) -> None:
+def record_refund(unit: Unit, held: Charge, amount: Decimal) -> None:
+    """NOTE: decisions §6.8, §6.12: ``amount`` more refunded, and the status that makes."""
     refunded = held.total_refunds + amount
     _save(unit, held.id, {"total_refunds": refunded,
                           "status": REFUNDED if refunded >= held.total_price else PARTIALLY_REFUNDED})

@@ -9,9 +9,10 @@ import msgspec
 
 # Who makes changes (the `source.origin` of an event): a token through the API, the operator's
 # command line, the billing run (in `rebill serve`, `rebill bill` or a test clock's advance),
-# the deferred regeneration, the webhook delivery job (`webhook/disabled`), and later checkouts
-# and async batches.
-ORIGINS = ("api", "cli", "billing_run", "regeneration", "webhook", "checkout", "batch", "system")
+# the deferred regeneration, the webhook delivery job (`webhook/disabled`), checkouts, async
+# batches, and a payment processor's own webhook events (`processor`: a payment finished, a
+# refund made in Stripe's Dashboard, a payment method detached; issue 16).
+ORIGINS = ("api", "cli", "billing_run", "regeneration", "webhook", "checkout", "batch", "processor", "system")
 
 
 class Event(msgspec.Struct):

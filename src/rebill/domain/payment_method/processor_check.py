@@ -15,6 +15,7 @@ from rebill.errors import ServiceUnavailable, ValidationFailed, add_error
 
 from ..payment.gateway import Gateway, GatewayUnavailable
 from ..payment.processors import STRIPE
+from ..payment.stripe_events import method_details
 from .model import PaymentMethodCreate, PaymentMethodUpdate
 
 CUSTOMER, METHOD = "processor_customer_token", "processor_payment_method_token"
@@ -79,7 +80,7 @@ def _check(gateway: Any, processor_name: str | None, customer: str | None, metho
     if owner != customer:
         raise ValidationFailed.field(METHOD, f"is not attached to the Stripe customer {customer}"
                                      if owner is None else "belongs to another Stripe customer")
-    return {**(sent or {}), **_details(card)}
+    return {**(sent or {}), **method_details(card)}
 
 
 def _retrieve(fetch: Any, field: str, noun: str) -> Any:
@@ -93,20 +94,3 @@ def _retrieve(fetch: Any, field: str, noun: str) -> Any:
     except stripe.StripeError:
         # Not reached, or the store's key refused: nothing is known of the objects yet.
         raise ServiceUnavailable() from None
-
-
-def _details(card: Any) -> dict[str, Any]:
-    """NOTE: issue 16, `payment_details` from Stripe: brand, last4, expiry (and funding)."""
-    kind = card.get("type")
-    if kind == "card" and card.get("card"):
-        info = card["card"]
-        details = {"brand": info.get("brand"), "last4": info.get("last4"), "exp_month": info.get("exp_month"),
-                   "exp_year": info.get("exp_year"), "funding_type": info.get("funding")}
-    elif kind and card.get(kind) and card[kind].get("last4"):
-        details = {"last4": card[kind]["last4"]}
-    else:
-        details = {}
-    name = (card.get("billing_details") or {}).get("name")
-    if name:
-        details["cardholder_name"] = name
-    return {k: v for k, v in details.items() if v is not None}
