@@ -3,6 +3,11 @@ version and rate limit, and the headers every response carries (decisions §2.8,
 answers its own errors; otherwise it hands the API a ``RequestContext`` whose headers the
 API adds to its response.
 
+One path needs no token: ``POST /processors/stripe/events/{key}``, where Stripe sends a store's
+webhook events, signed with the store's endpoint secret instead (``processor_events.py``). The
+edge hands exactly that path, whole, to its handler, with the request id and the error shape;
+any other path, under ``/processors/`` too, goes through the token check below.
+
 Order: 400 (a request target that is no path, ``OPTIONS *``) -> 401 (no or unknown token)
 -> 403 (store not installed) -> 429 (rate limit) -> 426 (bad version). Every request that
 names a token counts against its bucket. A request body larger than ``MAX_BODY_BYTES``
@@ -24,6 +29,8 @@ from rebill.settings import RateLimit
 
 from .auth import TokenResolver
 from .context import RequestContext
+from .processor_events import PREFIX as PROCESSOR_EVENTS
+from .processor_events import ProcessorEvents, endpoint_key
 from .ratelimit import LeakyBuckets
 from .render import send_error
 
@@ -69,6 +76,8 @@ class Edge:
                  versions: dict[str, Version], fallback_version: str) -> None:
         self.app, self.tokens, self.buckets = app, tokens, buckets
         self.versions, self.fallback_version = versions, fallback_version
+        # The processor's webhooks in: the one path served without a token (module docstring).
+        self.processor_events = ProcessorEvents(app.services)
         self._limits: dict[str, RateLimit | None] = {}
 
     def _limit(self, text: str) -> RateLimit | None:
@@ -98,6 +107,12 @@ class Edge:
         # Unique, not secret: the PRNG is enough and spares a system call per request.
         headers: list[tuple[bytes, bytes]] = [(b"x-request-id", b"%032x" % getrandbits(128))]
         served = asked_version if asked_version in self.versions else self.fallback_version
+        if scope["path"].startswith(PROCESSOR_EVENTS) and (key := endpoint_key(scope["path"])) is not None:
+            # Stripe calls it: no token, no version; signed with the store's endpoint secret.
+            if length is None or length > MAX_BODY_BYTES:
+                receive = _bounded_receive(receive, length)
+            await self.processor_events(scope, receive, send, key, headers)
+            return
         try:
             if not scope["path"].startswith("/"):
                 # ``OPTIONS *`` / ``GET *``: the server passes the target as it came.
