@@ -1,5 +1,6 @@
 """docs/scopes.md is the contract for scopes: every operation appears there with its scope
-and versions, and every operation but the login probes declares a scope."""
+and versions, and every operation but the login probes declares a scope. One path needs no token
+at all, Stripe's webhook events (issue 16): it is no operation, and it is the only exception."""
 
 import re
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rebill.app import RESOURCES
+from rebill.http import edge, processor_events
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scopes.md"
 OPERATIONS = [op for module in RESOURCES for op in module.endpoints.operations]
@@ -43,3 +45,20 @@ def test_every_operation_is_in_the_scope_table_with_its_scope_and_versions(op):
 
 def test_only_the_login_probes_need_no_scope():
     assert {op.path for op in OPERATIONS if op.scope is None} == {"/", "/token_information"}
+
+
+def test_only_stripes_events_need_no_token_and_the_table_says_so():
+    """The edge's one exception to the token check (http/edge.py) is Stripe's webhook path, whole:
+    not an operation of the route table (which would take a token), and written in the table."""
+    assert not any(op.path.startswith("/processors") for op in OPERATIONS)
+    assert _doc_rows()[("POST", _doc_path("/processors/stripe/events/{key}"))] == (
+        "none (Stripe calls it)", "no token: the Stripe signature of the store's endpoint secret")
+    key = "k" * 32
+    assert processor_events.endpoint_key(f"/processors/stripe/events/{key}") == key
+    for path in ("/processors/stripe/events", f"/processors/stripe/events/{key}/", f"/processors/stripe/events/{key}/x",
+                 f"/processors/other/events/{key}", "/processors/stripe/events/short", f"/x/processors/stripe/events/{key}",
+                 "/", "/token_information"):
+        assert processor_events.endpoint_key(path) is None, path
+    # The edge takes the exception from that module alone: no other path skips the token.
+    source = Path(edge.__file__).read_text()
+    assert source.count("endpoint_key(") == 1 and "Unauthorized()" in source
