@@ -2,16 +2,19 @@
 
 2021-11 is the head contract. 2021-01 is the head passed through :class:`Change` modules
 (design guide, after Stripe's version changes): each change is one difference, with the
-request half (old body -> head schema) and the response half (head body -> old body)
-side by side, and a docstring that reads as a changelog line.
+request half (old body -> head schema), the response half (head body -> old body) and its
+shape (head response shape -> old one, for the OpenAPI document) side by side, and a
+docstring that reads as a changelog line.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import shapes as sh
 from .fields import Schema
 from .query import QueryParser
 
@@ -48,6 +51,15 @@ class Change:
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        """How the head's response shape (``api/shapes.py``) becomes the old one: the same
+        difference as ``response``, said of the shape. A change that rewrites replies must say
+        it here too, or the document of its version cannot be made."""
+        if type(self).response is not Change.response:
+            raise NotImplementedError(f"{type(self).__name__} changes the replies of {', '.join(self.kinds)} "
+                                      "but not their shape: give it a response_shape")
+        return shape
+
     def error_names(self) -> dict[str, str]:
         return {}
 
@@ -67,6 +79,9 @@ class Rename(Change):
             data[self.old] = data.pop(self.head)
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        return sh.rename(shape, self.head, self.old)
+
     def error_names(self) -> dict[str, str]:
         return {self.head: self.old}
 
@@ -83,9 +98,20 @@ class Version:
     cursor_in_body: bool
     changes: tuple[Change, ...] = ()
     error_names: dict[str, str] = field(default_factory=dict)
+    # The response shapes of this version's kinds (api/shapes.py), made on first use: the head
+    # declares them, an older version derives them through its changes' response_shape.
+    shape_source: Callable[[], dict[str, sh.Shape]] = dict
+    _shapes: dict[str, sh.Shape] | None = field(default=None, repr=False)
 
     def serialize(self, kind: str, obj: Any) -> dict[str, Any]:
         return self.serializers[kind](obj)
+
+    def shapes(self) -> dict[str, sh.Shape]:
+        """Kind (or named reply shape) -> its declared JSON Schema; a kind missing here is
+        undeclared."""
+        if self._shapes is None:
+            self._shapes = self.shape_source()
+        return self._shapes
 
     def rename_errors(self, errors: Any, sent: Any = ()) -> Any:
         """Domain errors name head fields; say them in this version's names, except a field
@@ -100,8 +126,9 @@ class Version:
 
 def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[str, ListContract],
            created_status: int, deleted_status: int, cursor_in_body: bool,
-           schemas: dict[str, Schema] | None = None) -> Version:
-    """An older version: the head with ``changes`` applied to schemas and serializers."""
+           schemas: dict[str, Schema] | None = None, shapes: Mapping[str, sh.Shape] | None = None) -> Version:
+    """An older version: the head with ``changes`` applied to schemas, serializers and
+    response shapes (``shapes``: shapes of this version's own, which no change touches)."""
     changes = tuple(changes)
 
     def old_serializer(kind: str, head_serializer: Serializer) -> Serializer:
@@ -123,6 +150,18 @@ def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[s
                 schema = change.request(schema)
         return schema
 
+    def old_shape(kind: str, shape: sh.Shape) -> sh.Shape:
+        if sh.is_undeclared(shape):
+            return shape
+        shape = copy.deepcopy(shape)
+        for change in changes:
+            if kind in change.kinds:
+                shape = change.response_shape(shape)
+        return shape
+
+    def old_shapes() -> dict[str, sh.Shape]:
+        return {**{k: old_shape(k, s) for k, s in head.shapes().items()}, **(shapes or {})}
+
     error_names: dict[str, str] = {}
     for change in changes:
         error_names.update(change.error_names())
@@ -138,4 +177,5 @@ def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[s
         cursor_in_body=cursor_in_body,
         changes=changes,
         error_names=error_names,
+        shape_source=old_shapes,
     )

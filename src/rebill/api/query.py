@@ -1,5 +1,9 @@
 """Typed query-string values (decisions §2.5, §2.6). Each parser takes the raw string and
-returns the value or raises ``ValueError`` with the message for the caller."""
+returns the value or raises ``ValueError`` with the message for the caller.
+
+Each parser also carries the JSON Schema of what it accepts in ``openapi`` (``typed``), which
+the OpenAPI document reads (``api/openapi/``): a new parser says what it takes, or the document
+shows it as a plain string."""
 
 from __future__ import annotations
 
@@ -16,6 +20,28 @@ _INTEGER = re.compile(r"(-?)([0-9]+)", re.ASCII)
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
 
 
+def typed(**schema: Any) -> Callable[[QueryParser], QueryParser]:
+    """Attach the JSON Schema of the values ``parser`` accepts (for the OpenAPI document)."""
+    def attach(parser: QueryParser) -> QueryParser:
+        parser.openapi = schema  # type: ignore[attr-defined]
+        return parser
+    return attach
+
+
+def schema_of(parser: QueryParser) -> dict[str, Any]:
+    """The JSON Schema a parser declared; a string when it declared none."""
+    return dict(getattr(parser, "openapi", None) or {"type": "string"})
+
+
+def described(parser: QueryParser, **schema: Any) -> QueryParser:
+    """``parser`` documented as ``schema`` (added to what it declares), for parameters whose
+    handler bounds them further (`delivery_count_future` from 1 to 30)."""
+    def parse(value: str) -> Any:
+        return parser(value)
+    return typed(**{**schema_of(parser), **schema})(parse)
+
+
+@typed(type="string")
 def text(value: str) -> str:
     if "\x00" in value:
         raise ValueError("Invalid value: must not contain NUL characters")
@@ -32,6 +58,7 @@ def _bounded(digits: str) -> int | None:
     return number if number <= MAX_ID else None
 
 
+@typed(type="integer", minimum=-MAX_ID, maximum=MAX_ID)
 def integer(value: str) -> int:
     value = value.strip()
     found = _INTEGER.fullmatch(value)
@@ -41,6 +68,8 @@ def integer(value: str) -> int:
     return -number if found and found[1] else number
 
 
+# Comma-separated: the document says so with `style: form, explode: false` on the parameter.
+@typed(type="array", items={"type": "integer", "minimum": 0, "maximum": MAX_ID}, minItems=1, maxItems=MAX_IDS)
 def ids(value: str) -> list[int]:
     """NOTE: spec 01, a non-integer in an ids-style filter answers 422."""
     parts = [p.strip() for p in value.split(",") if p.strip()]
@@ -52,6 +81,7 @@ def ids(value: str) -> list[int]:
     return [n for n in numbers if n is not None]
 
 
+@typed(type="boolean")
 def boolean(value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in {"true", "1"}:
@@ -98,11 +128,13 @@ def parse_datetime(value: str) -> datetime:
         raise ValueError(f"Invalid date: {value}. Must be a valid ISO-8601 datetime string") from None
 
 
+@typed(type="string", format="date-time")
 def datetime_(value: str) -> datetime:
     return parse_datetime(value)
 
 
 def choice(*allowed: str, transform: Callable[[str], str] = str.lower) -> QueryParser:
+    @typed(type="string", enum=list(allowed))
     def parse(value: str) -> str:
         if value not in allowed:
             raise ValueError(f"Invalid value: {value}. Must be one of {', '.join(allowed)}")

@@ -21,8 +21,8 @@ import logging
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
@@ -49,6 +49,8 @@ from rebill.http.render import decode_object, send_error, send_json
 
 from . import idempotency
 from .call import Call, Reply, Services
+from .declared import Body, Returns, replies
+from .query import QueryParser
 
 ALL_VERSIONS = frozenset(API_VERSIONS)
 logger = logging.getLogger("rebill")
@@ -90,6 +92,14 @@ class Operation:
     # HTTP date of its retirement when one is known (a `Sunset` header).
     deprecated_in: frozenset[str] = frozenset()
     sunset: str | None = None
+    # What the OpenAPI document says of it (api/declared.py, docs/openapi.md); the dispatcher
+    # never reads these. `body`: the body its handler parses; `reply`: its successful replies;
+    # `query`: query parameters of its own besides a list contract's; `extension`: a Rebill
+    # extension, no endpoint of the public API.
+    body: Body | None = None
+    reply: tuple[Returns, ...] = ()
+    query: Mapping[str, QueryParser | tuple[str, QueryParser]] = field(default_factory=dict)
+    extension: bool = False
 
 
 class Endpoints:
@@ -101,10 +111,16 @@ class Endpoints:
     def route(self, method: str, path: str, *, scope: str | None,
               versions: frozenset[str] | tuple[str, ...] = ALL_VERSIONS,
               calls_out: bool = False, deprecated_in: tuple[str, ...] = (),
-              sunset: str | None = None) -> Callable[[Handler], Handler]:
+              sunset: str | None = None, body: Body | str | None = None,
+              reply: Returns | tuple[Returns, ...] | None = None,
+              query: Mapping[str, QueryParser | tuple[str, QueryParser]] | None = None,
+              extension: bool = False) -> Callable[[Handler], Handler]:
+        declared = Body(body) if isinstance(body, str) else body
+
         def register(handler: Handler) -> Handler:
             self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
-                                             frozenset(deprecated_in), sunset))
+                                             frozenset(deprecated_in), sunset, declared, replies(reply),
+                                             dict(query or {}), extension))
             return handler
         return register
 

@@ -8,20 +8,21 @@ from rebill.domain.address.model import AddressCreate, AddressUpdate
 from rebill.domain.customer import service as customers
 
 from ..call import Call, Reply
+from ..declared import count, created, deleted, one, page, update, whole
 from ..routing import Endpoints
 
 endpoints = Endpoints()
 READ, WRITE = "read_customers", "write_customers"
 
 
-@endpoints.get("/addresses", scope=READ)
+@endpoints.get("/addresses", scope=READ, reply=page("addresses"))
 def list_addresses(call: Call) -> Reply:
     query = call.list_query("addresses")
     with call.read() as unit:
         return call.page("addresses", service.list_page(unit, query), unit, query)
 
 
-@endpoints.get("/customers/{customer_id:id}/addresses", scope=READ, versions=("2021-01",))
+@endpoints.get("/customers/{customer_id:id}/addresses", scope=READ, versions=("2021-01",), reply=page("addresses"))
 def list_customer_addresses(call: Call) -> Reply:
     query = call.list_query("addresses")
     query = replace(query, filters={**query.filters, "customer_id": call.path["customer_id"]})
@@ -30,21 +31,22 @@ def list_customer_addresses(call: Call) -> Reply:
         return call.page("addresses", service.list_page(unit, query), unit, query)
 
 
-@endpoints.get("/addresses/count", scope=READ, versions=("2021-01",))
+@endpoints.get("/addresses/count", scope=READ, versions=("2021-01",), reply=count("addresses"))
 def count_addresses(call: Call) -> Reply:
     filters = call.count_filters("addresses")
     with call.read() as unit:
         return Reply({"count": service.count(unit, filters)})
 
 
-@endpoints.post("/addresses", scope=WRITE, versions=("2021-11",))
+@endpoints.post("/addresses", scope=WRITE, versions=("2021-11",), body="address.create", reply=created("address"))
 def create_address(call: Call) -> Reply:
     command = call.command("address.create", AddressCreate)
     with call.write() as unit:
         return call.created("address", service.create(unit, call.services.verifier, command))
 
 
-@endpoints.post("/customers/{customer_id:id}/addresses", scope=WRITE, versions=("2021-01",))
+@endpoints.post("/customers/{customer_id:id}/addresses", scope=WRITE, versions=("2021-01",), body="address.create",
+                reply=created("address"))
 def create_customer_address(call: Call) -> Reply:
     customer_id = call.path["customer_id"]
     with call.read() as unit:
@@ -54,28 +56,29 @@ def create_customer_address(call: Call) -> Reply:
         return call.created("address", service.create(unit, call.services.verifier, command))
 
 
-@endpoints.get("/addresses/{address_id:id}", scope=READ)
+@endpoints.get("/addresses/{address_id:id}", scope=READ, reply=one("address", include="addresses"))
 def get_address(call: Call) -> Reply:
     include = call.include("addresses")
     with call.read() as unit:
         return call.one("address", service.get(unit, call.path["address_id"]), unit, include=include)
 
 
-@endpoints.put("/addresses/{address_id:id}", scope=WRITE)
+@endpoints.put("/addresses/{address_id:id}", scope=WRITE, body=update("address.update"), reply=one("address"))
 def update_address(call: Call) -> Reply:
     command = call.command("address.update", AddressUpdate, partial=True)
     with call.write() as unit:
         return call.one("address", service.update(unit, call.services.verifier, call.path["address_id"], command))
 
 
-@endpoints.delete("/addresses/{address_id:id}", scope=WRITE)
+@endpoints.delete("/addresses/{address_id:id}", scope=WRITE, reply=deleted())
 def delete_address(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["address_id"])
     return call.deleted()
 
 
-@endpoints.post("/addresses/validate", scope=READ, versions=("2021-01",))
+@endpoints.post("/addresses/validate", scope=READ, versions=("2021-01",), body="address_validation.verify",
+                reply=whole("address_validation"))
 def validate_address(call: Call) -> Reply:
     """NOTE: spec 02 Addresses, USA only; decisions §4.4 offline verifier. The endpoint speaks
     `state`/`zipcode` where addresses say `province`/`zip`."""
@@ -87,7 +90,7 @@ def validate_address(call: Call) -> Reply:
                   "state": verdict.province_code, "state_name": verdict.province_name, "zipcode": verdict.zip})
 
 
-@endpoints.post("/addresses/merge", scope=WRITE, versions=("2021-11",))
+@endpoints.post("/addresses/merge", scope=WRITE, versions=("2021-11",), body="address.merge", reply=one("address"))
 def merge_addresses(call: Call) -> Reply:
     """NOTE: decisions §5.14, §5.16; all or nothing, 200 with the target address."""
     body = call.version.schemas["address.merge"].parse(call.body)

@@ -12,6 +12,7 @@ from rebill.errors import ValidationFailed
 
 from .. import tasks
 from ..call import Call, Reply
+from ..declared import CREATED, NO_FIELDS, bulk, created, one, page, whole
 from ..fields import Field, Schema
 from ..routing import Endpoints
 
@@ -22,14 +23,14 @@ READ, WRITE = "read_batches", "write_batches"
 TASK = Schema(Field("body", "object", required=True, nullable=False))
 
 
-@endpoints.get("/async_batches", scope=READ)
+@endpoints.get("/async_batches", scope=READ, reply=page("async_batches"))
 def list_batches(call: Call) -> Reply:
     query = call.list_query("async_batches")
     with call.read() as unit:
         return call.page("async_batches", service.list_page(unit, query), unit, query)
 
 
-@endpoints.post("/async_batches", scope=WRITE)
+@endpoints.post("/async_batches", scope=WRITE, body="async_batch.create", reply=created("async_batch"))
 def create_batch(call: Call) -> Reply:
     body = call.version.schemas["async_batch.create"].parse(call.body)
     kind = tasks.batch_type(call.version.name, body["batch_type"])
@@ -38,7 +39,7 @@ def create_batch(call: Call) -> Reply:
         return call.created("async_batch", service.create(unit, kind.name, call.version.name, call.token.id))
 
 
-@endpoints.get("/async_batches/{batch_id:id}", scope=READ)
+@endpoints.get("/async_batches/{batch_id:id}", scope=READ, reply=one("async_batch"))
 def get_batch(call: Call) -> Reply:
     with call.read() as unit:
         return call.one("async_batch", service.get(unit, call.path["batch_id"]))
@@ -69,7 +70,8 @@ def _bodies(body: dict[str, Any]) -> list[dict[str, Any]]:
     return bodies
 
 
-@endpoints.post("/async_batches/{batch_id:id}/tasks", scope=WRITE)
+@endpoints.post("/async_batches/{batch_id:id}/tasks", scope=WRITE, reply=whole("count", status=CREATED),
+                body=bulk("tasks", TASK, max_items=MAX_TASKS_PER_CALL))
 def add_tasks(call: Call) -> Reply:
     with call.read() as unit:  # 404 and the batch type's scope before any body error
         batch = service.get(unit, call.path["batch_id"])
@@ -80,7 +82,8 @@ def add_tasks(call: Call) -> Reply:
     return Reply({"count": count}, call.version.created_status)
 
 
-@endpoints.post("/async_batches/{batch_id:id}/process", scope=WRITE)
+@endpoints.post("/async_batches/{batch_id:id}/process", scope=WRITE, body=NO_FIELDS,
+                reply=one("async_batch", status=202))
 def process_batch(call: Call) -> Reply:
     """NOTE: spec 01 Errors, 202 "accepted, in processing": the batch job runs it."""
     with call.read() as unit:
@@ -92,7 +95,7 @@ def process_batch(call: Call) -> Reply:
     return reply
 
 
-@endpoints.get("/async_batches/{batch_id:id}/tasks", scope=READ)
+@endpoints.get("/async_batches/{batch_id:id}/tasks", scope=READ, reply=page("async_batch_tasks"))
 def list_tasks(call: Call) -> Reply:
     query = call.list_query("async_batch_tasks")
     with call.read() as unit:

@@ -8,6 +8,7 @@ from rebill.domain.bundle import selections as service
 from rebill.domain.bundle.model import BundleSelectionCreate, BundleSelectionUpdate
 
 from ..call import Call, Reply
+from ..declared import created, deleted, one, page, update
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -17,7 +18,7 @@ READ, WRITE = "read_subscriptions", "write_subscriptions"
 HEAD = ("2021-11",)
 
 
-@endpoints.get("/bundle_selections", scope=READ, versions=HEAD)
+@endpoints.get("/bundle_selections", scope=READ, versions=HEAD, reply=page("bundle_selections"))
 def list_bundle_selections(call: Call) -> Reply:
     service.require_access(call.store)
     query = call.list_query("bundle_selections")
@@ -25,7 +26,8 @@ def list_bundle_selections(call: Call) -> Reply:
         return call.page("bundle_selections", service.list_page(unit, query), unit, query)
 
 
-@endpoints.post("/bundle_selections", scope=WRITE, versions=HEAD)
+@endpoints.post("/bundle_selections", scope=WRITE, versions=HEAD, body="bundle_selection.create",
+                reply=created("bundle_selection"))
 def create_bundle_selection(call: Call) -> Reply:
     service.require_access(call.store)
     command = call.command("bundle_selection.create", BundleSelectionCreate)
@@ -34,14 +36,15 @@ def create_bundle_selection(call: Call) -> Reply:
         return call.one("bundle_selection", service.create(unit, command))
 
 
-@endpoints.get("/bundle_selections/{bundle_selection_id:id}", scope=READ, versions=HEAD)
+@endpoints.get("/bundle_selections/{bundle_selection_id:id}", scope=READ, versions=HEAD, reply=one("bundle_selection"))
 def get_bundle_selection(call: Call) -> Reply:
     service.require_access(call.store)
     with call.read() as unit:
         return call.one("bundle_selection", service.get(unit, call.path["bundle_selection_id"]))
 
 
-@endpoints.put("/bundle_selections/{bundle_selection_id:id}", scope=WRITE, versions=HEAD)
+@endpoints.put("/bundle_selections/{bundle_selection_id:id}", scope=WRITE, versions=HEAD,
+               body=update("bundle_selection.update"), reply=one("bundle_selection"))
 def update_bundle_selection(call: Call) -> Reply:
     service.require_access(call.store)
     command = call.command("bundle_selection.update", BundleSelectionUpdate, partial=True)
@@ -49,7 +52,7 @@ def update_bundle_selection(call: Call) -> Reply:
         return call.one("bundle_selection", service.update(unit, call.path["bundle_selection_id"], command))
 
 
-@endpoints.delete("/bundle_selections/{bundle_selection_id:id}", scope=WRITE, versions=HEAD)
+@endpoints.delete("/bundle_selections/{bundle_selection_id:id}", scope=WRITE, versions=HEAD, reply=deleted())
 def delete_bundle_selection(call: Call) -> Reply:
     service.require_access(call.store)
     with call.write() as unit:

@@ -7,6 +7,7 @@ from rebill.domain.billing import manual, money_back
 from rebill.domain.charge import service
 
 from ..call import Call, Reply
+from ..declared import NO_FIELDS, count, one, page
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -18,7 +19,7 @@ READ, WRITE = "read_orders", "write_subscriptions"
 NO_LINK = frozenset({"created_at_min", "updated_at_min", "ids"})
 
 
-@endpoints.get("/charges", scope=READ)
+@endpoints.get("/charges", scope=READ, reply=page("charges"))
 def list_charges(call: Call) -> Reply:
     query = call.list_query("charges")
     with call.read() as unit:
@@ -28,14 +29,14 @@ def list_charges(call: Call) -> Reply:
     return reply
 
 
-@endpoints.get("/charges/count", scope=READ, versions=("2021-01",))
+@endpoints.get("/charges/count", scope=READ, versions=("2021-01",), reply=count("charges"))
 def count_charges(call: Call) -> Reply:
     filters = call.count_filters("charges")
     with call.read() as unit:
         return Reply({"count": service.count(unit, filters)})
 
 
-@endpoints.get("/charges/{charge_id:id}", scope=READ)
+@endpoints.get("/charges/{charge_id:id}", scope=READ, reply=one("charge", include="charges"))
 def get_charge(call: Call) -> Reply:
     include = call.include("charges")
     with call.read() as unit:
@@ -52,14 +53,14 @@ def _items(call: Call, schema: str) -> tuple[list[int] | None, str]:
     return body.get("purchase_item_ids"), field
 
 
-@endpoints.post("/charges/{charge_id:id}/skip", scope=WRITE)
+@endpoints.post("/charges/{charge_id:id}/skip", scope=WRITE, body="charge.skip", reply=one("charge"))
 def skip_charge(call: Call) -> Reply:
     items, field = _items(call, "charge.skip")
     with call.write() as unit:
         return call.one("charge", service.skip(unit, call.path["charge_id"], items, field))
 
 
-@endpoints.post("/charges/{charge_id:id}/unskip", scope=WRITE)
+@endpoints.post("/charges/{charge_id:id}/unskip", scope=WRITE, body="charge.unskip", reply=one("charge"))
 def unskip_charge(call: Call) -> Reply:
     items, field = _items(call, "charge.unskip")
     with call.write() as unit:
@@ -73,11 +74,15 @@ def _change_date(call: Call) -> Reply:
 
 
 # NOTE: decisions §5.13, 2021-01 only; older clients send PUT, which is accepted too.
-endpoints.post("/charges/{charge_id:id}/change_next_charge_date", scope=WRITE, versions=("2021-01",))(_change_date)
-endpoints.put("/charges/{charge_id:id}/change_next_charge_date", scope=WRITE, versions=("2021-01",))(_change_date)
+CHANGE_DATE = {"body": "charge.change_next_charge_date", "reply": one("charge")}
+endpoints.post("/charges/{charge_id:id}/change_next_charge_date", scope=WRITE, versions=("2021-01",),
+               **CHANGE_DATE)(_change_date)
+endpoints.put("/charges/{charge_id:id}/change_next_charge_date", scope=WRITE, versions=("2021-01",),
+              **CHANGE_DATE)(_change_date)
 
 
-@endpoints.post("/addresses/{address_id:id}/charges/skip", scope=WRITE, versions=("2021-11",))
+@endpoints.post("/addresses/{address_id:id}/charges/skip", scope=WRITE, versions=("2021-11",),
+                body="address.skip_charge", reply=one("charge"))
 def skip_address_charge(call: Call) -> Reply:
     body = call.version.schemas["address.skip_charge"].parse(call.body)
     field = "subscription_ids" if "subscription_ids" in call.body else "purchase_item_ids"
@@ -86,7 +91,8 @@ def skip_address_charge(call: Call) -> Reply:
         return call.one("charge", charge)
 
 
-@endpoints.post("/charges/{charge_id:id}/process", scope="write_orders", calls_out=True)
+@endpoints.post("/charges/{charge_id:id}/process", scope="write_orders", calls_out=True, body=NO_FIELDS,
+                reply=one("charge"))
 def process_charge(call: Call) -> Reply:
     """NOTE: decisions §6.6, §6.12: plan tier A; a queued or errored charge is paid now (a
     failed payment still answers 200, with the charge in error); a paid one answers 422 and
@@ -96,14 +102,16 @@ def process_charge(call: Call) -> Reply:
     return call.one("charge", charge)
 
 
-@endpoints.post("/charges/{charge_id:id}/capture_payment", scope="write_orders", calls_out=True)
+@endpoints.post("/charges/{charge_id:id}/capture_payment", scope="write_orders", calls_out=True, body=NO_FIELDS,
+                reply=one("charge"))
 def capture_payment(call: Call) -> Reply:
     """NOTE: decisions §6.6, §6.7: plan tier A, a `pending` charge within 7 days."""
     return call.one("charge", money_back.capture(call.services.db, call.services.gateway, call.store,
                                                  call.path["charge_id"], call.now()))
 
 
-@endpoints.post("/charges/{charge_id:id}/refund", scope="write_orders", calls_out=True)
+@endpoints.post("/charges/{charge_id:id}/refund", scope="write_orders", calls_out=True, body="charge.refund",
+                reply=one("charge"))
 def refund_charge(call: Call) -> Reply:
     """NOTE: decisions §6.8, §6.12: up to what is left; `full_refund` refunds all of it."""
     sent = call.body

@@ -10,6 +10,7 @@ from rebill.domain.checkout import service
 from rebill.domain.checkout.model import ChargeRequest, CheckoutWrite
 
 from ..call import Call, Reply
+from ..declared import created, listed, one, update
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -34,7 +35,7 @@ class TokenConvertor(Convertor[str]):
 register_url_convertor("checkout_token", TokenConvertor())
 
 
-@endpoints.post("/checkouts", scope=WRITE)
+@endpoints.post("/checkouts", scope=WRITE, body="checkout.create", reply=created("checkout"))
 def create_checkout(call: Call) -> Reply:
     service.require_platform(call.store)
     command = call.command("checkout.create", CheckoutWrite)
@@ -42,14 +43,14 @@ def create_checkout(call: Call) -> Reply:
         return call.created("checkout", service.create(unit, call.services.verifier, command))
 
 
-@endpoints.get("/checkouts/{token:checkout_token}", scope=READ)
+@endpoints.get("/checkouts/{token:checkout_token}", scope=READ, reply=one("checkout"))
 def get_checkout(call: Call) -> Reply:
     service.require_platform(call.store)
     with call.read() as unit:
         return call.one("checkout", service.get(unit, call.path["token"]))
 
 
-@endpoints.put("/checkouts/{token:checkout_token}", scope=WRITE)
+@endpoints.put("/checkouts/{token:checkout_token}", scope=WRITE, body=update("checkout.update"), reply=one("checkout"))
 def update_checkout(call: Call) -> Reply:
     service.require_platform(call.store)
     command = call.command("checkout.update", CheckoutWrite, partial=True)
@@ -57,7 +58,8 @@ def update_checkout(call: Call) -> Reply:
         return call.one("checkout", service.update(unit, call.services.verifier, call.path["token"], command))
 
 
-@endpoints.get("/checkouts/{token:checkout_token}/shipping_rates", scope=READ)
+@endpoints.get("/checkouts/{token:checkout_token}/shipping_rates", scope=READ,
+               reply=listed("shipping_rates", "shipping_rate"))
 def list_shipping_rates(call: Call) -> Reply:
     """NOTE: spec 02 Checkouts, `{shipping_rates: [...]}`; decisions §7.7.5."""
     service.require_platform(call.store)
@@ -66,7 +68,8 @@ def list_shipping_rates(call: Call) -> Reply:
     return Reply({"shipping_rates": [call.version.serialize("shipping_rate", rate) for rate in rates]})
 
 
-@endpoints.post("/checkouts/{token:checkout_token}/charge", scope=WRITE, calls_out=True)
+@endpoints.post("/checkouts/{token:checkout_token}/charge", scope=WRITE, calls_out=True, body="checkout.charge",
+                reply=one("checkout_charge"))
 def charge_checkout(call: Call) -> Reply:
     """NOTE: spec 02 Checkouts charge, decisions §7.7.6: 200 `{checkout_charge}`; a declined
     payment 422 with the processor's reason, and the checkout stays open."""

@@ -13,49 +13,58 @@ from rebill.errors import ValidationFailed
 
 from .. import query as q
 from ..call import Call, Reply
+from ..declared import count, created, deleted, one, page, update, whole
 from ..routing import Endpoints
 from ..v2021_11.payment_methods import billing_fields
 
 endpoints = Endpoints()
 READ, WRITE = "read_customers", "write_customers"
+# NOTE: decisions §5.15, the delivery schedule's query (read by the handler itself, below).
+SCHEDULE_QUERY = {
+    "delivery_count_future": q.described(q.integer, minimum=1, maximum=delivery.MAX_COUNT,
+                                         default=delivery.DEFAULT_COUNT),
+    "future_interval": q.described(q.integer, minimum=0, maximum=delivery.MAX_INTERVAL_DAYS,
+                                   default=delivery.DEFAULT_INTERVAL_DAYS),
+    "date_max": q.datetime_,
+}
 
 
-@endpoints.get("/customers", scope=READ)
+@endpoints.get("/customers", scope=READ, reply=page("customers"))
 def list_customers(call: Call) -> Reply:
     query = call.list_query("customers")
     with call.read() as unit:
         return call.page("customers", service.list_page(unit, query), unit, query)
 
 
-@endpoints.get("/customers/count", scope=READ, versions=("2021-01",))
+@endpoints.get("/customers/count", scope=READ, versions=("2021-01",), reply=count("customers"))
 def count_customers(call: Call) -> Reply:
     filters = call.count_filters("customers")
     with call.read() as unit:
         return Reply({"count": service.count(unit, filters)})
 
 
-@endpoints.post("/customers", scope=WRITE)
+@endpoints.post("/customers", scope=WRITE, body="customer.create", reply=created("customer"))
 def create_customer(call: Call) -> Reply:
     command = call.command("customer.create", CustomerCreate)
     with call.write() as unit:
         return call.created("customer", service.create(unit, command))
 
 
-@endpoints.get("/customers/{customer_id:id}", scope=READ)
+@endpoints.get("/customers/{customer_id:id}", scope=READ, reply=one("customer", include="customers"))
 def get_customer(call: Call) -> Reply:
     include = call.include("customers")
     with call.read() as unit:
         return call.one("customer", service.get(unit, call.path["customer_id"]), unit, include=include)
 
 
-@endpoints.put("/customers/{customer_id:id}", scope=WRITE)
+@endpoints.put("/customers/{customer_id:id}", scope=WRITE, body=update("customer.update"), reply=one("customer"))
 def update_customer(call: Call) -> Reply:
     command = call.command("customer.update", CustomerUpdate, partial=True)
     with call.write() as unit:
         return call.one("customer", service.update(unit, call.path["customer_id"], command))
 
 
-@endpoints.delete("/customers/{customer_id:id}", scope=WRITE)
+@endpoints.delete("/customers/{customer_id:id}", scope=WRITE, reply=deleted())
 def delete_customer(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["customer_id"])
@@ -131,7 +140,8 @@ def _delivery_schedule(schedule: delivery.DeliverySchedule) -> dict[str, Any]:
     }
 
 
-@endpoints.get("/customers/{customer_id:id}/delivery_schedule", scope=READ, versions=("2021-11",))
+@endpoints.get("/customers/{customer_id:id}/delivery_schedule", scope=READ, versions=("2021-11",),
+               reply=whole("delivery_schedule"), query=SCHEDULE_QUERY)
 def get_delivery_schedule(call: Call) -> Reply:
     """NOTE: decisions §5.15, §5.16; the query names are those of the public contract."""
     errors: dict[str, Any] = {}

@@ -8,47 +8,48 @@ from rebill.domain.discount import apply, service
 from rebill.domain.discount.model import DiscountCreate, DiscountUpdate
 
 from ..call import Call, Reply
+from ..declared import NO_FIELDS, count, created, deleted, one, page, update
 from ..routing import Endpoints
 
 endpoints = Endpoints()
 READ, WRITE = "read_discounts", "write_discounts"
 
 
-@endpoints.get("/discounts", scope=READ)
+@endpoints.get("/discounts", scope=READ, reply=page("discounts"))
 def list_discounts(call: Call) -> Reply:
     query = call.list_query("discounts")
     with call.read() as unit:
         return call.page("discounts", service.list_page(unit, query), unit, query)
 
 
-@endpoints.get("/discounts/count", scope=READ, versions=("2021-01",))
+@endpoints.get("/discounts/count", scope=READ, versions=("2021-01",), reply=count("discounts"))
 def count_discounts(call: Call) -> Reply:
     filters = call.count_filters("discounts")
     with call.read() as unit:
         return Reply({"count": service.count(unit, filters)})
 
 
-@endpoints.post("/discounts", scope=WRITE)
+@endpoints.post("/discounts", scope=WRITE, body="discount.create", reply=created("discount"))
 def create_discount(call: Call) -> Reply:
     command = call.command("discount.create", DiscountCreate)
     with call.write() as unit:
         return call.created("discount", service.create(unit, command))
 
 
-@endpoints.get("/discounts/{discount_id:id}", scope=READ)
+@endpoints.get("/discounts/{discount_id:id}", scope=READ, reply=one("discount"))
 def get_discount(call: Call) -> Reply:
     with call.read() as unit:
         return call.one("discount", service.get(unit, call.path["discount_id"]))
 
 
-@endpoints.put("/discounts/{discount_id:id}", scope=WRITE)
+@endpoints.put("/discounts/{discount_id:id}", scope=WRITE, body=update("discount.update"), reply=one("discount"))
 def update_discount(call: Call) -> Reply:
     command = call.command("discount.update", DiscountUpdate, partial=True)
     with call.write() as unit:
         return call.one("discount", service.update(unit, call.path["discount_id"], command))
 
 
-@endpoints.delete("/discounts/{discount_id:id}", scope=WRITE)
+@endpoints.delete("/discounts/{discount_id:id}", scope=WRITE, reply=deleted())
 def delete_discount(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["discount_id"])
@@ -62,27 +63,27 @@ def _chosen(call: Call) -> tuple[int | None, str | None]:
     return discount_id, None if discount_id is not None else body.get("discount_code")
 
 
-@endpoints.post("/addresses/{address_id:id}/apply_discount", scope=WRITE)
+@endpoints.post("/addresses/{address_id:id}/apply_discount", scope=WRITE, body="discount.apply", reply=one("address"))
 def apply_to_address(call: Call) -> Reply:
     discount_id, code = _chosen(call)
     with call.write() as unit:
         return call.one("address", apply.apply_to_address(unit, call.path["address_id"], discount_id, code))
 
 
-@endpoints.post("/addresses/{address_id:id}/remove_discount", scope=WRITE)
+@endpoints.post("/addresses/{address_id:id}/remove_discount", scope=WRITE, body=NO_FIELDS, reply=one("address"))
 def remove_from_address(call: Call) -> Reply:
     with call.write() as unit:
         return call.one("address", apply.remove_from_address(unit, call.path["address_id"]))
 
 
-@endpoints.post("/charges/{charge_id:id}/apply_discount", scope=WRITE)
+@endpoints.post("/charges/{charge_id:id}/apply_discount", scope=WRITE, body="discount.apply", reply=one("charge"))
 def apply_to_charge(call: Call) -> Reply:
     discount_id, code = _chosen(call)
     with call.write() as unit:
         return call.one("charge", apply.apply_to_charge(unit, call.path["charge_id"], discount_id, code))
 
 
-@endpoints.post("/charges/{charge_id:id}/remove_discount", scope=WRITE)
+@endpoints.post("/charges/{charge_id:id}/remove_discount", scope=WRITE, body="discount.remove", reply=one("charge"))
 def remove_from_charge(call: Call) -> Reply:
     """NOTE: spec 02, `address_id` or `charge_id`; with both, the address's code is removed."""
     body = call.version.schemas["discount.remove"].parse(call.body)

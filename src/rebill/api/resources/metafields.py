@@ -8,6 +8,7 @@ from rebill.domain.metafield import service
 from rebill.domain.metafield.model import MetafieldCreate, MetafieldUpdate
 
 from ..call import Call, Reply
+from ..declared import count, created, deleted, one, page, update
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -16,41 +17,41 @@ endpoints = Endpoints()
 READ, WRITE = "read_customers", "write_customers"
 
 
-@endpoints.get("/metafields", scope=READ)
+@endpoints.get("/metafields", scope=READ, reply=page("metafields"))
 def list_metafields(call: Call) -> Reply:
     query = call.list_query("metafields")
     with call.read() as unit:
         return call.page("metafields", service.list_page(unit, query), unit, query)
 
 
-@endpoints.get("/metafields/count", scope=READ, versions=("2021-01",))
+@endpoints.get("/metafields/count", scope=READ, versions=("2021-01",), reply=count("metafields"))
 def count_metafields(call: Call) -> Reply:
     filters = call.count_filters("metafields")
     with call.read() as unit:
         return Reply({"count": service.count(unit, filters)})
 
 
-@endpoints.post("/metafields", scope=WRITE)
+@endpoints.post("/metafields", scope=WRITE, body="metafield.create", reply=created("metafield"))
 def create_metafield(call: Call) -> Reply:
     command = call.command("metafield.create", MetafieldCreate)
     with call.write() as unit:
         return call.created("metafield", service.create(unit, command))
 
 
-@endpoints.get("/metafields/{metafield_id:id}", scope=READ)
+@endpoints.get("/metafields/{metafield_id:id}", scope=READ, reply=one("metafield"))
 def get_metafield(call: Call) -> Reply:
     with call.read() as unit:
         return call.one("metafield", service.get(unit, call.path["metafield_id"]))
 
 
-@endpoints.put("/metafields/{metafield_id:id}", scope=WRITE)
+@endpoints.put("/metafields/{metafield_id:id}", scope=WRITE, body=update("metafield.update"), reply=one("metafield"))
 def update_metafield(call: Call) -> Reply:
     command = call.command("metafield.update", MetafieldUpdate, partial=True)
     with call.write() as unit:
         return call.one("metafield", service.update(unit, call.path["metafield_id"], command))
 
 
-@endpoints.delete("/metafields/{metafield_id:id}", scope=WRITE)
+@endpoints.delete("/metafields/{metafield_id:id}", scope=WRITE, reply=deleted())
 def delete_metafield(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["metafield_id"])

@@ -12,6 +12,7 @@ from rebill.domain.catalog.plans import BULK_LIMIT
 from rebill.errors import ValidationFailed
 
 from ..call import Call, Reply, convert
+from ..declared import CREATED, bulk, created, deleted, listed, one, page, update
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -54,21 +55,22 @@ def _bulk_items(call: Call, schema_name: str | Schema, cls: type[T], *, partial:
     return clean
 
 
-@endpoints.get("/plans", scope=READ, versions=HEAD)
+@endpoints.get("/plans", scope=READ, versions=HEAD, reply=page("plans"))
 def list_plans(call: Call) -> Reply:
     query = call.list_query("plans")
     with call.read() as unit:
         return call.page("plans", service.list_page(unit, query), unit, query)
 
 
-@endpoints.post("/plans", scope=WRITE, versions=HEAD)
+@endpoints.post("/plans", scope=WRITE, versions=HEAD, body="plan.create", reply=created("plan"))
 def create_plan(call: Call) -> Reply:
     command = call.command("plan.create", PlanCreate)
     with call.write() as unit:
         return call.created("plan", service.create(unit, command))
 
 
-@endpoints.post("/plans/bulk_create", scope=WRITE, versions=HEAD)
+@endpoints.post("/plans/bulk_create", scope=WRITE, versions=HEAD, reply=listed("plans", "plan", status=CREATED),
+                body=bulk("plans", "plan.create", max_items=BULK_LIMIT))
 def bulk_create_plans(call: Call) -> Reply:
     commands = _bulk_items(call, "plan.create", PlanCreate, partial=False)
     with call.write() as unit:
@@ -76,7 +78,8 @@ def bulk_create_plans(call: Call) -> Reply:
     return Reply({"plans": call.render("plan", made)}, call.version.created_status)
 
 
-@endpoints.put("/plans/bulk_update", scope=WRITE, versions=HEAD)
+@endpoints.put("/plans/bulk_update", scope=WRITE, versions=HEAD, reply=listed("plans", "plan"),
+               body=bulk("plans", "plan.bulk_update", max_items=BULK_LIMIT, partial=True, item_required=("id",)))
 def bulk_update_plans(call: Call) -> Reply:
     commands = _bulk_items(call, "plan.bulk_update", PlanUpdate, partial=True, required=("id",))
     with call.write() as unit:
@@ -94,20 +97,20 @@ def bulk_delete_plans(call: Call) -> Reply:
     return call.deleted()
 
 
-@endpoints.get("/plans/{plan_id:id}", scope=READ, versions=HEAD)
+@endpoints.get("/plans/{plan_id:id}", scope=READ, versions=HEAD, reply=one("plan"))
 def get_plan(call: Call) -> Reply:
     with call.read() as unit:
         return call.one("plan", service.get_plan(unit, call.path["plan_id"]))
 
 
-@endpoints.put("/plans/{plan_id:id}", scope=WRITE, versions=HEAD)
+@endpoints.put("/plans/{plan_id:id}", scope=WRITE, versions=HEAD, body=update("plan.update"), reply=one("plan"))
 def update_plan(call: Call) -> Reply:
     command = call.command("plan.update", PlanUpdate, partial=True)
     with call.write() as unit:
         return call.one("plan", service.update(unit, call.path["plan_id"], command))
 
 
-@endpoints.delete("/plans/{plan_id:id}", scope=WRITE, versions=HEAD)
+@endpoints.delete("/plans/{plan_id:id}", scope=WRITE, versions=HEAD, reply=deleted())
 def delete_plan(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["plan_id"])

@@ -17,6 +17,7 @@ from rebill.domain.unit import Unit
 from rebill.errors import NotFound
 
 from ..call import Call, Reply
+from ..declared import Body, created, deleted, one, page, update
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -43,7 +44,7 @@ def _product(call: Call, unit: Unit) -> Product:
     return service.get_product_by_id(unit, int(key))
 
 
-@endpoints.get("/products", scope=READ, deprecated_in=(LEGACY,), sunset=SUNSET)
+@endpoints.get("/products", scope=READ, deprecated_in=(LEGACY,), sunset=SUNSET, reply=page("products"))
 def list_products(call: Call) -> Reply:
     query = call.list_query("products")
     with call.read() as unit:
@@ -55,7 +56,8 @@ def list_products(call: Call) -> Reply:
     return reply
 
 
-@endpoints.post("/products", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET)
+@endpoints.post("/products", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET, reply=created("product"),
+                body=Body({LEGACY: "product_v1.create", "2021-11": "product.create"}))
 def create_product(call: Call) -> Reply:
     if _legacy(call):
         legacy = call.command("product_v1.create", LegacyProductWrite)
@@ -66,7 +68,8 @@ def create_product(call: Call) -> Reply:
         return call.created("product", service.create_product(unit, command))
 
 
-@endpoints.get("/products/{product_key}", scope=READ, deprecated_in=(LEGACY,), sunset=SUNSET)
+@endpoints.get("/products/{product_key}", scope=READ, deprecated_in=(LEGACY,), sunset=SUNSET,
+               reply=one("product", include="products"))
 def get_product(call: Call) -> Reply:
     # NOTE: spec 02 include table, a 2021-01 product takes `include=collections` (2021-11
     # products list no include values: any is 422, as on the list).
@@ -75,7 +78,8 @@ def get_product(call: Call) -> Reply:
         return call.one("product", _product(call, unit), unit, include=include)
 
 
-@endpoints.put("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET)
+@endpoints.put("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET, reply=one("product"),
+               body=update({LEGACY: "product_v1.update", "2021-11": "product.update"}))
 def update_product(call: Call) -> Reply:
     if _legacy(call):
         legacy = call.command("product_v1.update", LegacyProductWrite, partial=True)
@@ -86,7 +90,7 @@ def update_product(call: Call) -> Reply:
         return call.one("product", service.update_product(unit, _product(call, unit), command))
 
 
-@endpoints.delete("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET)
+@endpoints.delete("/products/{product_key}", scope=WRITE, deprecated_in=(LEGACY,), sunset=SUNSET, reply=deleted())
 def delete_product(call: Call) -> Reply:
     with call.write() as unit:
         service.delete_product(unit, _product(call, unit))

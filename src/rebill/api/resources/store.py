@@ -7,18 +7,19 @@ from rebill.errors import Forbidden
 from rebill.jobs.deliver import drain_now
 
 from ..call import Call, Reply
+from ..declared import Body, listed, one, whole
 from ..fields import Field, Schema
 from ..routing import Endpoints
 
 endpoints = Endpoints()
 
 
-@endpoints.get("/", scope=None)
+@endpoints.get("/", scope=None, reply=whole("root"))
 def root(call: Call) -> Reply:
     return Reply({"message": "ok", "store": call.store.name, "api_version": call.version.name})
 
 
-@endpoints.get("/token_information", scope=None)
+@endpoints.get("/token_information", scope=None, reply=one("token_information"))
 def token_information(call: Call) -> Reply:
     """Decisions §1.5 and §5.16: `client.name` is the token's name, `client.contact_email` the
     store's email; the top-level `contact_email` is the token's own when set, else the store's.
@@ -33,12 +34,12 @@ def token_information(call: Call) -> Reply:
     }})
 
 
-@endpoints.get("/store", scope="read_store", versions=("2021-11",))
+@endpoints.get("/store", scope="read_store", versions=("2021-11",), reply=one("store"))
 def get_store(call: Call) -> Reply:
     return Reply({"store": call.version.serialize("store", call.store)})
 
 
-@endpoints.get("/shop", scope="read_store", versions=("2021-01",))
+@endpoints.get("/shop", scope="read_store", versions=("2021-01",), reply=one("store", key=("shop", "store")))
 def get_shop(call: Call) -> Reply:
     """One object under both keys: it carries the fields of spec 03's shop and store tables
     (the store's adds `checkout_platform`)."""
@@ -46,7 +47,8 @@ def get_shop(call: Call) -> Reply:
     return Reply({"shop": data, "store": data})
 
 
-@endpoints.get("/shop/shipping_countries", scope="read_store", versions=("2021-01",))
+@endpoints.get("/shop/shipping_countries", scope="read_store", versions=("2021-01",),
+               reply=listed("shipping_countries", "shipping_country"))
 def shipping_countries(call: Call) -> Reply:
     countries = []
     for code in call.store.ships_to:
@@ -63,7 +65,8 @@ CLOCK_ADVANCE = Schema(Field("days", "int"), Field("to", "date"), Field("hours",
                        one_of=(("days", "to", "hours"),))
 
 
-@endpoints.post("/store/clock/advance", scope="write_orders", calls_out=True)
+@endpoints.post("/store/clock/advance", scope="write_orders", calls_out=True, body=Body(CLOCK_ADVANCE),
+                reply=one("store_clock"), extension=True)
 def advance_clock(call: Call) -> Reply:
     """NOTE: decisions §6.11, §6.12: a sandbox store only (403 before any validation); one of
     `days` (at least 1), `to` (a date after the store's today, same time of day) or `hours`

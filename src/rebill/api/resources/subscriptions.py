@@ -10,6 +10,9 @@ from rebill.errors import ValidationFailed
 
 from .. import query as q
 from ..call import Call, Reply, convert
+from ..declared import NO_FIELDS, count, created, deleted, listed, one, page, update
+from ..declared import bulk as bulk_body
+from ..fields import Field, Schema
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -17,30 +20,32 @@ READ, WRITE = "read_subscriptions", "write_subscriptions"
 V2021_01 = ("2021-01",)
 # NOTE: decisions §5.2, 2021-01 bulk operations take 1 to 20 subscriptions.
 BULK_MAX = 20
+# The `id` of a bulk update or delete entry (`_bulk_id`), for the document.
+BULK_ID = Field("id", "int", required=True, nullable=False)
 
 
-@endpoints.get("/subscriptions", scope=READ)
+@endpoints.get("/subscriptions", scope=READ, reply=page("subscriptions"))
 def list_subscriptions(call: Call) -> Reply:
     query = call.list_query("subscriptions")
     with call.read() as unit:
         return call.page("subscriptions", service.list_page(unit, query), unit, query)
 
 
-@endpoints.get("/subscriptions/count", scope=READ, versions=V2021_01)
+@endpoints.get("/subscriptions/count", scope=READ, versions=V2021_01, reply=count("subscriptions"))
 def count_subscriptions(call: Call) -> Reply:
     filters = call.count_filters("subscriptions")
     with call.read() as unit:
         return Reply({"count": service.count(unit, filters)})
 
 
-@endpoints.post("/subscriptions", scope=WRITE)
+@endpoints.post("/subscriptions", scope=WRITE, body="subscription.create", reply=created("subscription"))
 def create_subscription(call: Call) -> Reply:
     command = call.command("subscription.create", SubscriptionCreate)
     with call.write() as unit:
         return call.created("subscription", service.create(unit, command))
 
 
-@endpoints.get("/subscriptions/{subscription_id:id}", scope=READ)
+@endpoints.get("/subscriptions/{subscription_id:id}", scope=READ, reply=one("subscription", include="subscriptions"))
 def get_subscription(call: Call) -> Reply:
     include = call.include("subscriptions")
     with call.read() as unit:
@@ -59,7 +64,8 @@ def _commit(call: Call) -> bool:
         raise ValidationFailed.field("commit", str(exc)) from None
 
 
-@endpoints.put("/subscriptions/{subscription_id:id}", scope=WRITE)
+@endpoints.put("/subscriptions/{subscription_id:id}", scope=WRITE, body=update("subscription.update"),
+               reply=one("subscription"), query={"commit": q.boolean})
 def update_subscription(call: Call) -> Reply:
     clean = call.version.schemas["subscription.update"].parse(call.body, partial=True)
     clean.setdefault("commit", _commit(call))
@@ -68,14 +74,15 @@ def update_subscription(call: Call) -> Reply:
         return call.one("subscription", service.update(unit, call.path["subscription_id"], command))
 
 
-@endpoints.delete("/subscriptions/{subscription_id:id}", scope=WRITE)
+@endpoints.delete("/subscriptions/{subscription_id:id}", scope=WRITE, reply=deleted())
 def delete_subscription(call: Call) -> Reply:
     with call.write() as unit:
         service.delete(unit, call.path["subscription_id"])
     return call.deleted()
 
 
-@endpoints.post("/subscriptions/{subscription_id:id}/cancel", scope=WRITE)
+@endpoints.post("/subscriptions/{subscription_id:id}/cancel", scope=WRITE, body="subscription.cancel",
+                reply=one("subscription"))
 def cancel_subscription(call: Call) -> Reply:
     body = call.version.schemas["subscription.cancel"].parse(call.body)
     with call.write() as unit:
@@ -84,13 +91,14 @@ def cancel_subscription(call: Call) -> Reply:
         return call.one("subscription", found)
 
 
-@endpoints.post("/subscriptions/{subscription_id:id}/activate", scope=WRITE)
+@endpoints.post("/subscriptions/{subscription_id:id}/activate", scope=WRITE, body=NO_FIELDS, reply=one("subscription"))
 def activate_subscription(call: Call) -> Reply:
     with call.write() as unit:
         return call.one("subscription", lifecycle.activate(unit, call.path["subscription_id"]))
 
 
-@endpoints.post("/subscriptions/{subscription_id:id}/set_next_charge_date", scope=WRITE)
+@endpoints.post("/subscriptions/{subscription_id:id}/set_next_charge_date", scope=WRITE,
+                body="subscription.set_next_charge_date", reply=one("subscription"))
 def set_next_charge_date(call: Call) -> Reply:
     body = call.version.schemas["subscription.set_next_charge_date"].parse(call.body)
     with call.write() as unit:
@@ -98,7 +106,8 @@ def set_next_charge_date(call: Call) -> Reply:
                                                                        body["date"]))
 
 
-@endpoints.post("/subscriptions/{subscription_id:id}/change_address", scope=WRITE)
+@endpoints.post("/subscriptions/{subscription_id:id}/change_address", scope=WRITE, body="subscription.change_address",
+                reply=one("subscription"))
 def change_address(call: Call) -> Reply:
     body = call.version.schemas["subscription.change_address"].parse(call.body)
     with call.write() as unit:
@@ -153,7 +162,9 @@ def _renamer(call: Call, entries: list[Any]) -> Any:
     return lambda index, errors: call.version.rename_errors(errors, sent=entries[index])
 
 
-@endpoints.post("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
+@endpoints.post("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01,
+                reply=listed("subscriptions", "subscription"),
+                body=bulk_body("subscriptions", "subscription.bulk_create", max_items=BULK_MAX))
 def bulk_create(call: Call) -> Reply:
     entries = _bulk_items(call)
     schema = call.version.schemas["subscription.bulk_create"]
@@ -165,7 +176,10 @@ def bulk_create(call: Call) -> Reply:
         return Reply({"subscriptions": call.render("subscription", made)})
 
 
-@endpoints.put("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
+@endpoints.put("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01,
+               reply=listed("subscriptions", "subscription"),
+               body=bulk_body("subscriptions", "subscription.update", max_items=BULK_MAX, partial=True,
+                              item_fields=(BULK_ID,)))
 def bulk_update(call: Call) -> Reply:
     entries = _bulk_items(call)
     schema = call.version.schemas["subscription.update"]
@@ -175,7 +189,8 @@ def bulk_update(call: Call) -> Reply:
         return Reply({"subscriptions": call.render("subscription", changed)})
 
 
-@endpoints.delete("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01)
+@endpoints.delete("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01, reply=deleted(),
+                  body=bulk_body("subscriptions", Schema(BULK_ID), max_items=BULK_MAX))
 def bulk_delete(call: Call) -> Reply:
     ids = _each(call, _bulk_items(call), _bulk_id)
     with call.write() as unit:

@@ -33,7 +33,7 @@ class BatchOldShape(Change):
 
 def _either_case(*allowed: str) -> q.QueryParser:
     parse = q.choice(*allowed)
-    return lambda value: parse(value.lower())
+    return q.typed(type="string", enum=[*allowed, *(a.upper() for a in allowed)])(lambda value: parse(value.lower()))
 
 
 CHANGES: tuple[Change, ...] = (BatchOldShape(),)

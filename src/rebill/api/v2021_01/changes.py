@@ -1,7 +1,8 @@
 """How 2021-01 differs from the head, one change module per difference (design guide).
 
 Each class's docstring is its changelog line. Requests pass old -> head through
-``request``; responses pass head -> old through ``response``.
+``request``; responses pass head -> old through ``response``, and their shapes (the OpenAPI
+document's, ``api/shapes.py``) through ``response_shape``, which says the same difference.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rebill.api import external_ids
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, Rename
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11.serializers import store_domain
@@ -36,6 +38,9 @@ class NaiveDatetimes(Change):
                 data[key] = value[:-6]
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        return sh.naive_datetimes(shape, self.fields)
+
 
 class AddressCountryName(Change):
     """Addresses carry `country` (the name) beside `country_code`; either is accepted (decisions §4.5)."""
@@ -51,6 +56,9 @@ class AddressCountryName(Change):
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         data["country"] = country_name(data["country_code"])
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        return sh.add(shape, {"country": sh.string()})
 
     def error_names(self) -> dict[str, str]:
         return {"country_code": "country"}
@@ -69,6 +77,9 @@ class AddressDiscountId(Change):
         applied = data.pop("discounts")
         data["discount_id"] = applied[0]["id"] if applied else None
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        return sh.add(sh.drop(shape, "discounts"), {"discount_id": sh.nullable(sh.integer())})
 
 
 class AddressDeprecatedAliases(Change):
@@ -98,6 +109,13 @@ class AddressDeprecatedAliases(Change):
         data["original_shipping_lines"] = data.get("shipping_lines_override") or []
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        props = shape["properties"]
+        notes = props.get("note_attributes", sh.array())
+        lines = sh.non_null(props.get("shipping_lines_override", sh.array()))
+        sh.drop(shape, "payment_method_id", "shipping_lines_conserved")
+        return sh.add(shape, {"cart_attributes": notes, "original_shipping_lines": lines})
+
 
 class CustomerPlatformId(Change):
     """Customers carry the flat `platform_customer_id` string instead of `external_customer_id{ecommerce}`."""
@@ -112,6 +130,9 @@ class CustomerPlatformId(Change):
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         data["platform_customer_id"] = data.pop("external_customer_id")["ecommerce"]
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        return sh.add(sh.drop(shape, "external_customer_id"), {"platform_customer_id": sh.nullable(sh.string())})
 
     def error_names(self) -> dict[str, str]:
         return {"external_customer_id": "platform_customer_id"}
@@ -145,6 +166,10 @@ class CustomerBillingAddress(Change):
         data["billing_country"] = country_name(code) if code else None
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        names = [f"billing_{name}" for name in BILLING] + ["billing_country"]
+        return sh.add(shape, {name: sh.nullable(sh.string()) for name in names})
+
     def error_names(self) -> dict[str, str]:
         return {"billing_country_code": "billing_country"}
 
@@ -174,6 +199,15 @@ class CustomerStatusAndCounts(Change):
         data.pop("orders_count", None)
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        sh.rename(shape, "subscriptions_active_count", "number_active_subscriptions")
+        sh.rename(shape, "subscriptions_total_count", "number_subscriptions")
+        sh.rename(shape, "has_payment_method_in_dunning", "has_card_error_in_dunning")
+        sh.drop(shape, "tax_exempt", "orders_count")
+        return sh.add(shape, {"status": sh.enum("ACTIVE", "INACTIVE"), "accepts_marketing": sh.boolean(),
+                              "processor_type": sh.nullable(sh.string()),
+                              "reason_payment_method_not_valid": sh.nullable(sh.string())})
+
 
 class CustomerProcessorTokens(Change):
     """Customers still show the deprecated processor tokens `stripe_customer_token`,
@@ -190,6 +224,10 @@ class CustomerProcessorTokens(Change):
         data.pop("apply_credit_to_next_checkout_charge", None)
         data.pop("apply_credit_to_next_recurring_charge", None)
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        sh.drop(shape, "apply_credit_to_next_checkout_charge", "apply_credit_to_next_recurring_charge")
+        return sh.add(shape, {f"{p}_customer_token": sh.nullable(sh.string()) for p in self.TOKENS})
 
 
 # NOTE: spec 03 shop (2021-01), `enabled_presentment_currencies_symbols[].symbol`. Currencies not
@@ -235,6 +273,19 @@ class StoreAsShop(Change):
         # NOTE: decisions §6.2, the built-in gateway; a store-level processor setting comes with payments.
         data["payment_processor"] = "sandbox"
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        sh.drop(shape, "timezone", "identifier", "customer_portal_base_url", "merchant_portal_base_url")
+        symbol = sh.obj({"currency": sh.string(), "location": sh.string(), "suffix": sh.string(),
+                         "symbol": sh.string()})
+        return sh.add(shape, {
+            "timezone": sh.string(), "iana_timezone": sh.string(),
+            **{name: sh.string() for name in ("domain", "my_platform_domain", "platform_domain",
+                                              "customer_portal_domain", "shop_email", "shop_phone")},
+            "test_mode": sh.boolean(), "subscriptions_enabled": sh.integer(),
+            "allow_customers_to_skip_delivery": sh.integer(),
+            "enabled_presentment_currencies_symbols": sh.array(symbol),
+            "disabled_currencies_historical": sh.array(sh.string()), "payment_processor": sh.string()})
 
 
 CHANGES = (

@@ -134,6 +134,7 @@ SCHEMAS: dict[str, Schema] = {
 }
 
 
+@q.typed(**q.schema_of(q.ids))
 def _external_ids(value: str) -> list[str]:
     """NOTE: spec 01, `item_external_*_ids` are comma-separated integers (422 otherwise),
     matched as the external ids they spell."""

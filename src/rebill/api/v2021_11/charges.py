@@ -131,6 +131,7 @@ def charge(c: Charge) -> dict[str, Any]:
 
 def statuses(*allowed: str, transform: Any = str.lower) -> q.QueryParser:
     """One status or several, comma-separated (spec 02 Charge list ``status``)."""
+    @q.typed(type="array", items={"type": "string", "enum": list(allowed)}, minItems=1)
     def parse(value: str) -> list[str]:
         parts = [p.strip() for p in value.split(",") if p.strip()]
         bad = [p for p in parts if p not in allowed]
@@ -140,6 +141,7 @@ def statuses(*allowed: str, transform: Any = str.lower) -> q.QueryParser:
     return parse
 
 
+@q.typed(type="string", format="date")
 def date_(value: str) -> Any:
     """A date filter: a bare date or a datetime, whose UTC date counts (decisions §2.5)."""
     return q.parse_datetime(value).date()

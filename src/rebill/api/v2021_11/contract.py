@@ -19,6 +19,7 @@ from . import (
 )
 from .parsers import SCHEMAS
 from .serializers import SERIALIZERS
+from .shapes import SHAPES
 
 # Each family of resources keeps its serializers, schemas and lists in its own module.
 FAMILIES = (catalog, purchases, charges, payment_methods, orders, metafields, discounts, webhooks,
@@ -70,4 +71,5 @@ VERSION = Version(
     created_status=201,
     deleted_status=204,
     cursor_in_body=True,
+    shape_source=lambda: SHAPES,
 )

@@ -144,6 +144,7 @@ SCHEMAS: dict[str, Schema] = {
 
 
 def _any_case(*allowed: str) -> q.QueryParser:
+    @q.typed(type="string", enum=[*allowed, *(a.lower() for a in allowed)])
     def parse(value: str) -> str:
         if value.strip().upper() not in allowed:
             raise ValueError(f"Invalid value: {value}. Must be one of {', '.join(allowed)}")
