@@ -6,7 +6,9 @@ API adds to its response.
 One path needs no token: ``POST /processors/stripe/events/{key}``, where Stripe sends a store's
 webhook events, signed with the store's endpoint secret instead (``processor_events.py``). The
 edge hands exactly that path, whole, to its handler, with the request id and the error shape;
-any other path, under ``/processors/`` too, goes through the token check below.
+any other path, under ``/processors/`` too, goes through the token check below. The reference
+needs none either: `/openapi.json`, `/docs` and the page's assets under `/docs/static/`
+(``docs.py``), read before a client has a token.
 
 Order: 400 (a request target that is no path, ``OPTIONS *``) -> 401 (no or unknown token)
 -> 403 (store not installed) -> 429 (rate limit) -> 426 (bad version). Every request that
@@ -27,6 +29,7 @@ from rebill.api.routing import Api
 from rebill.errors import BadRequest, Forbidden, RateLimited, ServiceError, Unauthorized, VersionInvalid
 from rebill.settings import RateLimit
 
+from . import docs
 from .auth import TokenResolver
 from .context import RequestContext
 from .processor_events import PREFIX as PROCESSOR_EVENTS
@@ -112,6 +115,10 @@ class Edge:
             if length is None or length > MAX_BODY_BYTES:
                 receive = _bounded_receive(receive, length)
             await self.processor_events(scope, receive, send, key, headers)
+            return
+        if docs.is_docs_path(scope["path"]):
+            # The reference: no token, no rate limit; the version from the query or the header.
+            await docs.serve(scope, send, asked_version, headers)
             return
         try:
             if not scope["path"].startswith("/"):
