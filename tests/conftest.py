@@ -29,6 +29,9 @@ from rebill.domain.store import service as store_service
 from rebill.domain.store.model import Store
 from rebill.settings import RateLimit, Settings
 
+# Every reply the suite receives is checked against the OpenAPI document (docs/openapi.md).
+pytest_plugins = ("tests.openapi_check",)
+
 PG_ADMIN = os.environ.get("REBILL_TEST_PG", "postgresql://root@127.0.0.1:5432/postgres")
 VERSIONS = ("2021-01", "2021-11")
 
