@@ -1,6 +1,7 @@
 """docs/scopes.md is the contract for scopes: every operation appears there with its scope
-and versions, and every operation but the login probes declares a scope. One path needs no token
-at all, Stripe's webhook events (issue 16): it is no operation, and it is the only exception."""
+and versions, and every operation but the login probes declares a scope. Two kinds of path need no
+token at all, Stripe's webhook events (issue 16) and the reference (issue 17): they are no
+operations, and they are the only exceptions."""
 
 import re
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rebill.app import RESOURCES
-from rebill.http import edge, processor_events
+from rebill.http import docs, edge, processor_events
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "scopes.md"
 OPERATIONS = [op for module in RESOURCES for op in module.endpoints.operations]
@@ -62,3 +63,17 @@ def test_only_stripes_events_need_no_token_and_the_table_says_so():
     # The edge takes the exception from that module alone: no other path skips the token.
     source = Path(edge.__file__).read_text()
     assert source.count("endpoint_key(") == 1 and "Unauthorized()" in source
+
+
+def test_the_reference_needs_no_token_only_on_its_own_paths_and_the_table_says_so():
+    """The edge's other exception (http/edge.py): the document, the page and the page's assets."""
+    rows = _doc_rows()
+    assert rows[("GET", "/openapi.json")][1] == "no token: the OpenAPI document"
+    assert rows[("GET", "/docs")][1] == "no token: the reference page"
+    assert not any(op.path in ("/openapi.json", "/docs") or op.path.startswith("/docs/") for op in OPERATIONS)
+    for path in ("/openapi.json", "/docs", "/docs/static/swagger-ui.css", "/docs/static/anything"):
+        assert docs.is_docs_path(path), path
+    for path in ("/docs/", "/openapi.json/x", "/openapi", "/docsx", "/docs/static", "/x/docs", "/", "/openapi.JSON"):
+        assert not docs.is_docs_path(path), path
+    source = Path(edge.__file__).read_text()
+    assert source.count("is_docs_path(") == 1

@@ -128,7 +128,8 @@ def _query_parameters(op: Operation, version: Version) -> list[dict[str, Any]]:
         elif reply.include:
             params += _include_parameters(version.lists[reply.include])
     params += [_query(name, parser) for name, parser in op.query.items()]
-    seen: set[str] = set()
+    # A filter the path names already (`/customers/{customer_id}/addresses`) is the path's.
+    seen: set[str] = set(compile_path(op.path)[2])
     return [p for p in params if not (p["name"] in seen or seen.add(p["name"]))]  # type: ignore[func-returns-value]
 
 

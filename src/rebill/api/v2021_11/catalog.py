@@ -214,6 +214,7 @@ SCHEMAS: dict[str, Schema] = {
 # Lists -----------------------------------------------------------------------------------
 
 
+@q.typed(type="array", items={"type": "string"}, minItems=1, maxItems=q.MAX_IDS)
 def external_ids(value: str) -> list[str]:
     """Comma-separated external ids (strings: they need not be numbers)."""
     parts = list(dict.fromkeys(p.strip() for p in q.text(value).split(",") if p.strip()))

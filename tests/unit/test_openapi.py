@@ -1,0 +1,259 @@
+"""The OpenAPI document of each version (api/openapi/, docs/openapi.md): it validates, and it holds
+every route of its version with the method, scope, parameters, body and replies the route
+declares, read from the same contracts the dispatcher uses."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import pytest
+from openapi_spec_validator import validate
+from starlette.routing import compile_path
+
+from rebill.api import openapi
+from rebill.api.declared import DELETED
+from rebill.api.versions import VERSIONS
+from rebill.app import RESOURCES
+
+OPERATIONS = [op for module in RESOURCES for op in module.endpoints.operations]
+EDGE = {("/openapi.json", "get"), ("/docs", "get"), ("/processors/stripe/events/{key}", "post")}
+
+
+def _template(path: str) -> str:
+    return compile_path(path)[1]
+
+
+def _op(version: str, method: str, path: str) -> dict[str, Any]:
+    return openapi.document(version)["paths"][path][method.lower()]
+
+
+def _params(operation: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["name"]: p for p in operation["parameters"] if "name" in p}
+
+
+def _resolve(version: str, item: dict[str, Any]) -> dict[str, Any]:
+    node: Any = openapi.document(version)
+    for part in item["$ref"].lstrip("#/").split("/"):
+        node = node[part]
+    return node  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("version", sorted(VERSIONS))
+def test_the_document_of_each_version_validates(version):
+    document = openapi.document(version)
+    validate(document)
+    assert document["openapi"].startswith("3.1") and document["info"]["version"] == version
+
+
+@pytest.mark.parametrize("version", sorted(VERSIONS))
+def test_every_route_of_the_version_and_nothing_else_is_in_the_document(version):
+    wanted = {(_template(op.path), op.method.lower()) for op in OPERATIONS if version in op.versions}
+    found = {(path, method) for path, methods in openapi.document(version)["paths"].items() for method in methods}
+    assert found - EDGE == wanted
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: f"{op.method} {op.path}")
+def test_each_operation_carries_its_scope_path_parameters_and_replies(op):
+    for version in op.versions:
+        operation = _op(version, op.method, _template(op.path))
+        assert operation["security"] == [{"token": [op.scope] if op.scope else []}]
+        params = _params(operation)
+        for name, convertor in compile_path(op.path)[2].items():
+            assert params[name]["in"] == "path" and params[name]["required"] is True
+            if op.path.count(f"{{{name}:id}}"):
+                assert params[name]["schema"] == {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
+        statuses = {r.status_in(VERSIONS[version]) for r in op.reply}
+        assert statuses and {str(s) for s in statuses} <= set(operation["responses"])
+        for status in ("401", "403", "426", "429"):
+            assert operation["responses"][status] == {"$ref": f"#/components/responses/{_error_name(status)}"}
+        if op.method in ("POST", "PUT", "DELETE"):
+            assert {"409", "413", "415", "422"} <= set(operation["responses"])
+        assert ("503" in operation["responses"]) == op.calls_out
+        assert ({"$ref": "#/components/parameters/IdempotencyKey"} in operation["parameters"]
+                or op.method != "POST")
+
+
+def _error_name(status: str) -> str:
+    return {"401": "Unauthorized", "403": "Forbidden", "426": "VersionInvalid", "429": "RateLimited"}[status]
+
+
+@pytest.mark.parametrize("op", [op for op in OPERATIONS if op.method in ("POST", "PUT")],
+                         ids=lambda op: f"{op.method} {op.path}")
+def test_every_post_and_put_declares_the_body_its_handler_parses(op):
+    assert op.body is not None, "declare body= on the route (api/declared.py)"
+    # The names it declares are the ones its handler (or its module's helpers) parse.
+    source = inspect.getsource(inspect.getmodule(op.handler))  # type: ignore[arg-type]
+    for name in op.body.names():
+        assert f'"{name}"' in source
+    for version in op.versions:
+        assert "requestBody" in _op(version, op.method, _template(op.path))
+
+
+def test_every_operation_declares_its_replies():
+    assert [f"{op.method} {op.path}" for op in OPERATIONS if not op.reply] == []
+
+
+def test_query_parameters_come_from_the_list_contracts():
+    new = _params(_op("2021-11", "GET", "/customers"))
+    assert new["email"]["schema"] == {"type": "string"}
+    assert new["ids"]["schema"]["type"] == "array" and new["ids"]["style"] == "form" and new["ids"]["explode"] is False
+    assert new["created_at_min"]["schema"] == {"type": "string", "format": "date-time"}
+    assert new["sort_by"]["schema"]["enum"] == ["id-asc", "id-desc", "created_at-asc", "created_at-desc",
+                                                "updated_at-asc", "updated_at-desc"]
+    assert new["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 250, "default": 50}
+    assert new["include"]["schema"]["items"]["enum"] == list(VERSIONS["2021-11"].lists["customers"].includes)
+    assert {"cursor", "page_info", "page", "external_customer_id"} <= set(new)
+    old = _params(_op("2021-01", "GET", "/customers"))
+    assert old["status"]["schema"] == {"type": "string", "enum": ["ACTIVE", "INACTIVE"]}
+    assert "platform_customer_id" in old and "external_customer_id" not in old
+    assert _params(_op("2021-11", "GET", "/addresses"))["is_active"]["schema"] == {"type": "boolean"}
+    assert _params(_op("2021-11", "GET", "/addresses"))["customer_id"]["schema"]["type"] == "integer"
+    # A count takes its contract's count filters and no paging.
+    count = _params(_op("2021-01", "GET", "/customers/count"))
+    assert set(count) == {*VERSIONS["2021-01"].lists["customers"].count_filters}
+    # A single record takes its list's include values; a route's own query is there too.
+    assert _params(_op("2021-11", "GET", "/customers/{customer_id}"))["include"]["schema"]["items"]["enum"]
+    schedule = _params(_op("2021-11", "GET", "/customers/{customer_id}/delivery_schedule"))
+    assert schedule["delivery_count_future"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 50,
+                                                           "default": 10}
+    assert _params(_op("2021-11", "PUT", "/subscriptions/{subscription_id}"))["commit"]["schema"] == \
+        {"type": "boolean"}
+
+
+@pytest.mark.parametrize("version", sorted(VERSIONS))
+def test_every_query_parser_of_a_list_contract_says_what_it_takes(version):
+    """A parser without ``openapi`` (api/query.py ``typed``) would be documented as a plain string."""
+    bare = [f"{plural}.{name}" for plural, contract in VERSIONS[version].lists.items()
+            for name, (_, parser) in contract.filters.items() if not hasattr(parser, "openapi")]
+    assert bare == []
+
+
+def _body(version: str, method: str, path: str) -> dict[str, Any]:
+    return _op(version, method, path)["requestBody"]["content"]["application/json"]["schema"]
+
+
+def test_bodies_follow_their_schemas_in_each_version():
+    new = _body("2021-11", "POST", "/customers")
+    assert new["required"] == ["email", "first_name", "last_name"]
+    assert new["properties"]["email"] == {"type": "string", "maxLength": 255, "pattern": r"\S"}
+    assert new["properties"]["phone"] == {"type": ["string", "null"], "maxLength": 64}
+    assert new["properties"]["tax_exempt"] == {"type": "boolean"}
+    assert "additionalProperties" not in new  # unknown fields are ignored (decisions §2.3)
+    old = _body("2021-01", "POST", "/customers")
+    assert {"billing_address1", "billing_country", "billing_zip"} <= set(old["required"])
+    assert "platform_customer_id" in old["properties"] and "external_customer_id" not in old["properties"]
+    # An update requires nothing, a required field still cannot be null.
+    update = _body("2021-11", "PUT", "/customers/{customer_id}")
+    assert "required" not in update and update["properties"]["email"]["type"] == "string"
+    # Nested objects and lists of objects.
+    address = _body("2021-11", "POST", "/addresses")
+    assert address["properties"]["customer_id"]["type"] == ["integer", "string"]
+    line = address["properties"]["shipping_lines_override"]["items"]
+    assert line["required"] == ["price"] and line["properties"]["price"]["type"] == ["string", "number"]
+    assert "customer_id" not in _body("2021-01", "POST", "/customers/{customer_id}/addresses")["properties"]
+    # 2021-01 takes `country` or `country_code`: one of them.
+    assert _body("2021-01", "PUT", "/addresses/{address_id}")["properties"]["country"]["type"] == "string"
+    assert {"anyOf"} <= set(_body("2021-01", "POST", "/customers/{customer_id}/addresses"))
+
+
+def test_a_body_per_version_money_patterns_choices_and_bulk_bodies():
+    old, new = _body("2021-01", "POST", "/products"), _body("2021-11", "POST", "/products")
+    assert old != new
+    # A refund's amount has the currency's minor digits, checked by the domain (decisions §2.7).
+    refund = _body("2021-11", "POST", "/charges/{charge_id}/refund")["properties"]["amount"]
+    assert refund["type"] == ["string", "number", "null"]
+    assert re.fullmatch(refund["pattern"], "12.505") and not re.fullmatch(refund["pattern"], "-1")
+    assert not re.fullmatch(refund["pattern"], "1e5") and not re.fullmatch(refund["pattern"], "1234567890123")
+    from rebill.domain.metafield.model import OWNERS
+    owner = _body("2021-11", "POST", "/metafields")["properties"]["owner_resource"]
+    assert owner["enum"] == sorted(OWNERS) and "owner_resource" in _body("2021-11", "POST", "/metafields")["required"]
+    bulk = _body("2021-11", "POST", "/plans/bulk_create")
+    assert bulk["required"] == ["plans"] and bulk["properties"]["plans"]["maxItems"] == 20
+    update = _body("2021-11", "PUT", "/plans/bulk_update")["properties"]["plans"]["items"]
+    assert update["required"] == ["id"]
+    tasks = _body("2021-11", "POST", "/async_batches/{batch_id}/tasks")["properties"]["tasks"]
+    assert tasks["maxItems"] == 1000 and tasks["items"]["required"] == ["body"]
+    delete = _body("2021-01", "DELETE", "/addresses/{address_id}/subscriptions-bulk")
+    assert delete["properties"]["subscriptions"]["items"]["required"] == ["id"]
+    clock = _body("2021-11", "POST", "/store/clock/advance")
+    assert {tuple(a["required"]) for a in clock["anyOf"]} == {("days",), ("to",), ("hours",)}
+    assert _op("2021-11", "POST", "/subscriptions/{subscription_id}/activate")["requestBody"]["required"] is False
+
+
+def test_replies_in_each_version():
+    created_new = _op("2021-11", "POST", "/customers")["responses"]["201"]
+    assert created_new["content"]["application/json"]["schema"]["properties"]["customer"] == \
+        {"$ref": "#/components/schemas/Customer"}
+    assert "200" in _op("2021-01", "POST", "/customers")["responses"]
+    assert "content" not in _op("2021-11", "DELETE", "/customers/{customer_id}")["responses"]["204"]
+    assert _op("2021-01", "DELETE", "/customers/{customer_id}")["responses"]["200"]["content"]["application/json"][
+        "schema"] == {"type": "object", "maxProperties": 0}
+    page_new = _op("2021-11", "GET", "/customers")["responses"]["200"]
+    assert page_new["content"]["application/json"]["schema"]["required"] == ["customers", "next_cursor",
+                                                                                 "previous_cursor"]
+    page_old = _op("2021-01", "GET", "/customers")["responses"]["200"]
+    assert page_old["content"]["application/json"]["schema"]["required"] == ["customers"]
+    assert page_old["headers"]["Link"] == {"$ref": "#/components/headers/Link"}
+    shop = _op("2021-01", "GET", "/shop")["responses"]["200"]["content"]["application/json"]["schema"]
+    assert shop["required"] == ["shop", "store"]
+    assert _op("2021-11", "POST", "/webhooks/{webhook_id}/test")["responses"]["202"]
+    for version in VERSIONS:
+        for path, methods in openapi.document(version)["paths"].items():
+            for method, operation in methods.items():
+                for status, response in operation["responses"].items():
+                    if "$ref" not in response and status.startswith("2") and (path, method) not in EDGE:
+                        assert {"X-Request-Id", "X-Service-Version", "X-Service-Limit"} <= set(response["headers"])
+
+
+def test_errors_have_one_shape_and_their_responses():
+    document = openapi.document("2021-11")
+    error = document["components"]["schemas"]["Error"]
+    assert error["required"] == ["errors"]
+    for name in ("Unauthorized", "NotFound", "ValidationFailed", "RateLimited", "NotInThisVersion",
+                 "ServiceUnavailable", "PayloadTooLarge", "UnsupportedMediaType", "Conflict", "VersionInvalid"):
+        response = document["components"]["responses"][name]
+        assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+    assert "Retry-After" in document["components"]["responses"]["RateLimited"]["headers"]
+
+
+def test_the_2021_01_products_are_deprecated_there_only():
+    for op in OPERATIONS:
+        for version in op.versions:
+            operation = _op(version, op.method, _template(op.path))
+            assert operation.get("deprecated", False) == (version in op.deprecated_in)
+    operation = _op("2021-01", "GET", "/products")
+    assert operation["deprecated"] is True
+    assert {"Deprecation", "Sunset"} <= set(operation["responses"]["200"]["headers"])
+    assert "deprecated" not in _op("2021-11", "GET", "/products")
+
+
+def test_rebill_extensions_are_tagged_from_their_routes():
+    tagged = {(method, path) for path, methods in openapi.document("2021-11")["paths"].items()
+              for method, operation in methods.items() if operation.get("x-rebill-extension")}
+    for method, path in tagged:
+        assert "Rebill extensions" in _op("2021-11", method, path)["tags"]
+    assert ("post", "/store/clock/advance") in tagged
+    assert ("get", "/webhook_deliveries") in tagged and ("post", "/webhook_deliveries/replay") in tagged
+    assert ("post", "/webhooks/{webhook_id}/enable") in tagged
+    assert ("get", "/bundle_variants") in tagged
+    assert {(m, p) for p, m in EDGE} <= tagged
+    assert ("get", "/customers") not in tagged and ("post", "/webhooks/{webhook_id}/test") not in tagged
+    declared = {(op.method.lower(), _template(op.path)) for op in OPERATIONS if op.extension and "2021-11" in op.versions}
+    assert tagged - {(m, p) for p, m in EDGE} == declared
+
+
+def test_the_token_less_paths_say_so():
+    for version in VERSIONS:
+        for path, method in EDGE:
+            assert _op(version, method, path)["security"] == []
+
+
+def test_deleted_replies_follow_the_version():
+    for op in OPERATIONS:
+        for reply in op.reply:
+            if reply.status == DELETED:
+                for version in op.versions:
+                    assert str(VERSIONS[version].deleted_status) in _op(version, op.method, _template(op.path))[
+                        "responses"]
