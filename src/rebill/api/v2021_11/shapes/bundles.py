@@ -1,13 +1,10 @@
-"""Head (2021-11) shapes of the bundles family: `bundle_variant`, `bundle_selection`, as
-``v2021_11/bundles.py`` renders them (docs/openapi.md, "Declaring a shape"). A kind listed in
-``PENDING`` has no declared shape yet: the document shows it as an open object marked
-``x-rebill-shape: undeclared``. Declaring one means adding it to ``SHAPES`` with the builders of
-``api/shapes.py``, removing it from ``PENDING``, and giving each 2021-01 change of the kind
-(``v2021_01/bundles.py``) its ``response_shape``."""
+"""Head (2021-11) shapes of `bundle_variant`, `bundle_selection`
+(``v2021_11/bundles.py``; docs/openapi.md, "Declaring a shape")."""
 
 from __future__ import annotations
 
 from rebill.api.shapes import Shape
 
 SHAPES: dict[str, Shape] = {}
-PENDING: tuple[str, ...] = ('bundle_variant', 'bundle_selection')
+# Not declared yet: the document shows them as objects marked undeclared.
+PENDING: tuple[str, ...] = ("bundle_variant", "bundle_selection")
