@@ -16,14 +16,7 @@ from rebill.app import RESOURCES
 
 OPERATIONS = [op for module in RESOURCES for op in module.endpoints.operations]
 
-# NOTE: what is still to declare (docs/openapi.md, "What is left"); each family's engineer
-# empties its own module's PENDING, and this list with it.
-STILL_PENDING = {
-    "product", "plan", "subscription", "onetime", "charge", "payment_method", "payment_source", "order",
-    "metafield", "discount", "webhook", "webhook_delivery", "event", "collection", "collection_product",
-    "async_batch", "async_batch_task", "checkout", "checkout_charge", "shipping_rate", "bundle_variant",
-    "bundle_selection",
-}
+STILL_PENDING = set(PENDING)
 
 
 def _family_kinds() -> dict[str, set[str]]:
@@ -53,13 +46,19 @@ def test_every_kind_and_reply_shape_is_declared_or_pending():
     assert set(PENDING) - named == set(), "a pending name nothing renders"
 
 
-def test_the_kinds_still_undeclared():
-    """The list the next engineers make empty: each declared kind leaves its family's PENDING."""
-    assert set(PENDING) == STILL_PENDING
+def test_every_kind_is_declared():
+    """The list the next engineers make empty: each family's engineer empties its own module's
+    PENDING (docs/openapi.md, "What is left"). Until then this test lists what is left (xfail)."""
+    if PENDING:
+        pytest.xfail(f"still undeclared: {', '.join(sorted(PENDING))}")
+
+
+def test_the_document_marks_exactly_the_pending_kinds_undeclared():
     for version in VERSIONS:
         components = openapi.document(version)["components"]["schemas"]
         undeclared = {name for name, shape in components.items() if shapes.is_undeclared(shape)}
-        assert undeclared <= {shapes.component_name(kind) for kind in STILL_PENDING}
+        referred = {shapes.component_name(kind) for kind in STILL_PENDING} & set(components)
+        assert undeclared == referred
         for kind in SHAPES:
             name = shapes.component_name(kind)
             assert name not in components or not shapes.is_undeclared(components[name])
