@@ -29,7 +29,7 @@ DELETED = "deleted"
 SchemaRef = str | Schema
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed as itself: `schema` may be a dict
 class Body:
     """The JSON object a POST, PUT (or a 2021-01 bulk DELETE) takes.
 

@@ -22,7 +22,7 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
@@ -98,7 +98,7 @@ class Operation:
     # extension, no endpoint of the public API.
     body: Body | None = None
     reply: tuple[Returns, ...] = ()
-    query: Mapping[str, QueryParser | tuple[str, QueryParser]] = field(default_factory=dict)
+    query: tuple[tuple[str, QueryParser | tuple[str, QueryParser]], ...] = ()
     extension: bool = False
 
 
@@ -120,7 +120,7 @@ class Endpoints:
         def register(handler: Handler) -> Handler:
             self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
                                              frozenset(deprecated_in), sunset, declared, replies(reply),
-                                             dict(query or {}), extension))
+                                             tuple((query or {}).items()), extension))
             return handler
         return register
 

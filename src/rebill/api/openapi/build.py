@@ -127,7 +127,7 @@ def _query_parameters(op: Operation, version: Version) -> list[dict[str, Any]]:
             params += [_query(name, contract.filters[name]) for name in contract.count_filters]
         elif reply.include:
             params += _include_parameters(version.lists[reply.include])
-    params += [_query(name, parser) for name, parser in op.query.items()]
+    params += [_query(name, parser) for name, parser in op.query]
     # A filter the path names already (`/customers/{customer_id}/addresses`) is the path's.
     seen: set[str] = set(compile_path(op.path)[2])
     return [p for p in params if not (p["name"] in seen or seen.add(p["name"]))]  # type: ignore[func-returns-value]
