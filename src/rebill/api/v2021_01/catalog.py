@@ -11,12 +11,14 @@ from decimal import Decimal
 from typing import Any
 
 from rebill.api import query as q
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11.catalog import IMAGES, CatalogSchema, in_path, one_of
 from rebill.api.v2021_11.catalog import LISTS as HEAD_LISTS
-from rebill.domain.catalog.model import DISCOUNT_TYPES
+from rebill.api.v2021_11.shapes.catalog import DAYS, FREQUENCY
+from rebill.domain.catalog.model import DISCOUNT_TYPES, INTERVAL_UNITS
 from rebill.domain.catalog.purchase_options import STOREFRONT, derive
 
 from .changes import NaiveDatetimes
@@ -47,6 +49,11 @@ class ProductPlatformIds(Change):
         # NOTE: spec 03 product (2021-01), integers; a custom platform's id stays a string.
         data["platform_product_id"] = data["product_id"] = platform_id(data.pop("external_product_id"))
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        # NOTE: spec 03 product (2021-01), integers; a custom platform's id stays a string.
+        platform = {"type": ["integer", "string"]}
+        return sh.add(sh.drop(shape, "external_product_id"), {"platform_product_id": platform, "product_id": platform})
 
     def error_names(self) -> dict[str, str]:
         return {"external_product_id": "platform_product_id"}
@@ -86,6 +93,26 @@ class ProductPurchaseOptions(Change):
         }
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        # The first recurring plan's preferences (its bounds), null where the product has none.
+        frequency, limit = sh.nullable(FREQUENCY), sh.nullable(sh.integer(minimum=1))
+        defaults = sh.obj({
+            "apply_cutoff_date_to_checkout": sh.boolean(),
+            "charge_interval_frequency": frequency,
+            **DAYS,
+            "expire_after_specific_number_of_charges": limit,
+            "handle": sh.nullable(sh.string()),
+            "order_interval_frequency": frequency,
+            "modifiable_properties": sh.array(sh.string()),
+            "number_charges_until_expiration": limit,
+            "order_interval_frequency_options": sh.array(sh.string(pattern=r"^[0-9]+$")),
+            "order_interval_unit": sh.nullable(sh.enum(*INTERVAL_UNITS)),
+            "storefront_purchase_options": sh.enum(*STOREFRONT),
+        })
+        # NOTE: spec 03 product (2021-01), `discount_amount` is a JSON number, 0 for none.
+        return sh.add(shape, {"discount_amount": sh.number(minimum=0), "discount_type": sh.enum(*DISCOUNT_TYPES),
+                              "subscription_defaults": defaults})
+
 
 class ProductWithoutVariants(Change):
     """Products show no variants, vendor, product type, description or shipping and tax flags
@@ -99,6 +126,9 @@ class ProductWithoutVariants(Change):
             data.pop(name, None)
         data["collection_id"] = None
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        return sh.add(sh.drop(shape, *self.HEAD_ONLY), {"collection_id": sh.null()})
 
 
 CHANGES: tuple[Change, ...] = (ProductNaiveDatetimes(), ProductPlatformIds(), ProductPurchaseOptions(),
