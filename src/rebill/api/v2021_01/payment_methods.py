@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rebill.api import query as q
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.fields import Schema
 from rebill.api.listing import parse_filters
@@ -16,6 +17,7 @@ from rebill.domain.payment_method.model import USABLE
 # types spec 02 does not name are the head's in lower case.
 OLD_TYPES = {"CREDIT_CARD": "credit", "PAYPAL": "paypal", "APPLE_PAY": "apple_pay", "GOOGLE_PAY": "google_pay",
              "SEPA_DEBIT": "sepa_debit"}
+OLD_TYPE_VALUES = tuple(dict.fromkeys(("credit", "debit", *OLD_TYPES.values())))
 OLD_BILLING = ("address1", "address2", "city", "company", "country", "first_name", "last_name", "phone",
                "province", "zip")
 
@@ -61,6 +63,23 @@ class PaymentSourceOldShape(Change):
             "status_reason": data["status_reason"],
         }
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        props = shape["properties"]
+        billing, details = props["billing_address"]["properties"], props["payment_details"]["properties"]
+        return sh.obj({
+            "id": props["id"],
+            "billing_address": sh.obj({"id": sh.integer(), **{name: billing[name] for name in OLD_BILLING}}),
+            **{f"card_{name}": details[name] for name in ("brand", "exp_month", "exp_year", "last4")},
+            "cardholder_name": sh.nullable(sh.string()),
+            "customer_id": props["customer_id"],
+            "has_card_error_in_dunning": props["has_payment_method_in_dunning"],
+            "payment_token": props["processor_payment_method_token"],
+            "payment_type": sh.enum(*OLD_TYPE_VALUES),
+            "processor_name": props["processor_name"],
+            "status": sh.enum("active", "failed"),
+            "status_reason": props["status_reason"],
+        })
+
 
 CHANGES: tuple[Change, ...] = (PaymentSourceOldShape(),)
 
@@ -76,7 +95,7 @@ SOURCE_FILTERS: dict[str, tuple[str, q.QueryParser]] = {
     "card_last4": ("card_last4", q.text),
     "customer_id": ("customer_id", q.integer),
     "has_card_error_in_dunning": ("has_card_error_in_dunning", q.boolean),
-    "payment_type": ("payment_type", q.choice(*dict.fromkeys(("credit", "debit", *OLD_TYPES.values())))),
+    "payment_type": ("payment_type", q.choice(*OLD_TYPE_VALUES)),
     "processor_name": ("processor_name", q.text),
     "status": ("status", q.choice("active", "failed")),
     "status_reason": ("status_reason", q.text),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.fields import Schema
 from rebill.api.v2021_11 import webhooks as head
@@ -26,6 +27,13 @@ class WebhookNaiveDatetimes(NaiveDatetimes):
             if attempt["started_at"] is not None:
                 attempt["started_at"] = attempt["started_at"].removesuffix("+00:00")
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        shape = super().response_shape(shape)
+        attempts = shape["properties"].get("attempts")
+        if attempts is not None:
+            sh.naive_datetimes(attempts["items"], ("started_at",))
+        return shape
 
 
 CHANGES: tuple[Change, ...] = (WebhookNaiveDatetimes(),)
