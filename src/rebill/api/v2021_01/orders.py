@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
 from rebill.api import query as q
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import as_integer, platform_id
 from rebill.api.fields import Field, Schema
@@ -109,6 +111,79 @@ class OrderOldShape(Change):
             "type": data["type"].upper(),
             "updated_at": naive(data["updated_at"]),
         }
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        """The old shape as a whole, from the head's parts (its lines, addresses, totals)."""
+        head_props = shape["properties"]
+        head_line = head_props["line_items"]["items"]["properties"]
+        id_or_text = head_line["platform_product_id"]
+        line = sh.obj({
+            **{name: head_line[name] for name in ("external_inventory_policy", "grams", "images", "original_price",
+                                                  "platform_product_id", "platform_variant_id", "price",
+                                                  "properties", "quantity", "sku", "subscription_id", "tax_lines",
+                                                  "title", "variant_title")},
+            "product_title": head_line["title"],
+        })
+        shipping_line = sh.drop(copy.deepcopy(head_props["shipping_lines"]["items"]), "tax_lines", "taxable")
+        naive = sh.datetime_naive()
+        upper = [s.upper() for s in STATUSES]
+        charge_statuses = head_props["charge"]["properties"]["status"]["enum"]
+        text = sh.nullable(sh.string())
+        return sh.obj({
+            "id": sh.integer(),
+            "address_id": sh.integer(),
+            "address_is_active": sh.boolean(),
+            "billing_address": _old_address(head_props["billing_address"]),
+            "browser_ip": sh.null(),
+            "charge_id": sh.nullable(sh.integer()),
+            # NOTE: decisions §2.9, upper case in 2021-01 (null for a clone, which has no charge).
+            "charge_status": sh.enum(*(s.upper() for s in charge_statuses if s is not None), None),
+            "created_at": naive,
+            "currency": head_props["currency"],
+            "customer": sh.obj({"accepts_marketing": sh.boolean(), "email": text, "first_name": text,
+                                "last_name": text, "phone": text, "send_email_welcome": sh.boolean(),
+                                "verified_email": sh.boolean()}),
+            "customer_id": sh.integer(),
+            "discount_codes": sh.array(sh.obj({"amount": sh.money(), "code": sh.string(),
+                                               "type": head_props["discounts"]["items"]["properties"]["value_type"]})),
+            "email": text,
+            "error": head_props["error"],
+            "first_name": text,
+            "hash": text,
+            "is_prepaid": sh.boolean(),
+            "last_name": text,
+            "line_items": sh.array(line),
+            "note": head_props["note"],
+            "note_attributes": head_props["order_attributes"],
+            "payment_processor": sh.nullable(sh.string()),
+            "platform_cart_token": sh.null(),
+            "platform_customer_id": id_or_text,
+            "platform_id": sh.nullable(sh.string()),
+            "platform_order_id": id_or_text,
+            # NOTE: 03-real-fields, an integer (null only for a platform's number that is not one).
+            "platform_order_number": sh.nullable(sh.integer()),
+            "processed_at": sh.nullable(naive),
+            "scheduled_at": naive,
+            "shipped_date": sh.nullable(naive),
+            "shipping_address": _old_address(head_props["shipping_address"]),
+            "shipping_date": naive,
+            "shipping_lines": sh.array(shipping_line),
+            "status": sh.enum(*upper),
+            **{key: head_props[key] for key in ("subtotal_price", "tags", "tax_lines", "total_discounts",
+                                                "total_duties", "total_line_items_price", "total_price",
+                                                "total_tax")},
+            "total_refunds": sh.null(),
+            "total_weight": head_props["total_weight_grams"],
+            "transaction_id": sh.nullable(sh.string()),
+            "type": sh.enum(*(t.upper() for t in head_props["type"]["enum"])),
+            "updated_at": naive,
+        })
+
+
+def _old_address(head: sh.Shape) -> sh.Shape:
+    """An order's address as ``old_address`` shows it: `country` by name (null for a code it
+    does not know) and no `country_code`; the head's nullability kept."""
+    return sh.drop(copy.deepcopy(head), "country_code")
 
 
 CHANGES: tuple[Change, ...] = (OrderOldShape(),)
