@@ -8,7 +8,7 @@ from rebill.domain.bundle import selections as service
 from rebill.domain.bundle.model import BundleSelectionCreate, BundleSelectionUpdate
 
 from ..call import Call, Reply
-from ..declared import created, deleted, one, page, update
+from ..declared import deleted, one, page, update
 from ..routing import Endpoints
 
 endpoints = Endpoints()
@@ -27,7 +27,7 @@ def list_bundle_selections(call: Call) -> Reply:
 
 
 @endpoints.post("/bundle_selections", scope=WRITE, versions=HEAD, body="bundle_selection.create",
-                reply=created("bundle_selection"))
+                reply=one("bundle_selection"))
 def create_bundle_selection(call: Call) -> Reply:
     service.require_access(call.store)
     command = call.command("bundle_selection.create", BundleSelectionCreate)

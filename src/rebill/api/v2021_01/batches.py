@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from rebill.api import query as q
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.fields import Schema
 from rebill.api.v2021_11 import batches as head
@@ -29,6 +30,11 @@ class BatchOldShape(Change):
                 data[key] = value[:-6]
         data["status"] = data["status"].upper()
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        status = shape["properties"]["status"]
+        sh.replace(shape, "status", sh.enum(*(value.upper() for value in status["enum"])))
+        return sh.naive_datetimes(shape, TIMES)
 
 
 def _either_case(*allowed: str) -> q.QueryParser:

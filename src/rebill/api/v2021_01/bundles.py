@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Schema
@@ -16,6 +17,8 @@ from .changes import NaiveDatetimes
 
 KINDS = ("bundle_variant",)
 _IDS = {"external_product_id": "platform_product_id", "external_variant_id": "platform_variant_id"}
+# A platform id as 2021-01 shows it: an integer when it is one, else the stored string.
+PLATFORM_ID: sh.Shape = {"type": ["integer", "string"]}
 
 
 class BundleVariantNaiveDatetimes(NaiveDatetimes):
@@ -37,6 +40,11 @@ class BundleVariantPlatformIds(Change):
         for head_name, old in _IDS.items():
             data[old] = platform_id(data.pop(head_name))
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        for head_name, old in _IDS.items():
+            sh.replace(sh.rename(shape, head_name, old), old, PLATFORM_ID)
+        return shape
 
     def error_names(self) -> dict[str, str]:
         return dict(_IDS)

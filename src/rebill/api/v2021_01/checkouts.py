@@ -4,14 +4,24 @@ addresses, and spec 02's `external_checkout_customer_id` in the body. Merged by 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.domain.geo import country_name
 
 from .changes import NaiveDatetimes
+
+# A platform id as 2021-01 shows it: an integer when it is one, else the stored string.
+PLATFORM_ID: sh.Shape = {"type": ["integer", "string"]}
+
+
+def _upper(field: sh.Shape) -> sh.Shape:
+    """An enum of the head's lower-case values, upper-cased (decisions §2.9); null stays."""
+    return sh.enum(*(v.upper() if isinstance(v, str) else v for v in field["enum"]))
 
 
 class CheckoutNaiveDatetimes(NaiveDatetimes):
@@ -51,6 +61,20 @@ class CheckoutOldShape(Change):
             line["variant_id"] = line["platform_variant_id"] = platform_id(line["variant_id"])
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        props = shape["properties"]
+        for name in ("external_checkout_id", "external_customer_id"):
+            sh.replace(shape, name, props[name]["properties"]["ecommerce"])
+        for name in ("billing_address", "shipping_address"):
+            # Its own copy: the head's two addresses may share their fields.
+            sh.replace(shape, name, sh.add(copy.deepcopy(props[name]), {"country": sh.nullable(sh.string())}))
+        line = props["line_items"]["items"]
+        sh.drop(line, "external_product_id", "external_variant_id")
+        sh.replace(line, "type", _upper(line["properties"]["type"]))
+        sh.add(line, {name: PLATFORM_ID for name in ("product_id", "variant_id", "platform_product_id",
+                                                     "platform_variant_id")})
+        return shape
+
 
 class CheckoutChargeUpperCase(Change):
     """The charge result's `status` is upper case (decisions §2.9)."""
@@ -61,6 +85,9 @@ class CheckoutChargeUpperCase(Change):
         if data["status"] is not None:
             data["status"] = data["status"].upper()
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        return sh.replace(shape, "status", _upper(shape["properties"]["status"]))
 
 
 CHANGES: tuple[Change, ...] = (CheckoutNaiveDatetimes(), CheckoutOldShape(), CheckoutChargeUpperCase())
