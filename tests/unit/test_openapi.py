@@ -257,3 +257,14 @@ def test_deleted_replies_follow_the_version():
                 for version in op.versions:
                     assert str(VERSIONS[version].deleted_status) in _op(version, op.method, _template(op.path))[
                         "responses"]
+
+
+@pytest.mark.parametrize("version", ["2021-01", "2021-11"])
+def test_includes_embed_a_list_for_plural_names_and_one_record_or_null_otherwise(version):
+    schemas = openapi.document(version)["components"]["schemas"]
+    include = schemas["Subscription"]["properties"]["include"]["properties"]
+    # `address` ends in "s" but names one record (includes.embed renders it alone).
+    assert include["address"] == {"anyOf": [{"$ref": "#/components/schemas/Address"}, {"type": "null"}]}
+    assert include["bundle_product"]["anyOf"][0] == {"$ref": "#/components/schemas/BundleVariant"}
+    assert include["metafields"] == {"type": "array", "items": {"$ref": "#/components/schemas/Metafield"}}
+    assert schemas["Customer"]["properties"]["include"]["properties"]["addresses"]["type"] == "array"

@@ -293,8 +293,9 @@ class Builder:
     def _include_shape(self, kind: str) -> dict[str, Any]:
         embedded = {}
         for name, (related, _) in includes.LOADERS[kind].items():
-            # Plural include names embed a list, singular ones one record or null.
-            embedded[name] = (shapes.array(shapes.ref(related)) if name.endswith("s")
+            # A name that is its kind's plural (`addresses`) embeds a list; any other (`address`,
+            # `bundle_product`) one record or null, as includes.embed renders them.
+            embedded[name] = (shapes.array(shapes.ref(related)) if name in (f"{related}s", f"{related}es")
                               else shapes.nullable(shapes.ref(related)))
         return shapes.obj({}, embedded, description="The related records asked for with `include`.")
 
