@@ -7,10 +7,12 @@ from dataclasses import replace
 from typing import Any
 
 from rebill.api import query as q
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import charges as head
+from rebill.api.v2021_11.shapes.charges import PLATFORM_ID
 from rebill.domain.charge.model import STATUSES
 from rebill.domain.geo import country_name
 
@@ -105,6 +107,65 @@ class ChargeOldShape(Change):
             "type": data["type"].upper(),
             "updated_at": naive(data["updated_at"]),
         }
+
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        props = shape["properties"]
+        line = props["line_items"]["items"]["properties"]
+        upper = sh.enum(*(v.upper() for v in props["status"]["enum"]))
+        old_line = sh.obj({
+            **{name: line[name] for name in ("grams", "images", "original_price", "price", "properties", "quantity",
+                                             "platform_product_id", "platform_variant_id", "sku",
+                                             "subscription_id", "title", "variant_title")},
+            "type": sh.enum(*(v.upper() for v in line["purchase_item_type"]["enum"])),
+        })
+        shipping = props["shipping_lines"]["items"]["properties"]
+        customer = props["customer"]["properties"]
+        same = ("id", "address_id", "analytics_data", "browser_ip", "client_details", "created_at", "error",
+                "error_type", "note", "processed_at", "retry_date", "subtotal_price", "tags", "tax_lines",
+                "total_discounts", "total_line_items_price", "total_price", "total_refunds", "total_tax",
+                "updated_at")
+        old = sh.obj({
+            **{name: props[name] for name in same},
+            "billing_address": _old_address(props["billing_address"]),
+            "customer_hash": customer["hash"],
+            # A string of digits: the customer's id.
+            "customer_id": sh.string(pattern=r"^[0-9]+$"),
+            "discount_codes": sh.array(sh.obj({
+                "amount": sh.money(), "code": sh.string(),
+                "type": props["discounts"]["items"]["properties"]["value_type"],
+            }), maxItems=1),
+            "email": customer["email"],
+            # The customer's names: null once the customer is deleted (its processed charges stay).
+            "first_name": sh.nullable(sh.string()),
+            "has_uncommited_changes": props["has_uncommitted_changes"],
+            "last_charge_attempt_date": props["last_charge_attempt"],
+            "last_name": sh.nullable(sh.string()),
+            "line_items": sh.array(old_line),
+            "note_attributes": props["order_attributes"],
+            "number_times_tried": props["charge_attempts"],
+            "platform_order_id": PLATFORM_ID,
+            "platform_variant_id_not_found": sh.integer(minimum=0, maximum=1),
+            "processor_name": props["payment_processor"],
+            # A datetime at midnight (spec 02 Charge).
+            "scheduled_at": sh.datetime_offset(),
+            "shipments_count": sh.integer(minimum=0),
+            "shipping_address": _old_address(props["shipping_address"]),
+            "shipping_lines": sh.array(sh.obj({name: shipping[name] for name in ("code", "price", "title")})),
+            "status": upper,
+            "sub_total": props["subtotal_price"],
+            "total_weight": props["total_weight_grams"],
+            "transaction_id": props["external_transaction_id"]["properties"]["payment_processor"],
+            "type": sh.enum(*(v.upper() for v in props["type"]["enum"])),
+        })
+        return sh.naive_datetimes(old, ("created_at", "updated_at", "processed_at", "last_charge_attempt_date",
+                                        "scheduled_at"))
+
+
+def _old_address(shape: sh.Shape) -> sh.Shape:
+    """The shape of ``old_address``: `country` (a name, null when the code is unknown) instead
+    of `country_code`."""
+    return sh.add(sh.drop(shape, "country_code"), {"country": sh.nullable(sh.string())})
 
 
 CHANGES: tuple[Change, ...] = (ChargeOldShape(),)

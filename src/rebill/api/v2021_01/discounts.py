@@ -8,10 +8,12 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11 import discounts as head
+from rebill.domain.discount.model import DURATIONS, RESOURCES
 
 _head_list = head.LISTS["discounts"]
 
@@ -56,6 +58,28 @@ class DiscountOldShape(Change):
             "usage_limit": obj.usage_limit,
             "value": data["value"],
         }
+
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        props = shape["properties"]
+        count = sh.nullable(sh.integer())
+        return sh.obj({
+            **{name: props[name] for name in ("id", "channel_settings", "code", "created_at", "ends_at",
+                                              "first_time_customer_restriction", "starts_at", "status",
+                                              "updated_at", "value")},
+            "applies_to": sh.null(),
+            "applies_to_id": sh.nullable({"type": ["integer", "string"]}),
+            "applies_to_product_type": props["applies_to"]["properties"]["purchase_item_type"],
+            "applies_to_resource": sh.nullable(sh.enum(*RESOURCES)),
+            "discount_type": props["value_type"],
+            "duration": sh.enum(*DURATIONS),
+            "duration_usage_limit": count,
+            "once_per_customer": sh.boolean(),
+            # An integer, or the decimal text of a minimum with cents (`_number`).
+            "prerequisite_subtotal_min": sh.nullable({"anyOf": [sh.integer(), sh.decimal()]}),
+            "times_used": sh.integer(minimum=0),
+            "usage_limit": count,
+        })
 
 
 CHANGES: tuple[Change, ...] = (DiscountOldShape(),)

@@ -35,7 +35,8 @@ def line_extras(line: dict[str, Any]) -> dict[str, Any]:
     platform ids, `price` (the unit price) and `subscription_id` (the purchase item), as
     2021-01 names them; `images` with its `sort_order`."""
     return {
-        "images": {**(line["images"] or NO_IMAGES), "sort_order": (line["images"] or {}).get("sort_order")},
+        # Every size, null where the catalog gave none (a product may give some sizes only).
+        "images": {**NO_IMAGES, **(line["images"] or {}), "sort_order": (line["images"] or {}).get("sort_order")},
         "platform_product_id": platform_id(line["external_product_id"]),
         "platform_variant_id": platform_id(line["external_variant_id"]),
         "price": line["unit_price"],
