@@ -66,17 +66,19 @@ def test_each_operation_carries_its_scope_path_parameters_and_replies(op):
                 assert params[name]["schema"] == {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}
         statuses = {r.status_in(VERSIONS[version]) for r in op.reply}
         assert statuses and {str(s) for s in statuses} <= set(operation["responses"])
-        for status in ("401", "403", "426", "429"):
+        for status in ("401", "403", "426", "429", "500"):
             assert operation["responses"][status] == {"$ref": f"#/components/responses/{_error_name(status)}"}
         if op.method in ("POST", "PUT", "DELETE"):
             assert {"409", "413", "415", "422"} <= set(operation["responses"])
         assert ("503" in operation["responses"]) == op.calls_out
+        assert {str(s) for s in op.errors} <= set(operation["responses"])
         assert ({"$ref": "#/components/parameters/IdempotencyKey"} in operation["parameters"]
                 or op.method != "POST")
 
 
 def _error_name(status: str) -> str:
-    return {"401": "Unauthorized", "403": "Forbidden", "426": "VersionInvalid", "429": "RateLimited"}[status]
+    return {"401": "Unauthorized", "403": "Forbidden", "426": "VersionInvalid", "429": "RateLimited",
+            "500": "InternalError"}[status]
 
 
 @pytest.mark.parametrize("op", [op for op in OPERATIONS if op.method in ("POST", "PUT")],
@@ -212,7 +214,8 @@ def test_errors_have_one_shape_and_their_responses():
     error = document["components"]["schemas"]["Error"]
     assert error["required"] == ["errors"]
     for name in ("Unauthorized", "NotFound", "ValidationFailed", "RateLimited", "NotInThisVersion",
-                 "ServiceUnavailable", "PayloadTooLarge", "UnsupportedMediaType", "Conflict", "VersionInvalid"):
+                 "ServiceUnavailable", "PayloadTooLarge", "UnsupportedMediaType", "Conflict", "VersionInvalid",
+                 "InternalError"):
         response = document["components"]["responses"][name]
         assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
     assert "Retry-After" in document["components"]["responses"]["RateLimited"]["headers"]
@@ -268,3 +271,10 @@ def test_includes_embed_a_list_for_plural_names_and_one_record_or_null_otherwise
     assert include["bundle_product"]["anyOf"][0] == {"$ref": "#/components/schemas/BundleVariant"}
     assert include["metafields"] == {"type": "array", "items": {"$ref": "#/components/schemas/Metafield"}}
     assert schemas["Customer"]["properties"]["include"]["properties"]["addresses"]["type"] == "array"
+
+
+def test_a_route_declares_the_error_statuses_the_document_cannot_infer():
+    # A GET without query or body answers 422 only when it says so (no shipping address yet).
+    rates = _op("2021-11", "GET", "/checkouts/{token}/shipping_rates")["responses"]
+    assert rates["422"] == {"$ref": "#/components/responses/ValidationFailed"}
+    assert "422" not in _op("2021-11", "GET", "/store")["responses"]

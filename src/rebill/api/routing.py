@@ -95,11 +95,13 @@ class Operation:
     # What the OpenAPI document says of it (api/declared.py, docs/openapi.md); the dispatcher
     # never reads these. `body`: the body its handler parses; `reply`: its successful replies;
     # `query`: query parameters of its own besides a list contract's; `extension`: a Rebill
-    # extension, no endpoint of the public API.
+    # extension, no endpoint of the public API; `errors`: error statuses the handler answers
+    # that the document cannot infer from the rest (422 on a GET without parameters).
     body: Body | None = None
     reply: tuple[Returns, ...] = ()
     query: tuple[tuple[str, QueryParser | tuple[str, QueryParser]], ...] = ()
     extension: bool = False
+    errors: tuple[int, ...] = ()
 
 
 class Endpoints:
@@ -114,13 +116,13 @@ class Endpoints:
               sunset: str | None = None, body: Body | str | None = None,
               reply: Returns | tuple[Returns, ...] | None = None,
               query: Mapping[str, QueryParser | tuple[str, QueryParser]] | None = None,
-              extension: bool = False) -> Callable[[Handler], Handler]:
+              extension: bool = False, errors: tuple[int, ...] = ()) -> Callable[[Handler], Handler]:
         declared = Body(body) if isinstance(body, str) else body
 
         def register(handler: Handler) -> Handler:
             self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
                                              frozenset(deprecated_in), sunset, declared, replies(reply),
-                                             tuple((query or {}).items()), extension))
+                                             tuple((query or {}).items()), extension, tuple(errors)))
             return handler
         return register
 

@@ -219,7 +219,9 @@ class Builder:
 
     def error_statuses(self, op: Operation) -> list[int]:
         """What the edge and the dispatcher can answer for the operation besides its replies."""
-        statuses = {401, 403, 426, 429}
+        # 500: a failure the server could not answer otherwise (the database gave up after its
+        # retries, a bug); its body is the error shape and its transaction was rolled back.
+        statuses = {401, 403, 426, 429, 500, *op.errors}
         reads_body = op.method in ("POST", "PUT", "DELETE")
         has_path_ids = "{" in op.path
         takes_query = any(r.contract() for r in op.reply) or bool(op.query)

@@ -78,6 +78,7 @@ ERRORS: dict[int, tuple[str, type, tuple[str, ...]]] = {
     422: ("ValidationFailed", ValidationFailed, ()),
     426: ("VersionInvalid", VersionInvalid, ()),
     429: ("RateLimited", RateLimited, ("Retry-After",)),
+    500: ("InternalError", ServiceError, ()),
     501: ("NotInThisVersion", NotInThisVersion, ()),
     503: ("ServiceUnavailable", ServiceUnavailable, ()),
 }
@@ -93,6 +94,8 @@ DESCRIPTIONS = {
     422: "Bad fields or parameters, each named with its messages (decisions §2.3).",
     426: "An unknown API version in X-Service-Version.",
     429: "Rate limited: the token's bucket is full (decisions §2.8).",
+    500: "An unexpected failure (the database still refused after the retries, or a bug): nothing of the "
+         "request was kept (its transaction rolled back); repeat it with the same Idempotency-Key.",
     501: "The endpoint exists in the other API version only (decisions §2.1).",
     503: "The payment processor did not answer; nothing is known of the call, repeating it is safe.",
 }

@@ -59,7 +59,7 @@ def update_checkout(call: Call) -> Reply:
 
 
 @endpoints.get("/checkouts/{token:checkout_token}/shipping_rates", scope=READ,
-               reply=listed("shipping_rates", "shipping_rate"))
+               reply=listed("shipping_rates", "shipping_rate"), errors=(422,))  # no shipping address yet
 def list_shipping_rates(call: Call) -> Reply:
     """NOTE: spec 02 Checkouts, `{shipping_rates: [...]}`; decisions §7.7.5."""
     service.require_platform(call.store)
