@@ -94,7 +94,8 @@ class ResponseChecker:
         if path == DOCUMENT_PATH or path == DOCS_PATH or path.startswith(DOCS_PATH + "/") or \
                 any(path.startswith(p.split("{")[0]) and "{" in p for p in EDGE_PATHS):
             return []  # the edge's own paths: their tests check them
-        method = "GET" if method == "HEAD" else method
+        head = method == "HEAD"
+        method = "GET" if head else method
         version = version if version in self.versions else self.versions[0]
         route = self._route(path)
         op = route.methods.get(method) if route is not None else None
@@ -107,11 +108,14 @@ class ResponseChecker:
             allowed = NO_ROUTE if route is None else NO_METHOD if op is None else OTHER_VERSION
             if status not in allowed:
                 return mismatch("status not documented (no operation answers it)")
+            if head:
+                return []  # a reply to HEAD has the headers of the GET and no body (RFC 9110 9.3.2)
             return self._body(version, ("error",), status, body, mismatch)
         responses = self.documents(version)["paths"][template][method.lower()]["responses"]
         if str(status) not in responses:
             return mismatch("status not documented")
-        problems = self._body(version, (template, method.lower(), str(status)), status, body, mismatch)
+        problems = [] if head else self._body(version, (template, method.lower(), str(status)), status, body,
+                                              mismatch)
         response = self._resolve(version, responses[str(status)])
         for name, spec in (response.get("headers") or {}).items():
             spec = self._resolve(version, spec)
