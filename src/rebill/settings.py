@@ -35,6 +35,27 @@ class RateLimit:
         return value
 
 
+LOG_FORMATS = ("text", "json")
+
+
+def log_format(text: str) -> str:
+    value = text.strip().lower()
+    if value not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {text!r}")
+    return value
+
+
+def _switch(name: str, text: str) -> bool:
+    """``on``/``off`` (and the usual spellings); anything else is a mistake worth stopping for:
+    a typo must not leave an unauthenticated endpoint on, or metrics silently off."""
+    value = text.strip().lower()
+    if value in {"1", "on", "true", "yes"}:
+        return True
+    if value in {"0", "off", "false", "no"}:
+        return False
+    raise ValueError(f"{name} must be on or off, not {text!r}")
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -68,6 +89,14 @@ class Settings:
     secret_key: str | None = field(default=None, repr=False)
     # Seconds a call to Stripe may take before its outcome counts as unknown (issue 16).
     stripe_timeout_seconds: float = 30.0
+    # `GET /metrics` in the Prometheus text format, without a token (issue 18; off by default:
+    # docs/operations.md, "Metrics and logs"). The directory the processes of one `rebill serve`
+    # share their figures in; None: one `rebill serve` picks and cleans its own.
+    metrics: bool = False
+    metrics_dir: str | None = None
+    # Log lines as text or as one JSON object each; a line per request (and per job) unless off.
+    log_format: str = "text"
+    log_requests: bool = True
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -99,6 +128,14 @@ class Settings:
             values["secret_key"] = env["REBILL_SECRET_KEY"]
         if env.get("REBILL_STRIPE_TIMEOUT_SECONDS"):
             values["stripe_timeout_seconds"] = float(env["REBILL_STRIPE_TIMEOUT_SECONDS"])
+        if env.get("REBILL_METRICS"):
+            values["metrics"] = _switch("REBILL_METRICS", env["REBILL_METRICS"])
+        if env.get("REBILL_METRICS_DIR"):
+            values["metrics_dir"] = env["REBILL_METRICS_DIR"]
+        if env.get("REBILL_LOG_FORMAT"):
+            values["log_format"] = log_format(env["REBILL_LOG_FORMAT"])
+        if env.get("REBILL_LOG_REQUESTS"):
+            values["log_requests"] = _switch("REBILL_LOG_REQUESTS", env["REBILL_LOG_REQUESTS"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]
