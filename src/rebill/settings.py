@@ -45,6 +45,17 @@ def log_format(text: str) -> str:
     return value
 
 
+BACKGROUND_JOBS = ("auto", "on", "off")
+
+
+def background_jobs(text: str) -> str:
+    """``auto``, ``on`` or ``off`` (docs/operations.md, "Background jobs")."""
+    value = text.strip().lower()
+    if value not in BACKGROUND_JOBS:
+        raise ValueError(f"background jobs must be one of {', '.join(BACKGROUND_JOBS)}, not {text!r}")
+    return value
+
+
 def _switch(name: str, text: str) -> bool:
     """``on``/``off`` (and the usual spellings); anything else is a mistake worth stopping for:
     a typo must not leave an unauthenticated endpoint on, or metrics silently off."""
@@ -97,6 +108,13 @@ class Settings:
     # Log lines as text or as one JSON object each; a line per request (and per job) unless off.
     log_format: str = "text"
     log_requests: bool = True
+    # Which processes run the background jobs (issue 18, jobs/leader.py): ``auto``, one process
+    # of the deployment (the one holding its jobs lock) while no `rebill worker` runs; ``on``,
+    # this process whatever the others do; ``off``, never this one (API processes beside workers).
+    background_jobs: str = "auto"
+    # Seconds a stopping process gives its running jobs to finish their batch (a billing batch
+    # recorded, a batch chunk committed, deliveries in flight answered) before it exits anyway.
+    jobs_stop_seconds: float = 20.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -136,6 +154,10 @@ class Settings:
             values["log_format"] = log_format(env["REBILL_LOG_FORMAT"])
         if env.get("REBILL_LOG_REQUESTS"):
             values["log_requests"] = _switch("REBILL_LOG_REQUESTS", env["REBILL_LOG_REQUESTS"])
+        if env.get("REBILL_BACKGROUND_JOBS"):
+            values["background_jobs"] = background_jobs(env["REBILL_BACKGROUND_JOBS"])
+        if env.get("REBILL_JOBS_STOP_SECONDS"):
+            values["jobs_stop_seconds"] = float(env["REBILL_JOBS_STOP_SECONDS"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]
