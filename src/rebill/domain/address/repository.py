@@ -130,12 +130,18 @@ def ids_of_store(conn: Connection, store_id: int) -> list[int]:
                              .order_by(addresses.c.id)).scalars())
 
 
-def lock(conn: Connection, store_id: int, ids: list[int]) -> list[int]:
+def lock(conn: Connection, store_id: int, ids: list[int], *, skip_locked: bool = False) -> list[int]:
     """Row locks on these addresses until the unit ends, taken in id order (no deadlock
     between two writers): every write that replans an address's charges holds its lock, so two
     plans of one address never interleave (PostgreSQL; SQLite serializes writers anyway).
-    Returns the ids that exist in the store."""
+    Returns the ids that exist in the store. With ``skip_locked`` (a billing run beside
+    others, domain/billing/run.py) it waits for none: the addresses another transaction holds
+    are left out of the answer."""
     ids = list(dict.fromkeys(ids))
+    if skip_locked and ids:
+        return list(conn.execute(select(addresses.c.id).where(addresses.c.store_id == store_id,
+                                                              addresses.c.id.in_(ids))
+                                 .order_by(addresses.c.id).with_for_update(skip_locked=True)).scalars())
     if len(ids) == 1:
         return ids if _lock_one.one(conn, id=ids[0], store_id=store_id) is not None else []
     if not ids:

@@ -3,7 +3,10 @@
 A claim is a conditional UPDATE: it takes charges that are open (queued or in error) and not
 claimed, or whose claim is older than ``STALE_AFTER`` (its run died). On PostgreSQL a second
 run's UPDATE waits for the first's row locks and then finds the claim taken; SQLite runs one
-writer at a time. The claim commits before the gateway is called, so a crash after the call
+writer at a time. Billing runs side by side (several workers) do not wait on each other: each
+reads only claimable charges and locks their addresses with ``SKIP LOCKED`` before claiming
+(run.py), so each takes the charges no other holds and the conditional UPDATE stays what makes
+a charge paid once. The claim commits before the gateway is called, so a crash after the call
 leaves a claimed charge whose retry repeats the same call with the same idempotency key.
 """
 
@@ -35,12 +38,17 @@ def _is_due(day: date) -> ColumnElement[bool]:
                and_(charges.c.status == ERROR, charges.c.retry_date <= day))
 
 
-def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limit: int = 500) -> list[int]:
+def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limit: int = 500,
+        claimable_at: datetime | None = None) -> list[int]:
     """NOTE: decisions §6.5, queued charges whose date has come and errored charges whose
-    retry date has, in id order from ``after_id``."""
+    retry date has, in id order from ``after_id``. With ``claimable_at`` only those a claim
+    could take: unclaimed, or claimed at or before it (their run died). Billing runs side by
+    side read past the batches the others hold instead of reading them again."""
     stmt = (select(charges.c.id)
             .where(charges.c.store_id == store_id, charges.c.id > after_id, _is_due(today))
             .order_by(charges.c.id).limit(limit))
+    if claimable_at is not None:
+        stmt = stmt.where(or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= claimable_at))
     return list(conn.execute(stmt).scalars())
 
 

@@ -76,26 +76,31 @@ RECORD_TRIES = 4
 
 def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int], now: datetime, *,
             run: str | None = None, stale_after: timedelta = claims.STALE_AFTER,
-            summary: Summary | None = None, due_on: date | None = None) -> list[Recorded]:
+            summary: Summary | None = None, due_on: date | None = None,
+            skip_locked: bool = False) -> list[Recorded]:
     """Claims, pays and records ``charge_ids`` (those no other run holds; with ``due_on``, a
-    billing run's, only those still due that day)."""
+    billing run's, only those still due that day). With ``skip_locked`` it waits for no other
+    transaction: the charges whose address another one holds (another worker's claim or
+    record, a request's replan) are left out, for a later batch or run."""
     run = run or uuid.uuid4().hex
     with db.write() as conn:
         unit = Unit(conn, store, now, origin=ORIGIN)
         # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
         # read a charge before this claim must finish before the claim, or it could rewrite or
         # delete a charge this run is paying (and deadlock with it).
-        homes = conn.execute(select(charges.c.address_id).where(
-            charges.c.store_id == store.id, charges.c.id.in_(charge_ids))).scalars()
-        address_repo.lock(conn, store.id, sorted(set(homes)))
+        homes = dict(conn.execute(select(charges.c.id, charges.c.address_id).where(
+            charges.c.store_id == store.id, charges.c.id.in_(charge_ids))).all())
+        held = set(address_repo.lock(conn, store.id, sorted(set(homes.values())), skip_locked=skip_locked))
+        if skip_locked:
+            charge_ids = [i for i in charge_ids if homes.get(i) in held]
         # NOTE: decisions §6.3, a charge with uncommitted changes is regenerated first.
         waiting = list(conn.execute(select(charges.c.address_id).distinct().where(
             charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
         if waiting:
             replan(unit, waiting)
         claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on)
-        held = charge_repo.many(conn, store.id, claimed)
-        found = [held[i] for i in claimed if i in held]
+        rows = charge_repo.many(conn, store.id, claimed)
+        found = [rows[i] for i in claimed if i in rows]
         methods = _methods(conn, store.id, found)
     failpoints.hit("billing.after_claim")
     answers = _pay(gateway, store, found, methods)
@@ -177,10 +182,21 @@ def _methods(conn: Any, store_id: int, found: list[Charge]) -> dict[int, dict[st
 def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], datetime], *,
               until: date | None = None, summary: Summary | None = None,
               progress: Callable[[int], None] | None = None,
-              stale_after: timedelta = claims.STALE_AFTER) -> Summary:
+              stale_after: timedelta = claims.STALE_AFTER,
+              stop: Callable[[], bool] | None = None) -> Summary:
     """The billing run of one store: every charge due on or before ``until`` (default, and at
-    most, the store's today), in batches."""
+    most, the store's today), in batches. Several runs of a store may go side by side (worker
+    processes, a worker's ``--concurrency``): they split the due charges between them.
+
+    Two passes. The first takes batches without waiting for any lock (``skip_locked``): a run
+    reads the charges no live claim holds and claims those whose address it can lock at once,
+    so runs side by side take disjoint batches and never queue behind each other. The second
+    reads again from the start and waits for its locks as a single run always did: a charge
+    the first pass left because a request was replanning its address meanwhile is paid in this
+    run, not the next. ``stop`` is asked before each batch: a worker told to stop finishes the
+    batch it holds (its claims are recorded) and takes no other."""
     summary = summary or Summary()
+    stopping = stop or (lambda: False)
     finish_abandoned(db, gateway, store, now(), summary)
     with db.read() as conn:
         due = sweep.anything_due(Unit(conn, store, now()))
@@ -189,10 +205,14 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
             unit = Unit(conn, store, now(), origin=ORIGIN)
             sweep.release_prepaid_orders(unit)
             sweep.flag_uncaptured(unit)
-    for day, batch in _due_batches(db, store, now, until):
-        process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after, due_on=day)
-        if progress is not None:
-            progress(len(batch))
+    for skip_locked in (True, False):
+        for day, batch in _due_batches(db, store, now, until, stale_after):
+            if stopping():
+                return summary
+            done = process(db, gateway, store, batch, now(), summary=summary, stale_after=stale_after, due_on=day,
+                           skip_locked=skip_locked)
+            if progress is not None:
+                progress(len(done))
     # After the day's payments: the next charges they planned are announced in the same run.
     with db.read() as conn:
         coming = sweep.upcoming_due(Unit(conn, store, now()))
@@ -233,14 +253,16 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
     return finished + checkout_charge.finish_abandoned(db, gateway, store, now)
 
 
-def _due_batches(db: Database, store: Store, now: Callable[[], datetime],
-                 until: date | None) -> Iterator[tuple[date, list[int]]]:
+def _due_batches(db: Database, store: Store, now: Callable[[], datetime], until: date | None,
+                 stale_after: timedelta) -> Iterator[tuple[date, list[int]]]:
     after = 0
     while True:
         with db.read() as conn:
-            today = Unit(conn, store, now()).today
+            moment = now()
+            today = Unit(conn, store, moment).today
             day = min(until, today) if until is not None else today
-            batch = claims.due(conn, store.id, day, after_id=after, limit=BATCH)
+            batch = claims.due(conn, store.id, day, after_id=after, limit=BATCH,
+                               claimable_at=moment - stale_after)
         if not batch:
             return
         yield day, batch
