@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from rebill.api import query as q
+from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
@@ -36,6 +37,12 @@ class PurchasePlatformIds(Change):
         data["platform_variant_id"] = platform_id(data.pop("external_variant_id")["ecommerce"])
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        # `platform_id`: an integer when the stored id is one, else the string; null when none.
+        flat = sh.nullable({"type": ["integer", "string"]})
+        sh.drop(shape, "external_product_id", "external_variant_id")
+        return sh.add(shape, {"platform_product_id": flat, "platform_variant_id": flat})
+
     def error_names(self) -> dict[str, str]:
         return {"external_product_id": "platform_product_id", "external_variant_id": "platform_variant_id"}
 
@@ -54,6 +61,15 @@ class PurchaseNaiveDates(Change):
         if when is not None and len(when) == 10:
             data["next_charge_scheduled_at"] = f"{when}T00:00:00"
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        sh.naive_datetimes(shape, ("created_at", "updated_at", "cancelled_at", "next_charge_scheduled_at"))
+        when = shape["properties"].get("next_charge_scheduled_at")
+        if when is not None and when.get("pattern") == sh.DATE_PATTERN:
+            # A date (a subscription's) becomes a naive datetime at midnight, null kept.
+            naive = {k: v for k, v in when.items() if k != "format"}
+            sh.replace(shape, "next_charge_scheduled_at", {**naive, "pattern": sh.NAIVE_PATTERN})
+        return shape
 
 
 class SubscriptionOldShape(Change):
@@ -81,6 +97,18 @@ class SubscriptionOldShape(Change):
         data["service_product_id"] = None
         return data
 
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        props = shape["properties"]
+        for key in ("charge_interval_frequency", "order_interval_frequency"):
+            text = sh.string(pattern=r"^[1-9][0-9]*$")
+            sh.replace(shape, key, sh.nullable(text) if "null" in props[key].get("type", ()) else text)
+        status = props["status"]["enum"]
+        sh.replace(shape, "status", sh.enum(*(value.upper() for value in status)))
+        return sh.add(shape, {"email": sh.string(), "charge_delay": sh.null(),
+                              "cutoff_day_of_month_before_and_after": sh.null(),
+                              "cutoff_day_of_week_before_and_after": sh.null(),
+                              "commit_update": sh.boolean(), "service_product_id": sh.null()})
+
 
 class OnetimeOldShape(Change):
     """One-time items show `status` `ONETIME` (or `CANCELLED`) instead of `is_cancelled`, and a
@@ -92,6 +120,10 @@ class OnetimeOldShape(Change):
         data["status"] = "CANCELLED" if data.pop("is_cancelled") else "ONETIME"
         data["service_product_id"] = None
         return data
+
+    def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        sh.drop(shape, "is_cancelled")
+        return sh.add(shape, {"status": sh.enum("ONETIME", "CANCELLED"), "service_product_id": sh.null()})
 
 
 CHANGES: tuple[Change, ...] = (PurchasePlatformIds(), PurchaseNaiveDates(), SubscriptionOldShape(),

@@ -13,7 +13,7 @@ from rebill.domain.money import format_amount
 from rebill.domain.subscription.model import PurchaseItem
 
 from .parsers import ATTRIBUTE
-from .serializers import ts
+from .serializers import _analytics, ts
 
 
 def external_id(name: str) -> Field:
@@ -49,7 +49,8 @@ def _common(p: PurchaseItem) -> dict[str, Any]:
 def subscription(p: PurchaseItem) -> dict[str, Any]:
     return {
         **_common(p),
-        "analytics_data": p.analytics_data or {"utm_params": []},
+        # NOTE: 03-real-fields, `utm_params` is an array, also when the client sent none.
+        "analytics_data": _analytics(p.analytics_data),
         "cancellation_reason": p.cancellation_reason,
         "cancellation_reason_comments": p.cancellation_reason_comments,
         "cancelled_at": ts(p.cancelled_at),
@@ -105,10 +106,21 @@ CADENCE_FIELDS = (
     Field("cutoff_day_of_week", "int"),
     Field("expire_after_specific_number_of_charges", "int"),
 )
+
+
+def _analytics_problem(value: dict[str, Any]) -> str | None:
+    """NOTE: 03-real-fields, `analytics_data.utm_params` renders as an array (of objects): a body
+    that would break that is refused rather than stored and shown on every read (as customers)."""
+    params = value.get("utm_params")
+    if params is None or (isinstance(params, list) and all(isinstance(p, dict) for p in params)):
+        return None
+    return "utm_params must be an array of objects"
+
+
 SUBSCRIPTION_FLAGS = (
     Field("is_skippable", "bool", nullable=False),
     Field("is_swappable", "bool", nullable=False),
-    Field("analytics_data", "object"),
+    Field("analytics_data", "object", check=_analytics_problem),
 )
 SUBSCRIPTION_CREATE = Schema(
     Field("address_id", "int", required=True, nullable=False),
