@@ -1,22 +1,19 @@
 """Response shapes (api/shapes.py, api/v2021_11/shapes/, docs/openapi.md): every kind a serializer
-renders and every reply shape a route names is declared or listed pending in its family; 2021-01
-shapes come from the change modules; a kind without a shape is marked undeclared, never silently
-wrong."""
+renders and every reply shape a route names is declared in its family; 2021-01 shapes come from the
+change modules; a kind without a shape stops the document instead of passing for declared."""
 
 from __future__ import annotations
 
 import pytest
 
-from rebill.api import openapi, shapes
+from rebill.api import shapes
 from rebill.api.contract import Change, Rename, derive
 from rebill.api.v2021_11 import contract as head
-from rebill.api.v2021_11.shapes import MODULES, PENDING, SHAPES
+from rebill.api.v2021_11.shapes import MODULES, SHAPES
 from rebill.api.versions import VERSIONS
 from rebill.app import RESOURCES
 
 OPERATIONS = [op for module in RESOURCES for op in module.endpoints.operations]
-
-STILL_PENDING = set(PENDING)
 
 
 def _family_kinds() -> dict[str, set[str]]:
@@ -32,44 +29,28 @@ def _reply_shapes() -> set[str]:
     return {reply.kind for op in OPERATIONS for reply in op.reply if reply.kind} | {"count"}
 
 
-def test_each_family_declares_or_lists_pending_every_kind_it_renders():
+def test_each_family_declares_every_kind_it_renders():
     for module in MODULES:
         family = module.__name__.rsplit(".", 1)[-1]
-        assert not set(module.SHAPES) & set(module.PENDING), family
-        missing = _family_kinds()[family] - set(module.SHAPES) - set(module.PENDING)
-        assert not missing, f"{family}: declare {sorted(missing)} or list them in PENDING"
+        missing = _family_kinds()[family] - set(module.SHAPES)
+        assert not missing, f"{family}: declare {sorted(missing)}"
 
 
-def test_every_kind_and_reply_shape_is_declared_or_pending():
+def test_every_kind_and_reply_shape_is_declared_and_every_shape_is_used():
     named = set(head.VERSION.serializers) | _reply_shapes()
-    assert named - set(SHAPES) - set(PENDING) == set()
-    assert set(PENDING) - named == set(), "a pending name nothing renders"
+    assert named - set(SHAPES) == set()
+    assert set(SHAPES) - named == set(), "a shape nothing renders"
 
 
-def test_every_kind_is_declared():
-    """The list the next engineers make empty: each family's engineer empties its own module's
-    PENDING (docs/openapi.md, "What is left"). Until then this test lists what is left (xfail)."""
-    if PENDING:
-        pytest.xfail(f"still undeclared: {', '.join(sorted(PENDING))}")
-
-
-def test_the_document_marks_exactly_the_pending_kinds_undeclared():
-    for version in VERSIONS:
-        components = openapi.document(version)["components"]["schemas"]
-        undeclared = {name for name, shape in components.items() if shapes.is_undeclared(shape)}
-        referred = {shapes.component_name(kind) for kind in STILL_PENDING} & set(components)
-        assert undeclared == referred
-        for kind in SHAPES:
-            name = shapes.component_name(kind)
-            assert name not in components or not shapes.is_undeclared(components[name])
-
-
-def test_an_undeclared_kind_is_an_open_object_marked_undeclared():
-    if not STILL_PENDING:
-        pytest.skip("every kind is declared")
-    kind = sorted(STILL_PENDING)[0]
-    components = openapi.document("2021-11")["components"]["schemas"]
-    assert components[shapes.component_name(kind)] == {"type": "object", "x-rebill-shape": "undeclared"}
+def test_a_kind_without_a_shape_stops_the_document():
+    from rebill.api.openapi.build import Builder
+    version = derive(head.VERSION, name="old", changes=(), lists=head.VERSION.lists, created_status=200,
+                     deleted_status=200, cursor_in_body=False)
+    version._shapes = {k: v for k, v in head.VERSION.shapes().items() if k != "charge"}
+    builder = Builder(version, [])
+    builder.ref("charge")
+    with pytest.raises(LookupError, match="charge"):
+        builder.shape_components()
 
 
 def test_2021_01_shapes_are_the_head_through_the_change_modules():
@@ -100,11 +81,6 @@ def test_a_change_that_rewrites_replies_must_say_how_their_shape_changes():
                      deleted_status=200, cursor_in_body=False)
     with pytest.raises(NotImplementedError, match="Unsaid"):
         version.shapes()
-    # An undeclared kind is left undeclared: no change runs on it.
-    kind = sorted(STILL_PENDING or {"nothing"})[0]
-    quiet = derive(head.VERSION, name="old", changes=(type("C", (Unsaid,), {"kinds": (kind,)})(),), lists={},
-                   created_status=200, deleted_status=200, cursor_in_body=False)
-    assert kind not in quiet.shapes() or shapes.is_undeclared(quiet.shapes()[kind])
 
 
 def test_rename_says_it_of_the_shape_too():

@@ -107,8 +107,7 @@ class Version:
         return self.serializers[kind](obj)
 
     def shapes(self) -> dict[str, sh.Shape]:
-        """Kind (or named reply shape) -> its declared JSON Schema; a kind missing here is
-        undeclared."""
+        """Kind (or named reply shape) -> its declared JSON Schema."""
         if self._shapes is None:
             self._shapes = self.shape_source()
         return self._shapes
@@ -151,8 +150,6 @@ def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[s
         return schema
 
     def old_shape(kind: str, shape: sh.Shape) -> sh.Shape:
-        if sh.is_undeclared(shape):
-            return shape
         shape = copy.deepcopy(shape)
         for change in changes:
             if kind in change.kinds:

@@ -10,9 +10,7 @@ shape under ``components.schemas``, and the suite checks every reply it gets aga
     SHAPES = {"address": obj({"id": integer(), "address2": nullable(string()), ...})}
 
 A declared object is closed (``additionalProperties: false``): a field the serializer renders
-and the shape does not list is a mismatch, so the shape stays a full account of the reply. A
-kind without a declared shape is ``UNDECLARED``: an open object marked
-``x-rebill-shape: undeclared``, never silently a wrong one.
+and the shape does not list is a mismatch, so the shape stays a full account of the reply.
 
 The edit helpers (``rename``, ``drop``, ``add``, ``replace``, ``naive_datetimes``) change a shape
 in place and return it; the change modules use them on the copy ``derive`` hands them.
@@ -27,8 +25,6 @@ from typing import Any
 Shape = dict[str, Any]
 
 COMPONENTS = "#/components/schemas/"
-UNDECLARED_MARK = "x-rebill-shape"
-UNDECLARED: Shape = {"type": "object", UNDECLARED_MARK: "undeclared"}
 
 # NOTE: decisions §2.4, 2021-11 datetimes carry `+00:00` and no fractions; 2021-01 ones are
 # naive UTC. Decisions §2.7, money is a string with the currency's minor digits.
@@ -41,10 +37,6 @@ MONEY_PATTERN = r"^-?[0-9]+(\.[0-9]+)?$"
 def component_name(kind: str) -> str:
     """``async_batch_task`` -> ``AsyncBatchTask``: the name of a shape under components.schemas."""
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", kind) if part)
-
-
-def is_undeclared(shape: Shape) -> bool:
-    return shape.get(UNDECLARED_MARK) == "undeclared"
 
 
 # Builders ---------------------------------------------------------------------------------

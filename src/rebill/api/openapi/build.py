@@ -57,7 +57,7 @@ def _describe(version: Version) -> str:
         "`X-Service-Version` and, once the token is known, `X-Service-Limit`.\n\n"
         "**Idempotency**: `Idempotency-Key` on any POST replays the first answer for 24 hours.\n\n"
         f"Operations tagged *{EXTENSIONS_TAG}* (`{EXTENSION}: true`) are Rebill's own, not part of the "
-        "public API; objects marked `x-rebill-shape: undeclared` have no declared shape yet."
+        "public API."
     )
 
 
@@ -275,8 +275,8 @@ class Builder:
         return shapes.ref(kind)
 
     def shape_components(self) -> dict[str, Any]:
-        """Each kind the replies name, declared or undeclared, with the kinds they refer to
-        (shapes embedding another kind, and what `include` embeds)."""
+        """Each kind the replies name, with the kinds they refer to (shapes embedding another kind,
+        and what `include` embeds)."""
         declared = self.version.shapes()
         out: dict[str, Any] = {}
         pending = sorted(self.kinds)
@@ -285,8 +285,10 @@ class Builder:
             name = shapes.component_name(kind)
             if name in out:
                 continue
-            shape = copy.deepcopy(declared.get(kind, shapes.UNDECLARED))
-            if not shapes.is_undeclared(shape) and kind in includes.LOADERS:
+            if kind not in declared:
+                raise LookupError(f"no response shape for {kind!r}: declare it (docs/openapi.md)")
+            shape = copy.deepcopy(declared[kind])
+            if kind in includes.LOADERS:
                 shape.setdefault("properties", {})["include"] = self._include_shape(kind)
             out[name] = shape
             pending.extend(k for k in _referred(shape) if shapes.component_name(k) not in out)

@@ -2,10 +2,8 @@
 family of resources, so that families are declared independently: each module holds
 
 - ``SHAPES``: kind (what a serializer of ``SERIALIZERS`` renders) or reply shape (a whole body a
-  route names with ``whole(...)``) -> its JSON Schema;
-- ``PENDING``: the kinds and reply shapes of the family not declared yet; the document shows them
-  as open objects marked ``x-rebill-shape: undeclared`` (tests/unit/test_openapi_shapes.py lists
-  them).
+  route names with ``whole(...)``) -> its JSON Schema. Every one is declared
+  (tests/unit/test_openapi_shapes.py): the document of a kind without a shape cannot be made.
 
 A family adds its shapes to its own module; this one only merges them.
 """
@@ -35,16 +33,14 @@ MODULES = (store, customers, catalog, purchases, charges, payment_methods, order
            collections, batches, checkouts, bundles)
 
 
-def _merged() -> tuple[dict[str, Shape], tuple[str, ...]]:
+def _merged() -> dict[str, Shape]:
     shapes: dict[str, Shape] = {}
-    pending: list[str] = []
     for module in MODULES:
         for name, shape in module.SHAPES.items():
             if name in shapes:
                 raise ValueError(f"the shape {name!r} is declared twice ({module.__name__})")
             shapes[name] = shape
-        pending.extend(module.PENDING)
-    return shapes, tuple(pending)
+    return shapes
 
 
-SHAPES, PENDING = _merged()
+SHAPES = _merged()

@@ -39,4 +39,3 @@ async_batch_task = obj({
 })
 
 SHAPES: dict[str, Shape] = {"async_batch": async_batch, "async_batch_task": async_batch_task}
-PENDING: tuple[str, ...] = ()

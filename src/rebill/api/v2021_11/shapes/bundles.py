@@ -57,4 +57,3 @@ bundle_selection = obj({
 })
 
 SHAPES: dict[str, Shape] = {"bundle_variant": bundle_variant, "bundle_selection": bundle_selection}
-PENDING: tuple[str, ...] = ()

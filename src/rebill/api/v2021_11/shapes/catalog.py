@@ -86,4 +86,3 @@ plan = obj({
 })
 
 SHAPES = {"product": product, "plan": plan}
-PENDING: tuple[str, ...] = ()

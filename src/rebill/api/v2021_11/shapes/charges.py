@@ -162,4 +162,3 @@ charge = obj({
 })
 
 SHAPES: dict[str, Shape] = {"charge": charge}
-PENDING: tuple[str, ...] = ()

@@ -161,4 +161,3 @@ SHAPES: dict[str, Shape] = {
     "checkout_charge": checkout_charge,
     "shipping_rate": shipping_rate,
 }
-PENDING: tuple[str, ...] = ()

@@ -29,4 +29,3 @@ collection_product = obj({
 })
 
 SHAPES = {"collection": collection, "collection_product": collection_product}
-PENDING: tuple[str, ...] = ()

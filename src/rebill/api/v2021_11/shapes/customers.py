@@ -131,4 +131,3 @@ SHAPES = {
     "address_validation": address_validation,
     "delivery_schedule": delivery_schedule,
 }
-PENDING: tuple[str, ...] = ()

@@ -55,4 +55,3 @@ discount = obj({
 })
 
 SHAPES: dict[str, Shape] = {"discount": discount}
-PENDING: tuple[str, ...] = ()

@@ -26,4 +26,3 @@ metafield = obj({
 })
 
 SHAPES: dict[str, Shape] = {"metafield": metafield}
-PENDING: tuple[str, ...] = ()

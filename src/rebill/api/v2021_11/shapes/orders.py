@@ -167,4 +167,3 @@ order = obj({
 })
 
 SHAPES: dict[str, Shape] = {"order": order}
-PENDING: tuple[str, ...] = ()

@@ -65,4 +65,3 @@ SHAPES = {
     "payment_method": payment_method,
     "payment_source": payment_source,
 }
-PENDING: tuple[str, ...] = ()

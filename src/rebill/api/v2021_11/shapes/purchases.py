@@ -80,4 +80,3 @@ onetime = obj({
 })
 
 SHAPES = {"subscription": subscription, "onetime": onetime}
-PENDING: tuple[str, ...] = ()

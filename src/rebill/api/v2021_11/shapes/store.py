@@ -68,4 +68,3 @@ SHAPES = {
     "store_clock": store_clock,
     "count": count,
 }
-PENDING: tuple[str, ...] = ()

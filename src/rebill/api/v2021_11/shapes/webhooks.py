@@ -104,4 +104,3 @@ SHAPES = {
     # `POST /webhook_deliveries/replay` (202): the ids of the deliveries sent again.
     "webhook_delivery_replay": obj({"webhook_delivery_ids": array(integer())}),
 }
-PENDING: tuple[str, ...] = ()
