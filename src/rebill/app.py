@@ -33,10 +33,12 @@ from rebill.clock import Clock, SystemClock
 from rebill.db.engine import Database
 from rebill.domain.address.verifier import AddressVerifier, OfflineZipVerifier
 from rebill.domain.payment.processors import gateway_for
+from rebill.http import observe
 from rebill.http.auth import TokenResolver
 from rebill.http.edge import Edge
 from rebill.http.ratelimit import LeakyBuckets
 from rebill.jobs.scheduler import Jobs
+from rebill.observability import metrics
 from rebill.settings import Settings
 
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
@@ -63,7 +65,11 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     buckets = LeakyBuckets(settings.rate_limit, **extra)
     edge = Edge(api, tokens=tokens, buckets=buckets, versions=VERSIONS, fallback_version=FALLBACK_VERSION)
     edge.services = services  # type: ignore[attr-defined]
+    # Issue 18: `/metrics` and the figures, when the setting is on (observability/metrics.py).
+    edge.metrics = metrics.enable(db, clock) if settings.metrics else None
+    app: Any = edge
     if settings.regenerate_every > 0 or settings.bill_every > 0 or settings.purge_every > 0 or \
             settings.deliver_webhooks or settings.batch_every > 0:
-        return Jobs(edge, db, clock, services.gateway, settings)  # type: ignore[return-value]
-    return edge
+        app = Jobs(edge, db, clock, services.gateway, settings)
+    # Timed, counted and logged per request, when metrics or request lines are on.
+    return observe.wrap(app, api, edge.metrics)  # type: ignore[no-any-return]

@@ -18,7 +18,7 @@ from rebill.api.versions import VERSIONS
 from rebill.app import RESOURCES
 
 OPERATIONS = [op for module in RESOURCES for op in module.endpoints.operations]
-EDGE = {("/openapi.json", "get"), ("/docs", "get"), ("/processors/stripe/events/{key}", "post")}
+EDGE = {("/openapi.json", "get"), ("/docs", "get"), ("/processors/stripe/events/{key}", "post"), ("/metrics", "get")}
 
 
 def _template(path: str) -> str:

@@ -186,6 +186,22 @@ class Api:
             else:
                 self._static[path] = route
 
+    def _find(self, path: str) -> _Path | None:
+        if not path.startswith("/"):
+            return None  # ``*`` and other targets that are no path (the edge answers 400 first)
+        route = self._static.get(path)
+        if route is None:
+            for candidate in self._groups.get(_first_segment(path), ()):
+                if candidate.regex.match(path) is not None:
+                    return candidate
+        return route
+
+    def template(self, path: str) -> str | None:
+        """The route template ``path`` matches (``/customers/{id}``), whatever the method, or
+        None: metrics and logs name the requests the edge refused by it (http/observe.py)."""
+        route = self._find(path)
+        return next(iter(route.methods.values())).path if route is not None else None
+
     def _match(self, method: str, path: str) -> tuple[Operation, dict[str, Any]]:
         if not path.startswith("/"):
             raise NotFound()  # ``*`` and other targets that are no path (the edge answers 400 first)
@@ -217,6 +233,7 @@ class Api:
         ctx: RequestContext = scope["rebill"]
         try:
             operation, scope["path_params"] = self._match(scope["method"], scope["path"])
+            ctx.route = operation.path
             if ctx.version.name in operation.deprecated_in:
                 # This request's own list: every reply, errors included, carries them.
                 ctx.headers.append(DEPRECATION)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Optional
 
 import typer
@@ -11,7 +12,11 @@ from rebill.db.engine import Database
 from rebill.db.migrate import upgrade
 from rebill.domain.store import repository as stores_repo
 from rebill.domain.store import service as store_service
+from rebill.observability import logs
+from rebill.observability.logs import logging_config
+from rebill.observability.metrics import default_directory, prepare_directory, remove_directory
 from rebill.settings import RateLimit
+from rebill.settings import log_format as parse_log_format
 
 from .common import DatabaseOption, err, out, settings_for
 
@@ -26,18 +31,32 @@ def serve(
     database: Optional[str] = DatabaseOption,
     rate_limit: Optional[str] = typer.Option(None, "--rate-limit", help="BURST/PER_SECOND, e.g. 40/2, or off"),
     workers: int = typer.Option(1, help="Worker processes"),
+    log_format: Optional[str] = typer.Option(
+        None, "--log-format", help="text or json: one JSON object a line (default: $REBILL_LOG_FORMAT or text)"),
 ) -> None:
     """Migrate, then serve the API. On an empty database, create store 'default' and print a token."""
     import os
 
     import uvicorn
 
-    settings = settings_for(database)
-    if rate_limit is not None:
-        try:
+    try:
+        settings = settings_for(database)
+        if rate_limit is not None:
             settings = settings.with_(rate_limit=RateLimit.parse(rate_limit))
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
+        if log_format is not None:
+            settings = settings.with_(log_format=parse_log_format(log_format))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    # Issue 18: logs in the chosen format in every process (uvicorn applies log_config in each
+    # worker it starts); the processes' figures meet in one directory, made empty before any of
+    # them starts (observability/metrics.py). JSON: every line of this process is one too.
+    json_logs = settings.log_format == "json"
+    if json_logs:
+        logs.configure("json", requests=settings.log_requests)
+    log = logging.getLogger("rebill.serve")
+    metrics_dir = None
+    if settings.metrics:
+        metrics_dir = prepare_directory(settings.metrics_dir or default_directory(f"serve-{port}"))
     upgrade(settings.database_url)
     db = Database.from_url(settings.database_url)
     with db.write() as conn:
@@ -45,13 +64,26 @@ def serve(
             now = SystemClock().now()
             store = store_service.create_store(conn, now, name="default")
             raw = store_service.create_token(conn, now, store=store, name="default")
-            err.print("[bold]Created store 'default'. Its API token (shown once):[/bold]")
+            if json_logs:
+                log.info("created store 'default'; its API token is on standard output, shown once")
+            else:
+                err.print("[bold]Created store 'default'. Its API token (shown once):[/bold]")
             out.print(raw, soft_wrap=True)
     db.dispose()
     # Workers are separate processes: pass settings through the environment.
     os.environ["REBILL_DATABASE_URL"] = settings.database_url
     rl = settings.rate_limit
     os.environ["REBILL_RATE_LIMIT"] = f"{rl.burst}/{rl.per_second:g}" if rl.enabled else "off"
-    err.print(f"Serving on http://{host}:{port} ({settings.database_url})")
-    uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
-                access_log=False)
+    os.environ["REBILL_LOG_FORMAT"] = settings.log_format
+    if json_logs:
+        log.info("serving on http://%s:%d", host, port, extra={"workers": workers, "metrics_dir": metrics_dir})
+    else:
+        err.print(f"Serving on http://{host}:{port} ({settings.database_url})"
+                  + (f"; GET /metrics on (files in {metrics_dir})" if metrics_dir else ""))
+    try:
+        # Rebill writes its own line per request (observability/logs.py): uvicorn's access log stays off.
+        uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
+                    access_log=False, log_config=logging_config(settings.log_format, requests=settings.log_requests))
+    finally:
+        if metrics_dir is not None:
+            remove_directory(metrics_dir)

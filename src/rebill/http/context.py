@@ -16,6 +16,9 @@ class RequestContext:
     # The edge's headers (request id, limit, version), added to every response by whoever
     # sends it: passing them along costs less than wrapping ``send``.
     headers: list[tuple[bytes, bytes]]
+    # The template of the route the API matched (``/customers/{id}``): what metrics and logs
+    # name a request by (http/observe.py); None until matched, or when nothing matched.
+    route: str | None = None
 
     @property
     def request_id(self) -> str:

@@ -8,7 +8,8 @@ webhook events, signed with the store's endpoint secret instead (``processor_eve
 edge hands exactly that path, whole, to its handler, with the request id and the error shape;
 any other path, under ``/processors/`` too, goes through the token check below. The reference
 needs none either: `/openapi.json`, `/docs` and the page's assets under `/docs/static/`
-(``docs.py``), read before a client has a token.
+(``docs.py``), read before a client has a token. And, only when ``REBILL_METRICS=on``,
+`/metrics` for Prometheus (``metrics.py``); off, it is an unknown path like any other.
 
 Order: 400 (a request target that is no path, ``OPTIONS *``) -> 401 (no or unknown token)
 -> 403 (store not installed) -> 429 (rate limit) -> 426 (bad version). Every request that
@@ -27,9 +28,11 @@ from starlette.types import Message, Receive, Scope, Send
 from rebill.api.contract import Version
 from rebill.api.routing import Api
 from rebill.errors import BadRequest, Forbidden, RateLimited, ServiceError, Unauthorized, VersionInvalid
+from rebill.observability.metrics import Metrics
 from rebill.settings import RateLimit
 
 from . import docs
+from . import metrics as metrics_endpoint
 from .auth import TokenResolver
 from .context import RequestContext
 from .processor_events import PREFIX as PROCESSOR_EVENTS
@@ -82,6 +85,8 @@ class Edge:
         # The processor's webhooks in: the one path served without a token (module docstring).
         self.processor_events = ProcessorEvents(app.services)
         self._limits: dict[str, RateLimit | None] = {}
+        # The figures `/metrics` serves, or None: the setting is off (app.py sets it).
+        self.metrics: Metrics | None = None
 
     def _limit(self, text: str) -> RateLimit | None:
         """A store's or token's own limit; None (the process's limit) for one that does not
@@ -115,6 +120,9 @@ class Edge:
             if length is None or length > MAX_BODY_BYTES:
                 receive = _bounded_receive(receive, length)
             await self.processor_events(scope, receive, send, key, headers)
+            return
+        if self.metrics is not None and scope["path"] == metrics_endpoint.PATH:
+            await metrics_endpoint.serve(scope, send, self.metrics, headers)  # no token, no rate limit
             return
         if docs.is_docs_path(scope["path"]):
             # The reference: no token, no rate limit; the version from the query or the header.

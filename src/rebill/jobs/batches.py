@@ -45,6 +45,7 @@ from rebill.domain.store.model import Store
 from rebill.domain.unit import Unit
 from rebill.domain.webhook import repository as webhooks
 from rebill.errors import Forbidden, ServiceError
+from rebill.observability import record
 
 from .workers import worker_name
 
@@ -219,6 +220,7 @@ class BatchRunner:
             if work.finished(conn, batch_id):
                 self._close(conn, batch, store, at)
             failpoints.hit("batch.before_commit")
+        record.batch_tasks(batch_id, store.id, results, time.monotonic() - started)  # issue 18: committed
         return len(results)
 
     def _close(self, conn: Any, batch: AsyncBatch, store: Store, at: datetime, status: str = "completed") -> None:
@@ -245,6 +247,8 @@ class BatchRunner:
             store = stores.get(conn, batch.store_id)
             assert store is not None
             at = store_clock.clock_for(store, self.real_now)()
-            work.record(conn, batch_id, [(task_id, FAILED, {"status_code": 500, "output": INTERNAL})], at)
+            failure = [(task_id, FAILED, {"status_code": 500, "output": INTERNAL})]
+            work.record(conn, batch_id, failure, at)
             if work.finished(conn, batch_id):
                 self._close(conn, batch, store, at)
+        record.batch_tasks(batch_id, store.id, failure, 0.0)

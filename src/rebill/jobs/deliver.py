@@ -30,6 +30,7 @@ from rebill.db.engine import Database
 from rebill.domain.webhook import delivery, fanout, signing
 from rebill.domain.webhook.delivery import Outcome, Outgoing
 from rebill.domain.webhook.sender import HttpSender, Sender
+from rebill.observability import record
 
 from .workers import worker_name
 
@@ -248,8 +249,10 @@ class DeliveryRunner:
             delivery.release(conn, ids, self.worker)
 
     def _write(self, done: list[tuple[Outgoing, Outcome]]) -> None:
+        began = time.monotonic()
         with self.db.write() as conn:
             disabled = delivery.record(conn, done, self.worker, self.real_now(), self.real_now)
+        record.delivery_attempts(done, time.monotonic() - began)  # issue 18: committed, counted
         for webhook_id in disabled:
             logger.warning("webhook %s disabled after %s failed attempts", webhook_id, delivery.retries.MAX_ATTEMPTS)
 

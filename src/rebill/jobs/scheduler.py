@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -36,6 +37,7 @@ from rebill.domain.billing import run as billing
 from rebill.domain.payment.gateway import Gateway
 from rebill.domain.store import clock as store_clock
 from rebill.domain.store import repository as stores
+from rebill.observability import record
 from rebill.settings import Settings
 
 from .batches import BatchRunner
@@ -50,12 +52,15 @@ logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
 
 def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: timedelta) -> int:
     """One billing run over every store, each on its own clock; returns the charges processed."""
+    began = time.monotonic()
     with db.read() as conn:
         found = stores.all_stores(conn)
     processed = 0
     for store in found:
         summary = billing.run_store(db, gateway, store, store_clock.clock_for(store, clock.now), stale_after=stale_after)
+        record.billing_store(store.id, summary)  # issue 18: its figures and log line
         processed += summary.processed
+    record.billing_run(time.monotonic() - began)
     return processed
 
 
@@ -119,10 +124,13 @@ class Jobs:
 
     @staticmethod
     async def _run(name: str, job: Any, *args: Any) -> None:
+        run, result, ok = record.start_job(name), None, True  # issue 18: counted and logged
         try:
-            await run_in_threadpool(job, *args)
+            result = await run_in_threadpool(job, *args)
         except Exception:  # the next tick tries again; the database says what is still due
+            ok = False
             logger.exception("%s failed", name)
+        record.finish_job(run, result, ok)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "lifespan":

@@ -1,6 +1,7 @@
 """The paths the edge serves itself, without a token (http/edge.py): the document, its
-reference page and Stripe's webhook events in. They are no operations of the route table, so
-each is described here, beside the constants the edge matches them by."""
+reference page, Stripe's webhook events in, and `/metrics` when its setting is on. They are no
+operations of the route table, so each is described here, beside the constants the edge
+matches them by."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rebill.http.processor_events import PATH as EVENTS_PATTERN
 from . import components as c
 
 DOCUMENT_PATH = "/openapi.json"
+METRICS_PATH = "/metrics"
 DOCS_PATH = "/docs"
 DOCS_ASSETS = DOCS_PATH + "/static/"
 
@@ -48,6 +50,22 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
                        "with a version switch. No token needed.",
         "tags": ["documentation", "Rebill extensions"], "x-rebill-extension": True, "security": [],
         "responses": {"200": {"description": "An HTML page.", "content": {"text/html": {"schema": {"type": "string"}}}}},
+    }},
+    METRICS_PATH: {"get": {
+        "operationId": "metrics",
+        "summary": "Figures for Prometheus",
+        "description": "Every figure of every process of the server in the Prometheus text format (requests by "
+                       "route template, version and status, latencies, billing runs, webhook deliveries, async "
+                       "batch tasks, the database pool; docs/operations.md, \"Metrics and logs\"). Served only "
+                       "when the server runs with `REBILL_METRICS=on` (off by default): otherwise the path is "
+                       "unknown, and answers 401 without a token and 404 with one. No token needed; keep it "
+                       "from the public at the proxy.",
+        "tags": ["operations", "Rebill extensions"], "x-rebill-extension": True, "security": [],
+        "responses": {
+            "200": {"description": "The text format, version 0.0.4.", "headers": _COMMON,
+                    "content": {"text/plain": {"schema": {"type": "string"}}}},
+            "405": _error("Another method than GET or HEAD."),
+        },
     }},
     EVENTS_PATH + "{key}": {"post": {
         "operationId": "stripe_events",
