@@ -105,6 +105,8 @@ class Settings:
     # share their figures in; None: one `rebill serve` picks and cleans its own.
     metrics: bool = False
     metrics_dir: str | None = None
+    # Where a process without the API (`rebill worker`) serves its own `/metrics`: HOST:PORT.
+    worker_metrics_address: str = "127.0.0.1:9464"
     # Log lines as text or as one JSON object each; a line per request (and per job) unless off.
     log_format: str = "text"
     log_requests: bool = True
@@ -150,6 +152,8 @@ class Settings:
             values["metrics"] = _switch("REBILL_METRICS", env["REBILL_METRICS"])
         if env.get("REBILL_METRICS_DIR"):
             values["metrics_dir"] = env["REBILL_METRICS_DIR"]
+        if env.get("REBILL_WORKER_METRICS_ADDRESS"):
+            values["worker_metrics_address"] = env["REBILL_WORKER_METRICS_ADDRESS"]
         if env.get("REBILL_LOG_FORMAT"):
             values["log_format"] = log_format(env["REBILL_LOG_FORMAT"])
         if env.get("REBILL_LOG_REQUESTS"):

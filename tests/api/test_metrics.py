@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
+import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -270,6 +272,32 @@ def test_a_database_that_cannot_be_read_is_said_and_the_rest_served(observed, ma
     assert any(name == "rebill_http_requests_total" for name, _ in samples)
 
 
+def test_a_worker_serves_its_own_figures_on_a_port_of_its_own(mapi, observed, monkeypatch):
+    """`rebill worker` has no API to serve `/metrics` on: prometheus_client's own server does,
+    in a thread, with the worker's figures (observability/metrics.serve_worker)."""
+    monkeypatch.setattr(metrics, "_current", metrics.current())  # this module's figures come back after
+    assert metrics.serve_worker(_settings(), mapi.db, mapi.clock) is None  # metrics off: nothing served
+    port = free_port()
+    stop = metrics.serve_worker(_settings(metrics=True, worker_metrics_address=f"127.0.0.1:{port}"), mapi.db, mapi.clock)
+    assert stop is not None
+    try:
+        _due_charge(mapi, "pm_ok")
+        run_job(observed, "billing run", bill_every_store, mapi.db, SandboxGateway(mapi.db, mapi.clock.now),
+                mapi.clock, timedelta(seconds=60))
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in text_string_to_metric_families(text) for s in family.samples}
+        assert value(samples, "rebill_billing_charges_total", outcome="paid") == 1  # a fresh registry: this run's
+        assert value(samples, "rebill_jobs_total", job="billing_run", result="ok") == 1
+        assert value(samples, "rebill_db_pool_size") == 20 and value(samples, "rebill_database_up") == 1
+        assert not [key for key in samples if key[0] == "rebill_http_requests_total"]  # no API here
+    finally:
+        stop()
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        metrics.serve_worker(_settings(metrics=True, worker_metrics_address="9464"), mapi.db, mapi.clock)
+
+
 # Log lines -----------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -332,6 +360,12 @@ def test_a_jobs_lines_carry_the_run_store_result_and_duration(mapi, observed, ca
     failed = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "rebill.jobs"]
     assert [(f["level"], f.get("result")) for f in failed] == [("error", None), ("error", "error")]
     assert "RuntimeError: boom" in failed[0]["exception"]  # the traceback, inside the one line
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def run_job(client: TestClient, name: str, job: Any, *args: Any) -> None:

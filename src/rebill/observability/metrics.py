@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from rebill.models import async_batch_tasks, async_batches, webhook_deliveries, 
 
 if TYPE_CHECKING:
     from rebill.db.engine import Database
+    from rebill.settings import Settings
 
 logger = logging.getLogger("rebill.metrics")
 
@@ -101,9 +102,9 @@ class Metrics:
 
         self.db, self.clock = db, clock
         self.directory = os.environ.get(DIRECTORY_VARIABLE) or None
-        if self.directory and not getattr(values.ValueClass, "_multiprocess", False):
-            # prometheus_client was imported before the directory was set (a test, or a caller
-            # that imported it early): its choice of storage is made again, before any figure.
+        if bool(self.directory) != getattr(values.ValueClass, "_multiprocess", False):
+            # prometheus_client was imported before the directory was set or removed (a test,
+            # `serve_worker`): its choice of storage is made again, before any figure.
             values.ValueClass = values.get_value_class()
         self._prom = prom
         self.registry = None if self.directory else prom.CollectorRegistry()
@@ -213,21 +214,26 @@ class Metrics:
 
     # The scrape ---------------------------------------------------------------------
 
-    def exposition(self) -> bytes:
-        """The text format of every figure (of every process in multiprocess mode). Reads
-        files and the database: run it in a worker thread."""
-        from prometheus_client import CollectorRegistry, generate_latest
+    def registry_for_scrape(self) -> Any:
+        """What a scrape collects: this process's registry, or every process's files."""
+        from prometheus_client import CollectorRegistry
         from prometheus_client.multiprocess import MultiProcessCollector
 
-        self.sample_pool()
         if self.directory is None:
-            assert self.registry is not None
-            return generate_latest(self.registry)
+            return self.registry
         self._forget_dead()
         registry = CollectorRegistry()
         MultiProcessCollector(registry, path=self.directory)
         registry.register(self._backlog)
-        return generate_latest(registry)
+        return registry
+
+    def exposition(self) -> bytes:
+        """The text format of every figure (of every process in multiprocess mode). Reads
+        files and the database: run it in a worker thread."""
+        from prometheus_client import generate_latest
+
+        self.sample_pool()
+        return generate_latest(self.registry_for_scrape())
 
     def _forget_dead(self) -> None:
         """Drops the live gauges of processes that are gone (a worker the server replaced)."""
@@ -305,6 +311,45 @@ class Backlog:
 
 
 _current: Metrics | None = None
+
+
+def serve_worker(settings: Settings, db: Database, clock: Clock) -> Callable[[], None] | None:
+    """For a process without the API (`rebill worker`): when ``settings.metrics`` is on, its
+    figures (jobs, billing, deliveries, batches, its pool, and what waits in the database) on
+    ``GET /metrics`` at ``settings.worker_metrics_address`` (HOST:PORT), served from a thread
+    by prometheus_client's own HTTP server; returns what stops it, or None when metrics are
+    off. A worker is one process: its figures live in its own registry, never in the
+    directory of a `rebill serve` whose variable it may have inherited."""
+    from prometheus_client import start_http_server
+
+    if not settings.metrics:
+        return None
+    host, _, port = settings.worker_metrics_address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"REBILL_WORKER_METRICS_ADDRESS must be HOST:PORT, not {settings.worker_metrics_address!r}")
+    os.environ.pop(DIRECTORY_VARIABLE, None)
+    figures = enable(db, clock)
+    figures.start_sampling()
+    server, thread = start_http_server(int(port), addr=host.strip("[]"), registry=_Scrape(figures))
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+        figures.stop_sampling()
+    logger.info("metrics: GET http://%s/metrics (this worker's figures)", settings.worker_metrics_address)
+    return stop
+
+
+class _Scrape:
+    """A collector for prometheus_client's HTTP server: whatever a scrape of ``figures`` reads."""
+
+    def __init__(self, figures: Metrics) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Any]:
+        self.figures.sample_pool()
+        yield from self.figures.registry_for_scrape().collect()
 
 
 def enable(db: Database | None, clock: Clock) -> Metrics:
