@@ -16,8 +16,8 @@ Besides what Rebill and uvicorn log, two loggers write a line of their own:
   store a billing run paid charges of (``record.py``): ``job``, ``job_id`` (one run's lines
   share it), ``store_id`` where one store's, ``result``, ``duration_ms`` and the run's figures.
 
-JSON lines carry ``time`` (UTC, milliseconds), ``level``, ``logger``, ``message`` and those
-fields, and ``exception`` with the traceback when there is one. Text lines carry the same
+JSON lines carry ``time`` (UTC, milliseconds), ``level``, ``logger``, ``message``, ``pid`` (which
+of the server's processes wrote it) and those fields, and ``exception`` with the traceback when there is one. Text lines carry the same
 fields as ``key=value`` after the message, so that the two formats say the same.
 """
 
@@ -50,6 +50,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
+            "pid": record.process,  # which of the server's processes
         }
         line.update(_fields(record))
         if record.exc_info:
