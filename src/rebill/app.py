@@ -49,16 +49,22 @@ RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetim
 FALLBACK_VERSION = "2021-01"
 
 
+def build_services(settings: Settings, db: Database, clock: Clock, verifier: AddressVerifier | None = None) -> Services:
+    """What handlers and jobs call: storage, clock, address verifier, payment gateway (the API
+    and `rebill worker` alike, jobs/worker.py)."""
+    # NOTE: decisions §6.2, issue 16: the sandbox gateway is the default; a store that chose
+    # Stripe is paid through its own Stripe client (the router picks per store).
+    return Services(db=db, clock=clock, verifier=verifier or OfflineZipVerifier(),
+                    gateway=gateway_for(db, clock.now, secret_key=settings.secret_key,
+                                        timeout=settings.stripe_timeout_seconds))
+
+
 def create_app(settings: Settings | None = None, *, db: Database | None = None, clock: Clock | None = None,
                verifier: AddressVerifier | None = None, monotonic: Any = None) -> Edge:
     settings = settings or Settings.from_env()
     db = db or Database.from_url(settings.database_url, echo=settings.echo_sql)
     clock = clock or SystemClock()
-    # NOTE: decisions §6.2, issue 16: the sandbox gateway is the default; a store that chose
-    # Stripe is paid through its own Stripe client (the router picks per store).
-    services = Services(db=db, clock=clock, verifier=verifier or OfflineZipVerifier(),
-                        gateway=gateway_for(db, clock.now, secret_key=settings.secret_key,
-                                            timeout=settings.stripe_timeout_seconds))
+    services = build_services(settings, db, clock, verifier)
     api = Api([op for module in RESOURCES for op in module.endpoints.operations], services)
     extra = {"monotonic": monotonic} if monotonic else {}
     tokens = TokenResolver(db, ttl=settings.token_cache_seconds, **extra)

@@ -66,11 +66,13 @@ class BatchRunner:
 
     def __init__(self, services: Services, *, real_now: Callable[[], datetime] | None = None,
                  lease: timedelta = timedelta(seconds=30), chunk: int = 200, chunk_seconds: float = 0.2,
-                 worker: str | None = None) -> None:
+                 worker: str | None = None, stop: Callable[[], bool] | None = None) -> None:
         self.services, self.db = services, services.db
         self.real_now = real_now or services.clock.now
         self.lease, self.chunk, self.chunk_seconds = lease, chunk, chunk_seconds
         self.worker = worker or worker_name()
+        # Asked between chunks: a runner told to stop gives its batches back (jobs/scheduler.py).
+        self.stop = stop or (lambda: False)
         self._careful: dict[int, int] = {}
 
     # Claims -----------------------------------------------------------------------
@@ -105,9 +107,12 @@ class BatchRunner:
         """Runs every due batch to its end, a chunk of each in turn (one batch per store),
         looking for newly due ones every second; returns how many tasks ran."""
         ran = 0
-        held = self.claim()
+        held = [] if self.stop() else self.claim()
         looked = time.monotonic()
         while held:
+            if self.stop():
+                self._release(held)
+                break
             for batch_id in list(held):
                 count, more = self.step(batch_id)
                 ran += count
@@ -118,6 +123,14 @@ class BatchRunner:
                 held += [b for b in self.claim() if b not in held]
                 looked = time.monotonic()
         return ran
+
+    def _release(self, held: list[int]) -> None:
+        """Gives the held batches up between chunks: another worker takes each over at once
+        (its next chunk claims the tasks still open), not once the lease has run out."""
+        with self.db.write() as conn:
+            for batch_id in held:
+                work.release(conn, batch_id, self.worker)
+        self._careful.clear()
 
     def step(self, batch_id: int) -> tuple[int, bool]:
         """Runs the batch's next chunk; (tasks run, whether the batch goes on)."""

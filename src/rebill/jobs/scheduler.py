@@ -15,13 +15,25 @@ The jobs only say "look now": the database says what is due, each job is safe to
 and from several processes (claims, domain/billing/claim.py), so a missed or doubled tick
 delays nothing and pays nothing twice. Each job runs in a worker thread, one at a time
 (``max_instances=1``), and ticks missed while one ran are merged (``coalesce``).
+
+Which processes run them (issue 18, ``REBILL_BACKGROUND_JOBS``): ``on``, this one; ``off``,
+none; ``auto``, the one process of the deployment that holds the jobs lock while no `rebill
+worker` runs (jobs/leader.py), checked every second, so that another takes over when it stops.
+`rebill worker` runs the same runner without the API (jobs/worker.py), with ``concurrency``
+billing runs and batch runners side by side, which split the work through their claims.
+Stopping (a lifespan's end, SIGTERM to a worker) lets every running job finish the batch it
+holds within ``jobs_stop_seconds``: billing runs and batch runners are asked to stop between
+batches, unsent deliveries are released to other workers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -42,6 +54,7 @@ from rebill.settings import Settings
 
 from .batches import BatchRunner
 from .deliver import DeliveryRunner
+from .leader import CHECK_SECONDS, Locks, locks_for
 from .regenerate import run_due
 
 logger = logging.getLogger("rebill.jobs")
@@ -50,14 +63,19 @@ logger = logging.getLogger("rebill.jobs")
 logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
 
 
-def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: timedelta) -> int:
-    """One billing run over every store, each on its own clock; returns the charges processed."""
+def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: timedelta,
+                     stop: Callable[[], bool] | None = None) -> int:
+    """One billing run over every store, each on its own clock; returns the charges processed.
+    ``stop`` is asked before each store and each batch (billing/run.py)."""
     began = time.monotonic()
     with db.read() as conn:
         found = stores.all_stores(conn)
     processed = 0
     for store in found:
-        summary = billing.run_store(db, gateway, store, store_clock.clock_for(store, clock.now), stale_after=stale_after)
+        if stop is not None and stop():
+            break
+        summary = billing.run_store(db, gateway, store, store_clock.clock_for(store, clock.now), stale_after=stale_after,
+                                    stop=stop)
         record.billing_store(store.id, summary)  # issue 18: its figures and log line
         processed += summary.processed
     record.billing_run(time.monotonic() - began)
@@ -65,35 +83,116 @@ def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: 
 
 
 class Jobs:
-    """ASGI wrapper that runs the scheduler while the server lives and passes every other
-    scope on."""
+    """The job runner: an ASGI wrapper that runs the scheduler while the server lives (as
+    ``REBILL_BACKGROUND_JOBS`` says) and passes every other scope on; `rebill worker` drives
+    it without a server (``start``, ``stop``)."""
 
-    def __init__(self, app: Any, db: Database, clock: Clock, gateway: Gateway, settings: Settings) -> None:
+    def __init__(self, app: Any, db: Database, clock: Clock, gateway: Gateway, settings: Settings, *,
+                 services: Any = None, concurrency: int = 1, role: str = "serve") -> None:
         self.app, self.db, self.clock, self.gateway, self.settings = app, db, clock, gateway, settings
+        self.services = services if services is not None else app.services
+        self.concurrency, self.role = max(1, concurrency), role
         self.scheduler: AsyncIOScheduler | None = None
         self.deliveries: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = threading.Event()
+        self._running: set[asyncio.Task[Any]] = set()
+        self._locks: Locks | None = None
+        self._leading: asyncio.Task[None] | None = None
+        self._said = ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)
 
-    def _start(self) -> None:
+    # Which process runs them ---------------------------------------------------------
+
+    async def open(self) -> None:
+        """The process starts: runs the jobs, or not, or as the deployment's leader decides."""
+        mode = self.settings.background_jobs
+        if mode == "off":
+            self._say(f"background jobs: off in process {os.getpid()} (REBILL_BACKGROUND_JOBS=off)")
+        elif mode == "on":
+            self._say(f"background jobs: process {os.getpid()} runs them ({self.role}, "
+                      f"REBILL_BACKGROUND_JOBS=on, concurrency {self.concurrency})")
+            self.start()
+        else:
+            self._locks = locks_for(self.db, self.role)
+            await self._check()
+            self._leading = asyncio.ensure_future(self._keep_checking())
+
+    async def close(self) -> None:
+        """The process stops: no more ticks, running jobs finish their batch, locks go."""
+        leading, self._leading = self._leading, None
+        if leading is not None:
+            leading.cancel()
+            await asyncio.gather(leading, return_exceptions=True)
+        await self.stop()
+        locks, self._locks = self._locks, None
+        if locks is not None:
+            await run_in_threadpool(locks.close)
+
+    async def _keep_checking(self) -> None:
+        while True:
+            await asyncio.sleep(CHECK_SECONDS)
+            try:
+                await self._check()
+            except Exception:  # the next check tries again
+                logger.exception("background jobs: checking the jobs lock failed")
+
+    async def _check(self) -> None:
+        """``auto``: run the jobs while this process holds the jobs lock and no worker runs."""
+        assert self._locks is not None
+        leads, workers = await run_in_threadpool(self._look, self._locks)
+        if leads and not workers:
+            if self.scheduler is None:
+                self._say(f"background jobs: process {os.getpid()} runs them (it holds the deployment's jobs lock)")
+                self.start()
+            return
+        if self.scheduler is not None:
+            await self.stop()
+        self._say(f"background jobs: process {os.getpid()} leaves them to `rebill worker` processes" if workers
+                  else f"background jobs: process {os.getpid()} stands by (another process holds the jobs lock)")
+
+    @staticmethod
+    def _look(locks: Locks) -> tuple[bool, bool]:
+        leads = locks.lead()
+        return leads, leads and locks.workers_alive()
+
+    def _say(self, line: str) -> None:
+        """Logs what this process does about the jobs, once per change."""
+        if line != self._said:
+            self._said = line
+            logger.info(line)
+
+    # Running them ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts every job (on the running event loop)."""
+        if self.scheduler is not None:
+            return
+        self._stopping = stopping = threading.Event()
+        stop = stopping.is_set
         scheduler = self.scheduler = AsyncIOScheduler(job_defaults={"max_instances": 1, "coalesce": True,
                                                                     "misfire_grace_time": None})
         stale = timedelta(seconds=self.settings.claim_stale_seconds)
+        # A worker's first ticks come at once: one started on a due day bills now, not in a minute.
+        first = {"next_run_time": datetime.now(timezone.utc)} if self.role == "worker" else {}
         if self.settings.regenerate_every > 0:
-            scheduler.add_job(self._run, "interval", seconds=self.settings.regenerate_every, id="regenerate",
+            scheduler.add_job(self._run, "interval", **first, seconds=self.settings.regenerate_every, id="regenerate",
                               args=("deferred regeneration", run_due, self.db, self.clock))
-        if self.settings.bill_every > 0:
-            scheduler.add_job(self._run, "interval", seconds=self.settings.bill_every, id="bill",
-                              args=("billing run", bill_every_store, self.db, self.gateway, self.clock, stale))
+        # Runs side by side split the due charges and batches between them (their claims).
+        for n in range(self.concurrency if self.settings.bill_every > 0 else 0):
+            scheduler.add_job(self._run, "interval", **first, seconds=self.settings.bill_every, id=_numbered("bill", n),
+                              args=("billing run", bill_every_store, self.db, self.gateway, self.clock, stale, stop))
         if self.settings.purge_every > 0:
-            scheduler.add_job(self._run, "interval", seconds=self.settings.purge_every, id="purge",
+            scheduler.add_job(self._run, "interval", **first, seconds=self.settings.purge_every, id="purge",
                               args=("idempotency purge", self._purge))
         if self.settings.batch_every > 0:
-            batch_runner = BatchRunner(self.app.services, lease=timedelta(seconds=self.settings.batch_lease_seconds))
-            scheduler.add_job(self._run, "interval", seconds=self.settings.batch_every, id="batches",
-                              args=("async batches", batch_runner.run_due))
+            for n in range(self.concurrency):
+                batch_runner = BatchRunner(self.services, lease=timedelta(seconds=self.settings.batch_lease_seconds),
+                                           stop=stop)
+                scheduler.add_job(self._run, "interval", **first, seconds=self.settings.batch_every,
+                                  id=_numbered("batches", n), args=("async batches", batch_runner.run_due))
             self._loop = asyncio.get_running_loop()
             batches.on_submitted(self._batch_submitted)
         scheduler.start()
@@ -113,17 +212,43 @@ class Jobs:
             pass
 
     def _look_for_batches(self) -> None:
-        job = self.scheduler.get_job("batches") if self.scheduler is not None else None
-        if job is not None:
-            job.modify(next_run_time=datetime.now(timezone.utc))
+        for n in range(self.concurrency):
+            job = self.scheduler.get_job(_numbered("batches", n)) if self.scheduler is not None else None
+            if job is not None:
+                job.modify(next_run_time=datetime.now(timezone.utc))
+
+    async def stop(self) -> None:
+        """Stops the jobs: no new tick; billing runs and batch runners finish the batch they
+        hold (they are asked between batches); unsent deliveries are released. Waits for
+        them up to ``jobs_stop_seconds``; what is still running then keeps its claims, which
+        other workers take over once they lapse."""
+        scheduler, self.scheduler = self.scheduler, None
+        if scheduler is None:
+            return
+        self._stopping.set()
+        self._loop = None  # a batch submitted later wakes nothing here
+        scheduler.shutdown(wait=False)
+        deliveries, self.deliveries = self.deliveries, None
+        if deliveries is not None:
+            deliveries.cancel()  # its runner releases what it claimed and did not send
+        pending = [*self._running, *([deliveries] if deliveries is not None else [])]
+        if pending:
+            _, left = await asyncio.wait(pending, timeout=self.settings.jobs_stop_seconds)
+            if left:
+                logger.warning("background jobs: %d job(s) still running after %g s; their claims lapse and other "
+                               "workers take them over", len(left), self.settings.jobs_stop_seconds)
 
     def _purge(self) -> int:
         # Real time, never a store's test clock (decisions §6.12); the processor events' ids
         # past their 30 days too (domain/billing/inbound.py).
         return idempotency.purge_expired(self.db, self.clock.now()) + inbound.purge(self.db, self.clock.now())
 
-    @staticmethod
-    async def _run(name: str, job: Any, *args: Any) -> None:
+    async def _run(self, name: str, job: Any, *args: Any) -> None:
+        # Known to stop(), which waits for it (a cancelled run still waits for its thread).
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
         run, result, ok = record.start_job(name), None, True  # issue 18: counted and logged
         try:
             result = await run_in_threadpool(job, *args)
@@ -139,14 +264,14 @@ class Jobs:
 
         async def watch() -> Any:
             message = await receive()
-            if message["type"] == "lifespan.startup" and self.scheduler is None:
-                self._start()
-            elif message["type"] == "lifespan.shutdown" and self.scheduler is not None:
-                self.scheduler.shutdown(wait=False)
-                self.scheduler = None
-                self._loop = None  # a batch submitted later wakes nothing here
-                if self.deliveries is not None:
-                    self.deliveries.cancel()
-                    self.deliveries = None
+            if message["type"] == "lifespan.startup":
+                await self.open()
+            elif message["type"] == "lifespan.shutdown":
+                await self.close()
             return message
         await self.app(scope, watch, send)
+
+
+def _numbered(name: str, n: int) -> str:
+    """The id of a job's ``n``-th copy (0: its plain name)."""
+    return name if n == 0 else f"{name}-{n + 1}"

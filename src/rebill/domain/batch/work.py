@@ -49,6 +49,8 @@ _start = Prepared(update(b).where(b.c.id == bindparam("id"), b.c.status == NOT_S
 _renew = Prepared(update(b).where(b.c.id == bindparam("id"), b.c.status == PROCESSING,
                                   b.c.claimed_by == bindparam("worker"))
                   .values(claimed_until=bindparam("until")))
+_release = Prepared(update(b).where(b.c.id == bindparam("id"), b.c.status == PROCESSING,
+                                    b.c.claimed_by == bindparam("worker")).values(claimed_until=null()))
 _next = Prepared(select(t.c.id).where(t.c.batch_id == bindparam("batch_id"), OPEN)
                  .order_by(t.c.id).limit(bindparam("limit")))
 _claim = Prepared(update(t).where(t.c.id == bindparam("task_id"), t.c.status == PENDING)
@@ -97,6 +99,12 @@ def start(conn: Connection, batch_id: int, worker: str, until: datetime, now: da
 def renew(conn: Connection, batch_id: int, worker: str, until: datetime) -> bool:
     """Whether this worker still holds the batch (and now for ``until`` more)."""
     return _renew.run(conn, id=batch_id, worker=worker, until=until) == 1
+
+
+def release(conn: Connection, batch_id: int, worker: str) -> bool:
+    """This worker gives the batch up between chunks (it stops): the lease ends now, so that
+    another worker's next look takes the batch over (``abandoned``: no lease)."""
+    return _release.run(conn, id=batch_id, worker=worker) == 1
 
 
 def claim_tasks(conn: Connection, batch_id: int, limit: int, now: datetime) -> list[int]:
