@@ -12,6 +12,9 @@ leaves a claimed charge whose retry repeats the same call with the same idempote
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from datetime import date, datetime, timedelta
 
 from sqlalchemy import ColumnElement, Connection, and_, or_, select, true, update
@@ -27,6 +30,13 @@ STALE_AFTER = timedelta(seconds=60)
 # and meanwhile the processor's own event may finish it (issue 16, billing/inbound.py). A claim
 # without it is a payment on its way, whose run records it.
 UNANSWERED = ":unanswered"
+
+
+def run_name() -> str:
+    """A billing run's name, which its claims carry (``claimed_by``, 64 characters): the host
+    and process that hold them, so that a claim held for long names its holder, and a random
+    part of its own (``host:pid:random``, at most 45 characters, with UNANSWERED at most 56)."""
+    return f"{socket.gethostname()[:20]}:{os.getpid()}:{uuid.uuid4().hex[:16]}"
 
 
 def unanswered(run: str) -> str:

@@ -5,7 +5,6 @@ claim is stale, with the same idempotency keys (decisions §6.5, design guide)."
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -82,7 +81,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     billing run's, only those still due that day). With ``skip_locked`` it waits for no other
     transaction: the charges whose address another one holds (another worker's claim or
     record, a request's replan) are left out, for a later batch or run."""
-    run = run or uuid.uuid4().hex
+    run = run or claims.run_name()
     with db.write() as conn:
         unit = Unit(conn, store, now, origin=ORIGIN)
         # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
