@@ -1,4 +1,4 @@
-"""The ``rebill`` command line: serve, migrate, stores, tokens, the schedule, billing, the
+"""The ``rebill`` command line: serve, worker, migrate, stores, tokens, the schedule, billing, the
 test clock, the event log, webhooks and the OpenAPI document. Each command module adds its commands (or its
 group) to the root app itself."""
 
@@ -18,7 +18,7 @@ app = typer.Typer(help="Rebill: self-hostable subscription billing (API 2021-01 
 # The command modules: a group's module holds its named Typer as ``app``; a module of plain
 # commands adds them with ``register(app)``. A new group is one module and its name here. The
 # order is the order of `rebill --help` (Typer lists plain commands, then groups).
-COMMANDS = ("migrate", "serve", "billing", "openapi", "stores", "tokens", "schedule", "clock", "events", "webhooks")
+COMMANDS = ("migrate", "serve", "worker", "billing", "openapi", "stores", "tokens", "schedule", "clock", "events", "webhooks")
 
 for _name in COMMANDS:
     _module = import_module(f"{__name__}.{_name}")

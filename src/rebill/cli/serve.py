@@ -16,6 +16,7 @@ from rebill.observability import logs
 from rebill.observability.logs import logging_config
 from rebill.observability.metrics import default_directory, prepare_directory, remove_directory
 from rebill.settings import RateLimit
+from rebill.settings import background_jobs as parse_background_jobs
 from rebill.settings import log_format as parse_log_format
 
 from .common import DatabaseOption, err, out, settings_for
@@ -33,6 +34,9 @@ def serve(
     workers: int = typer.Option(1, help="Worker processes"),
     log_format: Optional[str] = typer.Option(
         None, "--log-format", help="text or json: one JSON object a line (default: $REBILL_LOG_FORMAT or text)"),
+    jobs: Optional[str] = typer.Option(
+        None, "--jobs", help="Background jobs: auto (one process of the deployment, none while a `rebill worker` "
+        "runs), on (every process), off (none: workers run them) (default: $REBILL_BACKGROUND_JOBS or auto)"),
 ) -> None:
     """Migrate, then serve the API. On an empty database, create store 'default' and print a token."""
     import os
@@ -45,6 +49,8 @@ def serve(
             settings = settings.with_(rate_limit=RateLimit.parse(rate_limit))
         if log_format is not None:
             settings = settings.with_(log_format=parse_log_format(log_format))
+        if jobs is not None:
+            settings = settings.with_(background_jobs=parse_background_jobs(jobs))
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     # Issue 18: logs in the chosen format in every process (uvicorn applies log_config in each
@@ -75,6 +81,7 @@ def serve(
     rl = settings.rate_limit
     os.environ["REBILL_RATE_LIMIT"] = f"{rl.burst}/{rl.per_second:g}" if rl.enabled else "off"
     os.environ["REBILL_LOG_FORMAT"] = settings.log_format
+    os.environ["REBILL_BACKGROUND_JOBS"] = settings.background_jobs
     if json_logs:
         log.info("serving on http://%s:%d", host, port, extra={"workers": workers, "metrics_dir": metrics_dir})
     else:
