@@ -107,9 +107,10 @@ class Settings:
     metrics_dir: str | None = None
     # Where a process without the API (`rebill worker`) serves its own `/metrics`: HOST:PORT.
     worker_metrics_address: str = "127.0.0.1:9464"
-    # Log lines as text or as one JSON object each; a line per request (and per job) unless off.
+    # Log lines as text or as one JSON object each; a line per request when ``log_requests``
+    # says so, or by default with JSON lines only (``request_lines``).
     log_format: str = "text"
-    log_requests: bool = True
+    log_requests: bool | None = None
     # Which processes run the background jobs (issue 18, jobs/leader.py): ``auto``, one process
     # of the deployment (the one holding its jobs lock) while no `rebill worker` runs; ``on``,
     # this process whatever the others do; ``off``, never this one (API processes beside workers).
@@ -165,6 +166,14 @@ class Settings:
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]
+
+    @property
+    def request_lines(self) -> bool:
+        """A log line per request: as ``REBILL_LOG_REQUESTS`` says, else with JSON lines only.
+        JSON lines go to a log store, where a line per request is what one searches; text is
+        read by a person, to whom thousands of lines a second say nothing, and each line costs
+        the request path more than the read itself (docs/performance.md)."""
+        return self.log_requests if self.log_requests is not None else self.log_format == "json"
 
     def with_(self, **changes: object) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -104,6 +104,14 @@ def test_metrics_are_off_by_default_and_the_path_answers_as_an_unknown_one(api):
     assert "rebill_" not in anonymous.text
 
 
+def test_a_line_per_request_comes_with_json_lines_unless_told():
+    assert Settings().request_lines is False and Settings(log_format="json").request_lines is True
+    assert Settings.from_env({"REBILL_LOG_REQUESTS": "on"}).request_lines is True
+    assert Settings.from_env({"REBILL_LOG_FORMAT": "json", "REBILL_LOG_REQUESTS": "off"}).request_lines is False
+    with pytest.raises(ValueError, match="log format must be one of text, json"):
+        Settings.from_env({"REBILL_LOG_FORMAT": "xml"})
+
+
 def test_the_switch_is_read_strictly():
     assert Settings.from_env({"REBILL_METRICS": "on"}).metrics is True
     assert Settings.from_env({"REBILL_METRICS": "off"}).metrics is False

@@ -1,6 +1,6 @@
 """A real `rebill serve --workers 2` with `REBILL_METRICS=on` and `--log-format json` (issue 18):
-whichever process answers a scrape answers for both, their request counts summed and their pools'
-gauges summed over the live processes only; the directory of their files is emptied at the start
+whichever process answers a scrape answers for both, their request counts summed (each process's
+within a second) and their pools' gauges summed over the live processes only; the directory of their files is emptied at the start
 and removed at a clean stop; every line the server writes is one JSON object, a request's with
 its request id, store, route, status and duration, a job's with its run, result and duration.
 
@@ -138,8 +138,10 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
             while len(pids_serving()) < 2 and answered[0] < 2000:
                 assert list(pool.map(lambda _: read(), range(40))) == [200] * 40
         assert len(pids_serving()) == 2, f"one process served all {answered[0]} requests"
-        # Each process's figures in files of its own; any scrape sums them.
+        # Each process's figures in files of its own; any scrape sums them, each process's
+        # requests there within a second (the process hands its sums over once a second).
         assert len({f.name.split("_")[-1] for f in metrics_dir.glob("counter_*.db")}) == 2
+        _wait_for(lambda: _count(served.samples()) == answered[0], 5, "every request counted", served)
         for _ in range(8):
             assert _count(served.samples()) == answered[0]
         # The pools' gauges: each process samples its own every second; the sum is of both.
@@ -170,9 +172,11 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
         _wait_for(lambda: len({x["pid"] for x in served.lines() if x.get("message", "").startswith(
             "Started server process")}) >= 3, 30, "a new worker", served)
         _wait_for(answering, 30, "the server answered again", served)
-        after = _wait_for(lambda: (s := served.samples()).get(("rebill_db_pool_size", ())) == 40 and s, 15,
-                          "the dead worker's pool forgotten", served)
-        assert _count(after) == answered[0]  # nothing lost: the dead process's counts are summed still
+        _wait_for(lambda: served.samples().get(("rebill_db_pool_size", ())) == 40, 15,
+                  "the dead worker's pool forgotten", served)
+        # What the dead process had handed over stays in the sum (its requests were counted
+        # above, more than a second before it died).
+        _wait_for(lambda: _count(served.samples()) == answered[0], 5, "every request still counted", served)
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -183,13 +187,14 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
     assert not metrics_dir.exists()  # removed at the clean stop
 
 
-def test_by_default_the_server_logs_text_lines_and_serves_no_metrics(tmp_path):
+def test_text_lines_when_asked_and_no_metrics_by_default(tmp_path):
+    """Text is the default format, without a line per request unless REBILL_LOG_REQUESTS=on
+    (settings.py, ``request_lines``); /metrics is off unless REBILL_METRICS=on."""
     url = f"sqlite:///{tmp_path / 'rebill.db'}"
     store_id, token, customer_id = _prepare(url)
     port = _free_port()
-    env = {**os.environ, **QUIET}
-    for name in ("REBILL_FAILPOINT", "PROMETHEUS_MULTIPROC_DIR", "REBILL_LOG_FORMAT", "REBILL_LOG_REQUESTS",
-                 "REBILL_METRICS"):
+    env = {**os.environ, **QUIET, "REBILL_LOG_REQUESTS": "on"}
+    for name in ("REBILL_FAILPOINT", "PROMETHEUS_MULTIPROC_DIR", "REBILL_LOG_FORMAT", "REBILL_METRICS"):
         env.pop(name, None)
     log = tmp_path / "serve.err"
     with log.open("wb") as err:

@@ -58,7 +58,7 @@ def serve(
     # them starts (observability/metrics.py). JSON: every line of this process is one too.
     json_logs = settings.log_format == "json"
     if json_logs:
-        logs.configure("json", requests=settings.log_requests)
+        logs.configure("json", requests=settings.request_lines)
     log = logging.getLogger("rebill.serve")
     metrics_dir = None
     if settings.metrics:
@@ -90,7 +90,7 @@ def serve(
     try:
         # Rebill writes its own line per request (observability/logs.py): uvicorn's access log stays off.
         uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
-                    access_log=False, log_config=logging_config(settings.log_format, requests=settings.log_requests))
+                    access_log=False, log_config=logging_config(settings.log_format, requests=settings.request_lines))
     finally:
         if metrics_dir is not None:
             remove_directory(metrics_dir)

@@ -32,6 +32,7 @@ async def serve(scope: Scope, send: Send, metrics: Metrics, headers: list[tuple[
     if method not in ("GET", "HEAD"):
         await send_error(send, MethodNotAllowed(headers={"Allow": "GET, HEAD"}), headers)
         return
+    metrics.flush()  # this process's requests, up to this one
     body = await run_in_threadpool(metrics.exposition)
     await send({"type": "http.response.start", "status": 200, "headers": [
         *headers, (b"content-type", CONTENT_TYPE), (b"content-length", b"%d" % len(body)),

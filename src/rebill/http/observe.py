@@ -19,6 +19,7 @@ last byte was handed to the server.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from time import perf_counter
 from typing import Any
@@ -29,7 +30,7 @@ from rebill.api.openapi.edge_paths import DOCS_ASSETS, DOCS_PATH, DOCUMENT_PATH
 from rebill.api.routing import Api
 from rebill.domain.payment.processors import EVENTS_PATH
 from rebill.observability import metrics as metrics_module
-from rebill.observability.logs import requests_log, requests_logged
+from rebill.observability.logs import lighten, log_request, requests_logged
 from rebill.observability.metrics import UNMATCHED, Metrics
 
 from .processor_events import endpoint_key
@@ -45,6 +46,7 @@ class Observed:
     def __init__(self, app: Any, api: Api, metrics: Metrics | None, log_requests: bool) -> None:
         self.app, self.api, self.metrics, self.log_requests = app, api, metrics, log_requests
         self._names: dict[str, str] = {}
+        self._flushing: asyncio.Task[None] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)
@@ -87,9 +89,7 @@ class Observed:
         if self.metrics is not None:
             self.metrics.request(scope["method"], route, version, status, seconds)
         if self.log_requests:
-            requests_log.info("%s %s %d %.1f ms", scope["method"], scope["path"], status, seconds * 1000, extra={
-                "request_id": request_id, "store_id": store_id, "method": scope["method"], "path": scope["path"],
-                "route": route, "version": version, "status": status, "duration_ms": round(seconds * 1000, 3)})
+            log_request(request_id, store_id, scope["method"], scope["path"], route, version, status, seconds)
 
     def _name(self, route: str) -> str:
         """The template as the OpenAPI document writes it: ``/customers/{customer_id}``, without
@@ -107,7 +107,8 @@ class Observed:
         return self.api.template(path) or UNMATCHED
 
     def _watch_lifespan(self, receive: Receive) -> Receive:
-        """Samples the pool from startup to shutdown (observability/metrics.py)."""
+        """From startup to shutdown: the requests' sums flushed once a second, the pool sampled
+        (observability/metrics.py)."""
         figures = self.metrics
         assert figures is not None
 
@@ -115,8 +116,13 @@ class Observed:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 figures.start_sampling()
+                self._flushing = asyncio.ensure_future(figures.flush_every_second())
             elif message["type"] == "lifespan.shutdown":
                 figures.stop_sampling()
+                flushing, self._flushing = self._flushing, None
+                if flushing is not None:
+                    flushing.cancel()  # it flushes what is left as it goes
+                    await asyncio.gather(flushing, return_exceptions=True)
             return message
         return watched
 
@@ -127,5 +133,7 @@ def wrap(app: Any, api: Api, metrics: Metrics | None) -> Any:
     log_requests = requests_logged()
     if metrics is None and not log_requests:
         return app
+    if log_requests:
+        lighten()
     return Observed(app, api, metrics, log_requests)
 

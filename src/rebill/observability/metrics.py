@@ -13,11 +13,17 @@ variable: this module imports it only once metrics are enabled, after `rebill se
 it. Without the variable (the test client, a bare ``uvicorn rebill.asgi:app``) the figures live
 in a registry of the process.
 
-**Off the request path.** A request costs two updates of labelled children kept in a dict (no
-look-up by label values), about 3 µs in multiprocess mode (docs/performance.md). The figures
-that read the database (deliveries and batch tasks waiting, the age of the oldest delivery) are
-read when scraped, by the process that answers, with two statements on partial indexes. The
-pool's figures are sampled once a second in each process, and at a scrape.
+**Off the request path.** In multiprocess mode every update of a figure takes a lock and writes
+a memory-mapped file: a request's counter and histogram cost 5 to 7 µs that way, a quarter of a
+single-record read in process (docs/performance.md). So a request only adds itself to plain
+dicts of this process (about half a microsecond), and the sums go to prometheus_client once a
+second (``flush``, on the event loop, started with the server's lifespan) and before every
+scrape of this process. What that costs: another process's requests show in a scrape up to a
+second late, and a process killed outright (SIGKILL) loses the last second of its request
+counts; the jobs' figures, few and far between, are written at once. The figures that read the
+database (deliveries and batch tasks waiting, the age of the oldest delivery) are read when
+scraped, by the process that answers, with two statements on partial indexes. The pool's
+figures are sampled once a second in each process, and at a scrape.
 
 **Cardinality.** Requests are labelled by route template (``/customers/{id}``, never the path),
 a method of a fixed list (any other is ``OTHER``), the version served and the status: a client
@@ -26,12 +32,14 @@ cannot make new series by inventing paths, methods or versions.
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import logging
 import os
 import shutil
 import tempfile
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,6 +152,9 @@ class Metrics:
         self.pool_out = prom.Gauge(
             "rebill_db_pool_checked_out", "Connections in use (summed over the processes).", **reg, **live)
         self._children: dict[tuple[str, str, str, int], tuple[Any, Any]] = {}
+        # Requests since the last flush: (method, route, version, status) -> [count, seconds,
+        # per-bucket counts]. Touched on the event loop's thread only.
+        self._pending: dict[tuple[str, str, str, int], list[Any]] = {}
         self._backlog = Backlog(db, clock)
         if self.registry is not None:
             self.registry.register(self._backlog)
@@ -152,14 +163,36 @@ class Metrics:
     # Updates ------------------------------------------------------------------------
 
     def request(self, method: str, route: str, version: str, status: int, seconds: float) -> None:
+        """A request answered: added to this process's sums (on the event loop's thread)."""
         key = (method, route, version, status)
-        children = self._children.get(key)
-        if children is None:
-            method = method_label(method)
-            children = self._children[key] = (self.requests.labels(method, route, version, str(status)),
-                                              self.latency.labels(method, route))
-        children[0].inc()
-        children[1].observe(seconds)
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._pending[key] = [0, 0.0, [0] * (len(REQUEST_BUCKETS) + 1)]
+        pending[0] += 1
+        pending[1] += seconds
+        # A bucket counts the durations up to its bound (`le`); past the last, +Inf.
+        pending[2][bisect_left(REQUEST_BUCKETS, seconds)] += 1
+
+    def flush(self) -> None:
+        """Hands the requests' sums to prometheus_client (its files, in multiprocess mode). On
+        the event loop's thread, like ``request``: the loop runs one of them at a time."""
+        pending, self._pending = self._pending, {}
+        for key, (count, seconds, buckets) in pending.items():
+            children = self._children.get(key)
+            if children is None:
+                method, route, version, status = key
+                children = self._children[key] = (
+                    self.requests.labels(method_label(method), route, version, str(status)),
+                    self.latency.labels(method_label(method), route))
+            counter, histogram = children
+            counter.inc(count)
+            # A histogram takes one observation at a time in its public API, which would cost
+            # what this sum saves; its per-bucket values (non-cumulative, as the files keep them)
+            # and its sum take the counts whole. The tests read the result through the parser.
+            histogram._sum.inc(seconds)
+            for bucket, n in zip(histogram._buckets, buckets):
+                if n:
+                    bucket.inc(n)
 
     def charges_of(self, summary: Any) -> None:
         """A store's part of a billing run (``domain/billing/run.Summary``)."""
@@ -191,6 +224,15 @@ class Metrics:
         self.pool_size.set(size())
         self.pool_out.set(out)
         self.pool_open.set(out + pool.checkedin())  # type: ignore[attr-defined]
+
+    async def flush_every_second(self) -> None:
+        """Until cancelled (the server's lifespan): the requests' sums go out once a second."""
+        try:
+            while True:
+                await asyncio.sleep(SAMPLE_SECONDS)
+                self.flush()
+        finally:
+            self.flush()
 
     def start_sampling(self) -> None:
         """A thread that samples the pool once a second until ``stop_sampling``: in every
@@ -229,7 +271,7 @@ class Metrics:
 
     def exposition(self) -> bytes:
         """The text format of every figure (of every process in multiprocess mode). Reads
-        files and the database: run it in a worker thread."""
+        files and the database: run it in a worker thread, after a ``flush`` on the loop."""
         from prometheus_client import generate_latest
 
         self.sample_pool()
