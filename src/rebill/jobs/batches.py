@@ -66,13 +66,18 @@ class BatchRunner:
 
     def __init__(self, services: Services, *, real_now: Callable[[], datetime] | None = None,
                  lease: timedelta = timedelta(seconds=30), chunk: int = 200, chunk_seconds: float = 0.2,
-                 worker: str | None = None, stop: Callable[[], bool] | None = None) -> None:
+                 worker: str | None = None, stop: Callable[[], bool] | None = None,
+                 starts_per_look: int | None = None) -> None:
         self.services, self.db = services, services.db
         self.real_now = real_now or services.clock.now
         self.lease, self.chunk, self.chunk_seconds = lease, chunk, chunk_seconds
         self.worker = worker or worker_name()
         # Asked between chunks: a runner told to stop gives its batches back (jobs/scheduler.py).
         self.stop = stop or (lambda: False)
+        # How many waiting batches one look may start (None: the next of every store). The job
+        # runner starts one a look (a look a second while it runs batches), so that the runners
+        # of several workers each take some instead of the first one to look taking them all.
+        self.starts_per_look = starts_per_look
         self._careful: dict[int, int] = {}
 
     # Claims -----------------------------------------------------------------------
@@ -90,13 +95,17 @@ class BatchRunner:
             with self.db.write() as conn:
                 if work.take_over(conn, batch_id, self.worker, until, now):
                     held.append(batch_id)
+        started = 0
         for batch_id, store_id in waiting:
+            if self.starts_per_look is not None and started >= self.starts_per_look:
+                break
             try:
                 with self.db.write() as conn:
                     store = stores.get(conn, store_id)
                     if store is not None and work.start(conn, batch_id, self.worker, until,
                                                         store_clock.clock_for(store, self.real_now)()):
                         held.append(batch_id)
+                        started += 1
             except IntegrityError:
                 pass  # another worker started a batch of this store meanwhile: this one waits its turn
         return held

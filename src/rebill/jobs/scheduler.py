@@ -190,7 +190,7 @@ class Jobs:
         if self.settings.batch_every > 0:
             for n in range(self.concurrency):
                 batch_runner = BatchRunner(self.services, lease=timedelta(seconds=self.settings.batch_lease_seconds),
-                                           stop=stop)
+                                           stop=stop, starts_per_look=1)
                 scheduler.add_job(self._run, "interval", **first, seconds=self.settings.batch_every,
                                   id=_numbered("batches", n), args=("async batches", batch_runner.run_due))
             self._loop = asyncio.get_running_loop()
