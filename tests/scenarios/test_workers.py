@@ -340,6 +340,7 @@ def test_two_workers_share_webhook_deliveries_and_async_batches_and_do_each_once
             for served, batch_id, _ in submitted:
                 batches._assert_each_task_ran_once(served, batch_id, 400, 4)
         finally:
+            day.stop_all()
             first.stop()
             receiver.stop()
             db.dispose()
