@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test bench migrate clean
+.PHONY: serve test fuzz bench migrate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ migrate: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/pytest -n 2 --dist loadfile
+
+# schemathesis against a running server, both API versions: the suite's test of tests/fuzz/, with
+# far more cases per operation (docs/openapi.md, "Fuzzing"). REBILL_FUZZ_EXAMPLES=N changes how
+# many, REBILL_FUZZ_SEED=N the seed.
+fuzz: $(STAMP)
+	REBILL_FUZZ_EXAMPLES=$${REBILL_FUZZ_EXAMPLES:-100} $(BIN)/pytest tests/fuzz/test_schemathesis.py -s
 
 # wrk is a C load generator from Debian's packages; the benchmark needs nothing else.
 bench: $(STAMP)
