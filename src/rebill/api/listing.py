@@ -108,7 +108,8 @@ def _page(value: str | None) -> int:
 
 
 def parse_sort(contract: ListContract, value: str | None) -> tuple[str, bool]:
-    text = value or contract.default_sort
+    # NOTE: decisions §3.7, anything but a field of the table answers 422: an empty value too.
+    text = contract.default_sort if value is None else value
     field, _, direction = text.rpartition("-")
     if field not in contract.sorts or direction not in ("asc", "desc"):
         allowed = ", ".join(f"{f}-{d}" for f in contract.sorts for d in ("asc", "desc"))
@@ -117,9 +118,11 @@ def parse_sort(contract: ListContract, value: str | None) -> tuple[str, bool]:
 
 
 def parse_include(contract: ListContract, value: str | None) -> tuple[str, ...]:
-    if not value:
+    """NOTE: decisions §3.8, comma-separated values of the table; anything else answers 422,
+    an empty value or an empty name between commas too (as the document's enum says)."""
+    if value is None:
         return ()
-    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    names = tuple(dict.fromkeys(value.split(",")))
     unknown = [n for n in names if n not in contract.includes]
     if unknown:
         raise ValidationFailed({"include": [f"Invalid value: {n}. Must be one of {', '.join(contract.includes)}"

@@ -11,7 +11,7 @@ form, a known country) are not expressible here; the endpoint still answers 422 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from rebill.api import shapes as sh
 from rebill.api.declared import Body
@@ -24,10 +24,40 @@ from rebill.api.fields import (
 )
 
 INTEGER_TEXT = r"^\s*-?[0-9]+\s*$"
+MAX_ID_DIGITS_TEXT = 64  # an external id's longest text (api/external_ids.py MAX_LENGTH)
 # A date, or a datetime whose date part counts (api/fields.py `date`).
 DATE_VALUE = {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
               "maxLength": 40}
 _ = DECIMAL_TEXT  # the grammar the patterns below follow
+
+
+class IdForms(NamedTuple):
+    """Body names whose external id a schema's parse also takes as a number or as
+    ``{"ecommerce": ...}`` before its fields read the string (api/v2021_11/catalog.py
+    ``plain_ids``): single ids, lists of them, and lists of objects holding them."""
+
+    keys: frozenset[str] = frozenset()
+    lists: frozenset[str] = frozenset()
+    nested: frozenset[str] = frozenset()
+
+
+NO_IDS = IdForms()
+
+
+def id_forms(schema: Schema) -> IdForms:
+    """What ``schema``'s own parse does to external ids before its fields see them."""
+    from rebill.api.v2021_11 import catalog  # a family's contract: read when a document is made
+    if isinstance(schema, catalog.CatalogSchema):
+        return IdForms(frozenset(catalog.ID_KEYS), frozenset(catalog.ID_LISTS), frozenset(catalog.NESTED))
+    return NO_IDS
+
+
+def _any_id_form(text: dict[str, Any], max_length: int | None) -> dict[str, Any]:
+    """A string id as ``text`` says, or a number whose digits fit it, or either under `ecommerce`."""
+    digits = max_length or MAX_ID_DIGITS_TEXT
+    number = {"type": "integer", "minimum": -(10 ** (digits - 1) - 1), "maximum": 10**digits - 1}
+    return {"anyOf": [text, number, {"type": "object", "required": ["ecommerce"],
+                                     "properties": {"ecommerce": {"anyOf": [text, number]}}}]}
 
 
 def _decimal_pattern(*, signs: str, decimals: int | None) -> str:
@@ -67,28 +97,37 @@ def _scalar(kind: str, field: Field | None) -> dict[str, Any]:
     if kind == "object":
         return {"type": "object"}
     if kind == "list":
-        return {"type": "array"}
+        return {"type": "array", "items": {}}  # `items` below when the field says them
     raise AssertionError(f"unknown field kind {kind}")
 
 
-def field_schema(field: Field, *, partial: bool = False) -> dict[str, Any]:
+def field_schema(field: Field, *, partial: bool = False, ids: IdForms = NO_IDS) -> dict[str, Any]:
     out = _scalar(field.kind, field)
     if field.choices is not None:
         out["enum"] = sorted(field.choices)
+    if field.name in ids.keys and field.kind == "str":
+        out = _any_id_form(out, field.max_length)
     if field.kind == "object" and isinstance(field.items, Schema):
         out = object_schema(field.items, partial=partial)
     elif field.kind == "list" and field.items is not None:
         # List items are always parsed whole (api/fields.py `_parse_items`).
-        out["items"] = (object_schema(field.items) if isinstance(field.items, Schema)
-                        else _scalar(field.items, None))
+        if isinstance(field.items, Schema):
+            out["items"] = object_schema(field.items, ids=ids if field.name in ids.nested else NO_IDS)
+        else:
+            out["items"] = _scalar(field.items, None)
+            if field.name in ids.lists and field.items == "str":
+                out["items"] = _any_id_form(out["items"], None)
     if field.nullable and not field.required:
         out = sh.nullable(out) if "anyOf" not in out else {**out, "anyOf": [*out["anyOf"], {"type": "null"}]}
     return out
 
 
-def object_schema(schema: Schema, *, partial: bool = False, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A body object: every field of ``schema``; its required ones unless ``partial``."""
-    properties = {f.name: field_schema(f, partial=partial) for f in schema.fields}
+def object_schema(schema: Schema, *, partial: bool = False, required: tuple[str, ...] = (),
+                  ids: IdForms | None = None) -> dict[str, Any]:
+    """A body object: every field of ``schema``; its required ones unless ``partial``. ``ids``:
+    the external id forms its parse takes (``schema``'s own unless an enclosing schema's)."""
+    forms = id_forms(schema) if ids is None else ids
+    properties = {f.name: field_schema(f, partial=partial, ids=forms) for f in schema.fields}
     needed = [*dict.fromkeys([*(f.name for f in schema.fields if f.required and not partial), *required])]
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if needed:
@@ -111,7 +150,7 @@ def body_schema(body: Body, schema: Schema) -> dict[str, Any]:
         return object_schema(schema, partial=body.partial)
     own = tuple(f.name for f in body.item_fields if f.required)
     items = object_schema(Schema(*schema.fields, *body.item_fields), partial=body.partial,
-                          required=(*body.item_required, *own))
+                          required=(*body.item_required, *own), ids=id_forms(schema))
     listed: dict[str, Any] = {"type": "array", "minItems": 1, "items": items}
     if body.max_items is not None:
         listed["maxItems"] = body.max_items

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 from collections import Counter
 from typing import Any
 
@@ -80,9 +81,29 @@ def _path_parameters(path: str) -> tuple[str, list[dict[str, Any]]]:
     return template, params
 
 
+def _enum_names(schema: dict[str, Any]) -> dict[str, Any]:
+    """A string enum whose values differ only in case (`status=ACTIVE` or `active`: the parser
+    takes both) names its members with ``x-enum-varnames``, the extension generators read for
+    the names of an enum's members: theirs by default (the value in upper case) would clash."""
+    values = schema.get("enum")
+    if isinstance(values, list) and all(isinstance(v, str) for v in values):
+        upper = [v.upper() for v in values]
+        if len(set(upper)) < len(upper):
+            names: list[str] = []
+            for value in values:
+                name = re.sub(r"[^A-Za-z0-9]+", "_", value).upper()
+                if name in names:  # the second spelling of a value: named by its case
+                    name += "_LOWER" if value.islower() else "_UPPER" if value.isupper() else f"_{len(names)}"
+                names.append(name)
+            schema = {**schema, "x-enum-varnames": names}
+    if isinstance(schema.get("items"), dict):
+        schema = {**schema, "items": _enum_names(schema["items"])}
+    return schema
+
+
 def _query(name: str, parser: Any, description: str | None = None) -> dict[str, Any]:
     parser = parser[1] if isinstance(parser, tuple) else parser
-    schema = schema_of(parser)
+    schema = _enum_names(schema_of(parser))
     param = {"name": name, "in": "query", "required": False, "schema": schema}
     if schema.get("type") == "array":
         param.update(ARRAY_STYLE)
@@ -114,7 +135,7 @@ def _include_parameters(contract: ListContract) -> list[dict[str, Any]]:
         return []
     return [{"name": "include", "in": "query", "required": False, **ARRAY_STYLE,
              "description": "Related objects to embed under each record's `include` (decisions §3.8).",
-             "schema": {"type": "array", "items": {"type": "string", "enum": list(contract.includes)}}}]
+             "schema": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": list(contract.includes)}}}]
 
 
 def _query_parameters(op: Operation, version: Version) -> list[dict[str, Any]]:
@@ -149,6 +170,8 @@ class Builder:
             paths.setdefault(template, {})[op.method.lower()] = self.operation(op, path_params)
         for template, methods in EDGE_PATHS.items():
             paths[template] = copy.deepcopy(methods)
+            for edge_op in paths[template].values():
+                _not_readable_http(edge_op["responses"])
         tags = sorted({t for methods in paths.values() for o in methods.values() for t in o.get("tags", ())}
                       - {EXTENSIONS_TAG})
         return {
@@ -221,7 +244,8 @@ class Builder:
         """What the edge and the dispatcher can answer for the operation besides its replies."""
         # 500: a failure the server could not answer otherwise (the database gave up after its
         # retries, a bug); its body is the error shape and its transaction was rolled back.
-        statuses = {401, 403, 426, 429, 500, *op.errors}
+        # 400: the HTTP server's own answer to a request it cannot read (components.NOT_HTTP).
+        statuses = {400, 401, 403, 426, 429, 500, *op.errors}
         reads_body = op.method in ("POST", "PUT", "DELETE")
         has_path_ids = "{" in op.path
         takes_query = any(r.contract() for r in op.reply) or bool(op.query)
@@ -287,7 +311,7 @@ class Builder:
                 continue
             if kind not in declared:
                 raise LookupError(f"no response shape for {kind!r}: declare it (docs/openapi.md)")
-            shape = copy.deepcopy(declared[kind])
+            shape = _items_everywhere(copy.deepcopy(declared[kind]))
             if kind in includes.LOADERS:
                 shape.setdefault("properties", {})["include"] = self._include_shape(kind)
             out[name] = shape
@@ -302,6 +326,31 @@ class Builder:
             embedded[name] = (shapes.array(shapes.ref(related)) if name in (f"{related}s", f"{related}es")
                               else shapes.nullable(shapes.ref(related)))
         return shapes.obj({}, embedded, description="The related records asked for with `include`.")
+
+
+def _not_readable_http(responses: dict[str, Any]) -> None:
+    """The HTTP server's own 400 (components.NOT_HTTP) beside an edge path's replies: its
+    plain text under a 400 the path answers itself too."""
+    if "400" not in responses:
+        responses["400"] = c.error_ref(400)
+    else:
+        responses["400"]["content"].update(c.NOT_HTTP_RESPONSE["content"])
+
+
+def _items_everywhere(shape: Any) -> Any:
+    """Every array says what its items are: `{}` (anything) where a shape left it open
+    (`utm_params`, an event's `custom_attributes`). The same in JSON Schema, but generators
+    (openapi-python-client) drop a whole component over an array without ``items``."""
+    stack = [shape]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("type") == "array" and "items" not in item and "prefixItems" not in item:
+                item["items"] = {}
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return shape
 
 
 def _referred(shape: Any) -> list[str]:

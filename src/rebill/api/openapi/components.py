@@ -112,10 +112,24 @@ def error_responses() -> dict[str, Any]:
             example = {"errors": PayloadTooLarge().errors}
         out[name] = {"description": DESCRIPTIONS.get(status, cls.default), "headers": headers,
                      "content": {JSON: {"schema": {"$ref": "#/components/schemas/Error"}, "example": example}}}
+    out[NOT_HTTP] = NOT_HTTP_RESPONSE
     return out
 
 
+# What the HTTP server (uvicorn) answers itself, before Rebill sees the request, when it cannot
+# read it as HTTP: a request line (method, path and query) past 64 KiB, a header it refuses.
+# Plain text and no headers of ours: no request id was made for it.
+NOT_HTTP = "NotReadableHttp"
+NOT_HTTP_RESPONSE = {
+    "description": "The HTTP server could not read the request (a path and query over 64 KiB, a malformed "
+                   "request line or header) and answered before Rebill saw it: plain text, not the error shape.",
+    "content": {"text/plain": {"schema": {"type": "string"}, "example": "Invalid HTTP request received."}},
+}
+
+
 def error_ref(status: int) -> dict[str, Any]:
+    if status == 400:
+        return {"$ref": f"#/components/responses/{NOT_HTTP}"}
     return {"$ref": f"#/components/responses/{ERRORS[status][0]}"}
 
 

@@ -64,6 +64,9 @@ EDGE_PATHS: dict[str, dict[str, Any]] = {
         "responses": {
             "200": {"description": "The text format, version 0.0.4.", "headers": _COMMON,
                     "content": {"text/plain": {"schema": {"type": "string"}}}},
+            # Off, the path is as unknown as any other: the token check first, then no route.
+            "401": _error("Metrics are off and the request has no valid token."),
+            "404": _error("Metrics are off (`REBILL_METRICS` is not `on`)."),
             "405": _error("Another method than GET or HEAD."),
         },
     }},
