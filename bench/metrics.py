@@ -161,7 +161,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--in-process", action="store_true", help="only the in-process CPU time per request")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"of {', '.join(CASES)} (off always runs)")
     args = parser.parse_args()
+    chosen = ["off", *[c for c in args.cases.split(",") if c in CASES and c != "off"]]
     if args.in_process:
         url, cleanup = run.fresh_database(args.database)
         try:
@@ -182,13 +184,13 @@ def main() -> None:
     try:
         token, customer_id, _ = run.seed(url)
         read = f"/customers/{customer_id}"
-        for n, name in enumerate(CASES):
+        for n, name in enumerate(chosen):
             servers[name] = (FIRST_PORT + n, start(name, FIRST_PORT + n, url, folder))
 
         def wrk(name: str, path: str) -> dict[str, float]:
             run.PORT = servers[name][0]  # bench/run.py's wrk and wait_until_up aim at run.PORT
             return run.wrk(path, token, args.seconds, args.connections)
-        for name in CASES:
+        for name in chosen:
             run.PORT = servers[name][0]
             wait_until_up(servers[name][0], token)
             run.wrk("/__bare", token, 1, args.connections)  # warm-up
@@ -196,7 +198,7 @@ def main() -> None:
         rounds = []
         for number in range(args.rounds):
             print(f"round {number + 1} of {args.rounds}", flush=True)
-            rounds.append({name: {"bare": wrk(name, "/__bare"), "read": wrk(name, read)} for name in CASES})
+            rounds.append({name: {"bare": wrk(name, "/__bare"), "read": wrk(name, read)} for name in chosen})
     finally:
         for _, process in servers.values():
             process.send_signal(signal.SIGINT)
@@ -206,7 +208,6 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 process.kill()
         cleanup()
-    lines = sum(1 for _ in (folder / f"server-{servers['json lines'][0]}.log").open())
     shutil.rmtree(folder, ignore_errors=True)
 
     backend = "PostgreSQL" if args.database and not args.database.startswith("sqlite") else "SQLite"
@@ -215,7 +216,7 @@ def main() -> None:
     print(f"{'setting':22} {'read req/s':>10} {'ratio to bare':>14} {'ratio per round':>32} {'vs off':>7} "
           f"{'µs added':>9} {'non-2xx':>8}")
     summary = {}
-    for name in CASES:
+    for name in chosen:
         ratios = [r[name]["read"]["rps"] / r[name]["bare"]["rps"] for r in rounds]
         kept = median(ratios[i] / (r["off"]["read"]["rps"] / r["off"]["bare"]["rps"]) for i, r in enumerate(rounds))
         added = median(1e6 / r[name]["read"]["rps"] - 1e6 / r["off"]["read"]["rps"] for r in rounds)
@@ -224,7 +225,6 @@ def main() -> None:
         summary[name] = {"rps": rps, "ratio": median(ratios), "kept": kept, "added_us": added, "non_2xx": errors}
         print(f"{name:22} {rps:>10.0f} {median(ratios):>14.2f} {' / '.join(f'{x:.2f}' for x in ratios):>32} "
               f"{kept:>7.2f} {added:>9.1f} {errors:>8}")
-    print(f"(the json lines server wrote {lines:,} lines)")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / f"metrics-{backend.lower()}.json").write_text(json.dumps({"rounds": rounds, "summary": summary}, indent=2))

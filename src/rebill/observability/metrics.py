@@ -14,7 +14,7 @@ it. Without the variable (the test client, a bare ``uvicorn rebill.asgi:app``) t
 in a registry of the process.
 
 **Off the request path.** In multiprocess mode every update of a figure takes a lock and writes
-a memory-mapped file: a request's counter and histogram cost 5 to 7 µs that way, a quarter of a
+a memory-mapped file: a request's counter and histogram cost 7.8 µs that way, a quarter of a
 single-record read in process (docs/performance.md). So a request only adds itself to plain
 dicts of this process (about half a microsecond), and the sums go to prometheus_client once a
 second (``flush``, on the event loop, started with the server's lifespan) and before every
