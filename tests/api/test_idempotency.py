@@ -70,7 +70,7 @@ def test_a_key_still_running_answers_409_and_is_free_again_after_60_seconds(api)
     with api.db.write() as conn:
         conn.execute(insert(idempotency_keys).values(
             store_id=api.store.id, token_id=_token_id(api), key="k-1",
-            fingerprint=fingerprint("POST", "/customers", _body()), state="running",
+            fingerprint=fingerprint("POST", "/customers", _body(), version=api.version), state="running",
             created_at=api.clock.now(), updated_at=api.clock.now()))
     busy = _post(api, _body())
     assert busy.status_code == 409 and _count(api) == 0

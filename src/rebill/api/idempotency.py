@@ -1,7 +1,7 @@
 """`Idempotency-Key` on every POST (decisions §9.2, §6.12; a Rebill extension, docs/api-choices.md).
 
 A key belongs to its store and token. The first request with a key runs and its answer is
-stored; the same request again (same method, path and parsed JSON body) within 24 hours gets
+stored; the same request again (same method, path, parsed JSON body and API version) within 24 hours gets
 that answer back, status, body and headers, with a fresh `X-Request-Id`. Another request with
 the key answers 422; a repeat while the first is still running answers 409. Answers with a
 5xx status or 409 are not stored (the key is free again at once), and a key whose first
@@ -45,9 +45,10 @@ def key_of(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
-def fingerprint(method: str, path: str, body: Any) -> str:
-    """The same request: method, path and the parsed JSON body (key order and spacing aside)."""
-    canonical = msgspec.json.encode([method, path, body], order="sorted")
+def fingerprint(method: str, path: str, body: Any, *, version: str) -> str:
+    """The same request: method, path, the parsed JSON body (key order and spacing aside) and
+    the API version, whose answer has another shape (a 2021-01 answer is no 2021-11 one)."""
+    canonical = msgspec.json.encode([method, path, body, version], order="sorted")
     return hashlib.sha256(canonical).hexdigest()
 
 

@@ -301,7 +301,7 @@ class Api:
         """NOTE: decisions §9.2, §6.12: the first answer to a key, replayed to its repeats."""
         db, clock = self.services.db, self.services.clock
         owner = (ctx.store.id, ctx.token.id, key)
-        print_ = idempotency.fingerprint(operation.method, call.scope["path"], call.body)
+        print_ = idempotency.fingerprint(operation.method, call.scope["path"], call.body, version=ctx.version.name)
         try:
             stored = await run_in_threadpool(idempotency.begin, db, *owner, print_, clock.now())
         except ServiceError as exc:
