@@ -4,8 +4,8 @@ data accepted. The run is schemathesis' own command line with tests/fuzz/schemat
 `make fuzz` runs the very same thing longer; a failure shows schemathesis' report.
 
 A fixed seed and a bounded number of examples per operation (``REBILL_FUZZ_EXAMPLES``, 6 here:
-the coverage phase's boundary cases come on top, whatever the number) keep it to about a minute
-a version on two cores. `make fuzz` sets 200.
+the coverage phase's boundary cases come on top, whatever the number) keep it to a minute or two
+a version on two cores. `make fuzz` sets 100; ``REBILL_FUZZ_SEED`` changes the seed.
 """
 
 from __future__ import annotations
