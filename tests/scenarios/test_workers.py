@@ -33,7 +33,7 @@ from rebill.clock import SystemClock
 from rebill.db.engine import Database
 from rebill.db.migrate import upgrade
 from rebill.domain.store import service as store_service
-from rebill.models import charges, sandbox_payments
+from rebill.models import charges, orders, sandbox_payments
 from tests.conftest import fresh_database_url
 
 # Background jobs that would only add noise here: the billing run is what is watched.
@@ -131,7 +131,11 @@ class Day:
             taken = Counter(conn.execute(select(sandbox_payments.c.reference).where(
                 sandbox_payments.c.store_id == self.store_id, sandbox_payments.c.outcome == "captured")).scalars())
             statuses = Counter(conn.execute(select(charges.c.status).where(charges.c.id.in_(self.charge_ids))).scalars())
+            numbers = sorted(conn.execute(select(orders.c.number).where(orders.c.store_id == self.store_id)).scalars())
         assert statuses == {"success": len(self.charge_ids)}
+        # One order a charge, numbered 1, 2, 3... in the store without a gap or a repeat, though
+        # the workers' batches took their numbers turn about (order/repository.py ``number``).
+        assert numbers == list(range(1, len(self.charge_ids) + 1))
         assert {f"charge {i}" for i in self.charge_ids} == set(taken)  # none missing, none else paid
         assert set(taken.values()) == {1}, [ref for ref, n in taken.items() if n > 1][:10]
         assert self.claims() == {}

@@ -31,7 +31,7 @@ from ..charge.model import API_NAMES as CHARGE_NAMES
 from ..charge.model import ERROR, PENDING, SUCCESS, Charge
 from ..customer import activity
 from ..discount import repository as discounts
-from ..event import attributes
+from ..event import attributes, outbox
 from ..order import repository as orders
 from ..payment.gateway import AUTHORIZED, CAPTURED, CARD_EXPIRED, CUSTOMER_NEEDS_TO_UPDATE_CARD, Result
 from ..schedule.dates import add_interval
@@ -86,6 +86,12 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
                                   [held[i] for i in charge.purchase_item_ids if i in held]))
     batch.write()
     replan(unit, sorted({c.address_id for c, _, _ in mine} | {i.address_id for i in held.values()}))
+    # The orders' numbers last: taking them locks the store's order counter until the COMMIT
+    # (order/repository.py), so the runs of several workers billing one store each hold it for
+    # this end only. What the orders' events render (their webhook payloads show the number)
+    # waits for it; the batch's other events are written first.
+    outbox.flush(unit.conn)
+    batch.number_orders()
     return recorded
 
 
@@ -106,6 +112,7 @@ class _Batch:
         # NOTE: decisions §7.5, one use per successful charge carrying a code (its redemption).
         self.uses: list[dict[str, Any]] = []
         self.applied: dict[int, dict[date, int]] = {}
+        self.made: list[int] = []  # the orders, numbered last (number_orders)
 
     def add(self, charge: Charge, result: Result, method_id: int | None, processor: str,
             held: list[PurchaseItem]) -> Recorded:
@@ -213,18 +220,23 @@ class _Batch:
                 .returning(payment_methods.c.customer_id)).scalars()
             # NOTE: spec 01 events, a method's change is told on its customer (as the API does).
             self.events["customer/payment_method_updated"] += sorted(set(changed))
-        made = _insert_orders(unit, self.orders)
+        self.made = _insert_orders(unit, self.orders, numbered=False)
         _stamp_first_charge(unit, {c.customer_id for c, _ in self.orders})
-        self.events["order/created"] += made
-        processed = [o for o, k in zip(made, self._sequences()) if k == 0]
-        self.events["order/processed"] += processed
-        self.events["order/success"] += processed  # NOTE: docs/webhooks.md, 2021-11's name for it
         for topic, ids in self.events.items():
             unit.record_many(topic, ids, changed=self.changed.get(topic))
         for charge in self.closing:
             _close(unit, charge)
         for customer_id in self.refresh:
             activity.refresh(unit, customer_id)
+
+    def number_orders(self) -> None:
+        """The batch's orders get their numbers, then their events are recorded."""
+        made, unit = self.made, self.unit
+        orders.number(unit.conn, unit.store_id, made)
+        processed = [o for o, k in zip(made, self._sequences()) if k == 0]
+        unit.record_many("order/created", made)
+        unit.record_many("order/processed", processed)
+        unit.record_many("order/success", processed)  # NOTE: docs/webhooks.md, 2021-11's name for it
 
     def _sequences(self) -> list[int]:
         return [k for _, held in self.orders for k in range(_orders_per_charge(held))]
@@ -328,7 +340,7 @@ def _orders_per_charge(held: list[PurchaseItem]) -> int:
     return max((i.orders_per_charge for i in held if i.kind == SUBSCRIPTION and i.is_prepaid), default=1)
 
 
-def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]]) -> list[int]:
+def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *, numbered: bool = True) -> list[int]:
     """One order per delivery: a prepaid charge makes one for each order interval it paid for
     (decisions §6.12: order k on the charge's date plus k order intervals, the first `success`,
     the rest `queued`)."""
@@ -341,7 +353,7 @@ def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]]) ->
             when = charge.scheduled_at if k == 0 else _nth_order_date(prepaid[0], charge.scheduled_at, k)
             rows.append({**_order_row(unit, charge, k, when, bool(prepaid)), "line_items": lines[charge.id]})
             item_ids.append(charge.purchase_item_ids)
-    return orders.insert_many(unit.conn, rows, item_ids)
+    return orders.insert_many(unit.conn, rows, item_ids, numbered=numbered)
 
 
 def _nth_order_date(item: PurchaseItem, start: date, k: int) -> date:

@@ -148,6 +148,19 @@ def _numbers_upsert(insert: Any) -> Prepared:
 _take = {"sqlite": _numbers_upsert(sqlite_insert), "postgresql": _numbers_upsert(postgresql_insert)}
 
 
+_NUMBER = Prepared(update(orders).where(orders.c.id == bindparam("_id")).values(number=bindparam("_number")))
+
+
+def number(conn: Connection, store_id: int, order_ids: list[int]) -> None:
+    """Gives orders inserted with ``numbered=False`` in this transaction the store's next
+    numbers, in the order they were made (id order); nothing may read their numbers before."""
+    if not order_ids:
+        return
+    ids = sorted(order_ids)
+    last = take_numbers(conn, store_id, len(ids))
+    _NUMBER.run_many(conn, [{"_id": i, "_number": n} for i, n in zip(ids, range(last - len(ids) + 1, last + 1))])
+
+
 def take_numbers(conn: Connection, store_id: int, count: int) -> int:
     """Moves the store's order counter ``count`` forward and returns its new last number. On
     PostgreSQL the counter's row stays locked until the transaction ends, so two transactions
@@ -158,15 +171,23 @@ def take_numbers(conn: Connection, store_id: int, count: int) -> int:
     return int(row[0])
 
 
-def insert_many(conn: Connection, rows: list[dict[str, Any]], item_ids: list[list[int]]) -> list[int]:
+def insert_many(conn: Connection, rows: list[dict[str, Any]], item_ids: list[list[int]], *,
+                numbered: bool = True) -> list[int]:
     """Inserts ``rows`` (all with the same keys, all of one store) and each one's purchase
     items; their ids in order. Each row gets the store's next order number here (any
     ``number`` it carries, a clone's source's, is replaced): every order is made through this
-    function, so no order goes without one."""
+    function, so no order goes without one. With ``numbered=False`` (a billing run's batch)
+    they get provisional numbers instead, negative and unique (their charge's id and their
+    sequence), and the caller gives them theirs with ``number`` before its transaction ends:
+    the store's counter is then locked for the end of the transaction only, not the whole of it
+    (issue 18: workers billing one store would otherwise record their batches one at a time)."""
     if not rows:
         return []
-    last = take_numbers(conn, rows[0]["store_id"], len(rows))
-    rows = [{**row, "number": n} for row, n in zip(rows, range(last - len(rows) + 1, last + 1))]
+    if numbered:
+        last = take_numbers(conn, rows[0]["store_id"], len(rows))
+        rows = [{**row, "number": n} for row, n in zip(rows, range(last - len(rows) + 1, last + 1))]
+    else:
+        rows = [{**row, "number": -((row["charge_id"] << 16) + row["sequence"])} for row in rows]
     ids = statements.insert_many(conn, orders, rows)
     statements.insert_all(conn, order_items, [
         {"order_id": order_id, "purchase_item_id": item_id, "store_id": rows[0]["store_id"]}
