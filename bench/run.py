@@ -33,7 +33,7 @@ from urllib.request import Request, urlopen
 import psycopg
 from sqlalchemy import func, select
 
-from bench import batches, billing, floor, schedule, webhooks
+from bench import batches, billing, floor, schedule, webhooks, workers
 from rebill.api.listing import encode_cursor
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
@@ -159,6 +159,9 @@ def main() -> None:
     token, customer_id, store_id = seed(url)
     sched = schedule.run(url, args.addresses)
     day = billing.run(url, args.charges)
+    # Issue 18: on PostgreSQL, the billing day with one `rebill worker` and with two.
+    on_postgres = bool(args.database) and not args.database.startswith("sqlite")
+    split = workers.run(url, args.charges) if on_postgres else None
     deep_cursor, address_range = schedule_positions(url, sched["store"])
     hooks = webhooks.deliveries(url)
     batch = batches.run(url)  # issue 15: a server of its own, run to its end before the rounds
@@ -257,6 +260,11 @@ def main() -> None:
     print(f"discounted billing day target (half the charges with a code, at most 1.2x the plain day per charge): "
           f"{'met' if discounted['ratio'] <= 1.2 else 'NOT met'} ({discounted['ratio']:.2f}x)")
     summary["billing_day"] = day
+    if split is not None:
+        print(f"two workers target (a billing day on PostgreSQL at least 1.6x one worker's): "
+              f"{'met' if split['ratio'] >= 1.6 else 'NOT met'} ({split['ratio']:.2f}x: "
+              f"{split['two_per_second']:,.0f} against {split['one_per_second']:,.0f} charges/s)")
+        summary["workers"] = split
     print(f"webhook deliveries target (at least 1,000 a second to one local receiver): "
           f"{'met' if hooks['per_second'] >= 1000 else 'NOT met'} ({hooks['per_second']:,.0f}/s: "
           f"{hooks['succeeded']:,} of {hooks['events']:,} events in {hooks['seconds']:.1f} s, "

@@ -1,0 +1,120 @@
+"""The billing day on PostgreSQL with one `rebill worker` and with two (issue 18: two workers at
+least 1.6x one on 100,000 charges).
+
+    .venv/bin/python -m bench.workers --database postgresql://root@127.0.0.1/postgres [--charges 100000]
+
+Seeds N addresses with a subscription due today and a payment method each (bench/billing.py's
+seed, not measured), then bills three days of the same store, a month apart: the first with one
+worker, the second with two, the third with one again. Each day is moved to by the store's test
+clock (its offset, set straight in the database between days: no run happens on the way), and
+its workers are real `rebill worker` processes started for it, which bill at once and are
+stopped with SIGTERM once the day is paid. A day's time runs from its first claim (seen by
+polling the claims every 20 ms; the processes' start-up is not in it) to its last charge paid.
+Each day's tables are a month larger than the day before's, so the two-worker day is compared
+with the mean of the one-worker days on either side of it. The figures go to
+docs/performance.md by hand."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from bench.billing import seed
+from rebill.clock import SystemClock
+from rebill.db.engine import Database
+from rebill.models import charges, stores
+
+# Only the billing run: every other job of the workers off, so that a day's time is its billing.
+QUIET = {"REBILL_REGENERATE_EVERY": "0", "REBILL_PURGE_EVERY": "0", "REBILL_BATCH_EVERY": "0",
+         "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_BILL_EVERY": "86400", "REBILL_LOG_FORMAT": "text"}
+MONTH = timedelta(days=32)
+
+
+def _due(db: Database, store: Any, day: Any) -> int:
+    with db.read() as conn:
+        return conn.execute(select(func.count()).select_from(charges).where(
+            charges.c.store_id == store.id, charges.c.status.in_(("queued", "error")),
+            charges.c.scheduled_at <= day)).scalar_one()
+
+
+def _claimed(db: Database, store: Any) -> bool:
+    with db.read() as conn:
+        return conn.execute(select(charges.c.id).where(charges.c.store_id == store.id,
+                                                       charges.c.claimed_by.is_not(None)).limit(1)).first() is not None
+
+
+def day(url: str, db: Database, store: Any, offset: timedelta, workers: int) -> dict[str, Any]:
+    """Bills the day the store's clock shows at ``offset`` with ``workers`` processes."""
+    with db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == store.id)
+                     .values(clock_offset_seconds=int(offset.total_seconds())))
+    today = (SystemClock().now() + offset).date()
+    count = _due(db, store, today)
+    env = {**os.environ, **QUIET}
+    env.pop("REBILL_FAILPOINT", None)
+    processes = [subprocess.Popen([sys.executable, "-m", "rebill.cli", "worker", "--database", url], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(workers)]
+    try:
+        while not _claimed(db, store):
+            if any(p.poll() is not None for p in processes):
+                raise SystemExit(f"a worker exited: {[p.stderr.read().decode()[-2000:] for p in processes]}")
+            time.sleep(0.02)
+        started = time.perf_counter()
+        while (left := _due(db, store, today)) > 0 or _claimed(db, store):
+            time.sleep(0.05 if left else 0.01)
+        seconds = time.perf_counter() - started
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=120)
+    rate = count / seconds
+    print(f"workers: {workers} worker(s), {count:,} charges in {seconds:.1f} s ({rate:,.0f} charges/s)", flush=True)
+    return {"workers": workers, "charges": count, "seconds": seconds, "per_second": rate}
+
+
+def run(url: str, n: int) -> dict[str, Any]:
+    print(f"workers: seeding {n:,} addresses with a subscription due today and a payment method each "
+          "(not measured)", flush=True)
+    store, _ = seed(url, n)
+    db = Database.from_url(url)
+    try:
+        one = day(url, db, store, timedelta(0), 1)
+        two = day(url, db, store, MONTH, 2)
+        again = day(url, db, store, 2 * MONTH, 1)
+    finally:
+        db.dispose()
+    single = (one["per_second"] + again["per_second"]) / 2
+    ratio = two["per_second"] / single
+    print(f"workers: two workers {two['per_second']:,.0f} charges/s against one's {single:,.0f} (the mean of the "
+          f"days around it): {ratio:.2f}x (target at least 1.6x: {'met' if ratio >= 1.6 else 'NOT met'})", flush=True)
+    return {"days": [one, two, again], "one_per_second": single, "two_per_second": two["per_second"],
+            "ratio": ratio}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--charges", type=int, default=100_000)
+    parser.add_argument("--database", required=True, help="PostgreSQL admin URL (a database is made and dropped)")
+    args = parser.parse_args()
+    if not args.database.startswith("postgres"):
+        raise SystemExit("the workers' billing day is measured on PostgreSQL (SQLite writes one at a time)")
+    from bench.run import fresh_database
+    url, cleanup = fresh_database(args.database)
+    try:
+        run(url, args.charges)
+    finally:
+        cleanup()
+
+
+if __name__ == "__main__":
+    main()
