@@ -84,6 +84,7 @@ class PostgresLocks:
         self.url, self.name = url, name[:63]
         self._conn: psycopg.Connection | None = None
         self._leading = self._marked = False
+        self._failing = False  # said once per outage, not at every check
 
     def _connection(self) -> psycopg.Connection:
         conn = self._conn
@@ -98,9 +99,14 @@ class PostgresLocks:
         it held (its session is gone, and its locks with it)."""
         try:
             row = self._connection().execute(sql, params).fetchone()
-        except psycopg.Error:
+        except psycopg.Error as exc:
             self._drop()
+            if not self._failing:
+                logger.warning("background jobs: the lock connection of process %d failed (%s); asking again "
+                               "every %g s", os.getpid(), exc, CHECK_SECONDS)
+            self._failing = True
             raise
+        self._failing = False
         return row[0] if row else None
 
     def lead(self) -> bool:
@@ -109,8 +115,7 @@ class PostgresLocks:
                 self._ask("SELECT 1")  # the session, and so the lock, is still there
             else:
                 self._leading = bool(self._ask("SELECT pg_try_advisory_lock(%s)", LEADER_KEY))
-        except psycopg.Error as exc:
-            logger.warning("background jobs: the jobs lock's connection failed (%s)", exc)
+        except psycopg.Error:
             return False
         return self._leading
 
@@ -130,8 +135,7 @@ class PostgresLocks:
                 # Waits at most for an API process's instant look (workers_alive).
                 self._ask("SELECT pg_advisory_lock_shared(%s)", WORKERS_KEY)
                 self._marked = True
-        except psycopg.Error as exc:
-            logger.warning("worker: the workers mark's connection failed (%s)", exc)
+        except psycopg.Error:
             return False
         return True
 
