@@ -157,3 +157,13 @@ def test_a_key_used_in_one_version_is_another_request_in_the_other(api):
     other = api.post("/checkouts", json=body, version=V11, headers={"Idempotency-Key": "k-versions"})
     assert other.status_code == 422, other.text
     assert other.json() == {"errors": {"Idempotency-Key": ["was already used for another request"]}}
+
+
+def test_external_product_ids_count_as_sent_repeats_included(api):
+    """`make fuzz` sent 1,001 copies of one id: the repeats were dropped before the count, so the
+    list passed the 1,000 the document's maxItems allows."""
+    response = api.get("/products", params={"external_product_ids": ",".join(["7001"] * 1001)}, version=V11)
+    assert response.status_code == 422, response.text
+    assert response.json() == {"errors": {"external_product_ids": ["Invalid value: at most 1000 ids at a time"]}}
+    assert api.get("/products", params={"external_product_ids": ",".join(["7001"] * 1000)},
+                   version=V11).status_code == 200
