@@ -37,6 +37,7 @@ from rebill.http import observe
 from rebill.http.auth import TokenResolver
 from rebill.http.edge import Edge
 from rebill.http.ratelimit import LeakyBuckets
+from rebill.http.ratelimit_redis import SharedBuckets
 from rebill.jobs.scheduler import Jobs
 from rebill.observability import metrics
 from rebill.settings import Settings
@@ -68,7 +69,9 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None, 
     api = Api([op for module in RESOURCES for op in module.endpoints.operations], services)
     extra = {"monotonic": monotonic} if monotonic else {}
     tokens = TokenResolver(db, ttl=settings.token_cache_seconds, **extra)
-    buckets = LeakyBuckets(settings.rate_limit, **extra)
+    # Shared through Redis when a deployment has one, else per process (http/ratelimit_redis.py).
+    buckets = SharedBuckets(settings.rate_limit, settings.redis_url, settings.redis_prefix, **extra) \
+        if settings.redis_url else LeakyBuckets(settings.rate_limit, **extra)
     edge = Edge(api, tokens=tokens, buckets=buckets, versions=VERSIONS, fallback_version=FALLBACK_VERSION)
     edge.services = services  # type: ignore[attr-defined]
     # Issue 18: `/metrics` and the figures, when the setting is on (observability/metrics.py).

@@ -118,6 +118,11 @@ class Settings:
     # Seconds a stopping process gives its running jobs to finish their batch (a billing batch
     # recorded, a batch chunk committed, deliveries in flight answered) before it exits anyway.
     jobs_stop_seconds: float = 20.0
+    # Redis shared by the processes of a deployment (issue 18): the rate-limit buckets live
+    # there when set, per process when not (http/ratelimit_redis.py). Every key begins with
+    # ``redis_prefix``, so that several deployments (or tests) can share one Redis.
+    redis_url: str | None = None
+    redis_prefix: str = "rebill:"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -163,6 +168,10 @@ class Settings:
             values["background_jobs"] = background_jobs(env["REBILL_BACKGROUND_JOBS"])
         if env.get("REBILL_JOBS_STOP_SECONDS"):
             values["jobs_stop_seconds"] = float(env["REBILL_JOBS_STOP_SECONDS"])
+        if env.get("REBILL_REDIS_URL"):
+            values["redis_url"] = env["REBILL_REDIS_URL"]
+        if env.get("REBILL_REDIS_PREFIX"):
+            values["redis_prefix"] = env["REBILL_REDIS_PREFIX"]
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

@@ -87,6 +87,14 @@ def serve(
     else:
         err.print(f"Serving on http://{host}:{port} ({settings.database_url})"
                   + (f"; GET /metrics on (files in {metrics_dir})" if metrics_dir else ""))
+    # Issue 18: the operator learns at start whether the rate limit is shared (docs/operations.md, "Redis").
+    where = settings.redis_url.split("@")[-1] if settings.redis_url else ""  # never a password
+    line = (f"Rate limits shared through Redis ({where})" if settings.redis_url else
+            f"Rate limits are per process (no REBILL_REDIS_URL): each of the {workers} process(es) counts its own")
+    if json_logs:
+        log.info(line)
+    else:
+        err.print(line)
     try:
         # Rebill writes its own line per request (observability/logs.py): uvicorn's access log stays off.
         uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",

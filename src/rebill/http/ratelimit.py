@@ -1,7 +1,8 @@
 """Leaky bucket per token (decisions §9.1): ``burst`` deep, leaking ``per_second``.
 
 Buckets live in the process. Several processes each keep their own, so an operator
-running N processes behind one address divides the rate by N (docs/operations.md).
+running N processes behind one address multiplies the rate by N (docs/operations.md), unless
+``REBILL_REDIS_URL`` shares them (ratelimit_redis.py, which falls back to these).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from rebill.settings import RateLimit
 
 
 class LeakyBuckets:
+    # Whether the edge must await ``take_shared`` (ratelimit_redis.py) instead of ``take``.
+    shared = False
+
     def __init__(self, default: RateLimit, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.default = default
         self.monotonic = monotonic

@@ -1,0 +1,127 @@
+"""The leaky bucket of decisions §9.1 shared by every process through Redis (issue 18).
+
+One Lua script per request does the whole leak-then-add on the server, so two processes can
+never both read a level and both write their own plus one (no read-modify-write). The time is
+Redis's own (``TIME``): the processes' monotonic clocks are not comparable, the server's is one
+clock for all of them. A bucket's key expires once it would have drained, so idle tokens leave
+nothing behind.
+
+Redis down keeps the API serving (docs/operations.md, "Redis"): the first failure is logged,
+the process falls back to its own buckets (the per-process limit of ``LeakyBuckets``) and
+tries Redis again only after ``RETRY_SECONDS``, so an outage costs one failed attempt per
+process per retry, not a timeout per request. The recovery is logged too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from rebill.settings import RateLimit
+
+from .ratelimit import LeakyBuckets
+
+logger = logging.getLogger("rebill.redis")
+
+# Seconds between two attempts to reach Redis while it is down.
+RETRY_SECONDS = 1.0
+# Seconds a connect or a reply may take: Redis on the local network answers in well under a
+# millisecond, and a request must not hang on a Redis that accepts but never answers.
+TIMEOUT_SECONDS = 0.25
+
+# KEYS[1] the bucket; ARGV burst, per_second, enabled ("1"/"0"). Returns {allowed, used, wait}
+# with the arithmetic of LeakyBuckets.take (integers: Lua numbers returned to Redis truncate).
+LEAK_AND_ADD = """
+local burst = tonumber(ARGV[1])
+local rate = tonumber(ARGV[2])
+local enabled = ARGV[3] == '1'
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'level', 'at')
+local level = 0
+if state[1] then
+  level = tonumber(state[1]) - (now - tonumber(state[2])) * rate
+  if level < 0 then level = 0 end
+end
+local allowed = 1
+local wait = 0
+if enabled and level + 1 > burst then
+  allowed = 0
+  wait = math.max(1, math.ceil((level + 1 - burst) / rate))
+elseif enabled then
+  level = level + 1
+else
+  level = math.min(level + 1, burst)
+end
+redis.call('HSET', KEYS[1], 'level', string.format('%.17g', level), 'at', string.format('%.17g', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return {allowed, math.ceil(level), wait}
+"""
+
+
+class SharedBuckets(LeakyBuckets):
+    """``take_shared`` asks Redis; the inherited ``take`` is the per-process fallback."""
+
+    shared = True
+
+    def __init__(self, default: RateLimit, url: str, prefix: str = "rebill:",
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(default, monotonic)
+        self.url, self.prefix = url, prefix
+        self._client: Any = None
+        self._script: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._down_until: float | None = None  # monotonic time of the next attempt while down
+
+    def _connected(self) -> Any:
+        # A client's connections belong to the event loop they were made in: another loop (a
+        # test client without its `with` block) gets a client of its own.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = aioredis.Redis.from_url(
+                self.url, socket_connect_timeout=TIMEOUT_SECONDS, socket_timeout=TIMEOUT_SECONDS,
+                # No retries inside the client: a failure falls back at once (module docstring).
+                retry=Retry(NoBackoff(), 0))
+            self._script = self._client.register_script(LEAK_AND_ADD)
+            self._loop = loop
+        return self._script
+
+    @property
+    def down(self) -> bool:
+        return self._down_until is not None
+
+    async def take_shared(self, token_id: int, limit: RateLimit | None = None) -> tuple[bool, int, int, int]:
+        rule = limit or self.default
+        if self._down_until is not None and time.monotonic() < self._down_until:
+            return self.take(token_id, limit)
+        try:
+            script = self._connected()
+            allowed, used, wait = await script(keys=[f"{self.prefix}bucket:{token_id}"],
+                                               args=[rule.burst, repr(float(rule.per_second)),
+                                                     "1" if rule.enabled else "0"])
+        except (RedisError, OSError) as exc:
+            if self._down_until is None:
+                logger.warning("Redis at %s does not answer (%s): rate limits are per process until it does",
+                               self.url, exc)
+            self._down_until = time.monotonic() + RETRY_SECONDS
+            return self.take(token_id, limit)
+        if self._down_until is not None:
+            logger.warning("Redis at %s answers again: rate limits are shared", self.url)
+            self._down_until = None
+        return bool(allowed), int(used), rule.burst, int(wait)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            try:
+                await client.aclose()
+            except (RedisError, OSError, RuntimeError):
+                pass  # a client of a loop already closed: nothing left to release
