@@ -351,3 +351,22 @@ def test_two_workers_share_webhook_deliveries_and_async_batches_and_do_each_once
         ids = [r.headers["webhook-id"] for r in receiver.received]
         assert len(ids) == len(set(ids)) == 200  # each delivery sent once
         assert seen == {w.pid for w in workers}, (seen, day.all_output())
+
+
+def test_a_worker_waits_for_the_schema_instead_of_migrating_and_stops_at_once_meanwhile(tmp_path):
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    day = Day(url, None, 0, [], tmp_path)  # type: ignore[arg-type]
+    try:
+        bored = day.worker()  # told to stop while it waits
+        waiting = day.worker()
+        for worker in (bored, waiting):
+            _until(lambda w=worker: "waiting for `rebill migrate`" in day.output(w), day)
+        bored.send_signal(signal.SIGTERM)
+        assert bored.wait(timeout=30) == 0, day.all_output()
+        assert "runs them" not in day.output(waiting)
+        upgrade(url)  # what `rebill migrate` (or a starting `rebill serve`) does
+        _until(lambda: f"process {waiting.pid} runs them (worker" in day.output(waiting), day)
+        day.stop_all()
+        assert waiting.returncode == 0, day.all_output()
+    finally:
+        day.stop_all()
