@@ -23,7 +23,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from rebill.settings import RateLimit
 
@@ -80,6 +80,8 @@ class SharedBuckets(LeakyBuckets):
         self._script: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._down_until: float | None = None  # monotonic time of the next attempt while down
+        self._busy = False  # a round trip under way on this loop
+        self._waiting: list[tuple[str, list[Any], asyncio.Future[Any]]] = []
 
     def _connected(self) -> Any:
         # A client's connections belong to the event loop they were made in: another loop (a
@@ -92,6 +94,7 @@ class SharedBuckets(LeakyBuckets):
                 retry=Retry(NoBackoff(), 0))
             self._script = self._client.register_script(LEAK_AND_ADD)
             self._loop = loop
+            self._busy, self._waiting = False, []
         return self._script
 
     @property
@@ -103,10 +106,9 @@ class SharedBuckets(LeakyBuckets):
         if self._down_until is not None and time.monotonic() < self._down_until:
             return self.take(token_id, limit)
         try:
-            script = self._connected()
-            allowed, used, wait = await script(keys=[f"{self.prefix}bucket:{token_id}"],
-                                               args=[rule.burst, repr(float(rule.per_second)),
-                                                     "1" if rule.enabled else "0"])
+            allowed, used, wait = await self._run(f"{self.prefix}bucket:{token_id}",
+                                                  [rule.burst, repr(float(rule.per_second)),
+                                                   "1" if rule.enabled else "0"])
         except (RedisError, OSError) as exc:
             if self._down_until is None:
                 logger.warning("Redis at %s does not answer (%s): rate limits are per process until it does",
@@ -117,6 +119,62 @@ class SharedBuckets(LeakyBuckets):
             logger.warning("Redis at %s answers again: rate limits are shared", self.url)
             self._down_until = None
         return bool(allowed), int(used), rule.burst, int(wait)
+
+    async def _run(self, key: str, args: list[Any]) -> Any:
+        """The script for one request. Requests that arrive while a round trip is under way go
+        together in the next one, a pipeline of one script each (each still atomic, none waiting
+        for another's answer): under load a process makes one round trip per batch instead of one
+        per request (docs/performance.md, "The rate limit through Redis")."""
+        script = self._connected()
+        if self._busy:
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._waiting.append((key, args, future))
+            return await future
+        self._busy = True
+        try:
+            return await script(keys=[key], args=args)
+        finally:
+            if self._waiting:
+                asyncio.get_running_loop().create_task(self._drain())  # busy until drained
+            else:
+                self._busy = False
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    results = await self._pipeline([(key, args) for key, args, _ in batch])
+                except Exception as exc:  # the connection: every request of the batch falls back
+                    results = [exc] * len(batch)
+                for (_, _, future), result in zip(batch, results):
+                    if future.done():
+                        continue  # its request went away (a client that hung up)
+                    if isinstance(result, Exception):
+                        future.set_exception(result)
+                    else:
+                        future.set_result(result)
+        finally:
+            self._busy = False
+
+    async def _pipeline(self, calls: list[tuple[str, list[Any]]]) -> list[Any]:
+        """EVALSHA for each call in one round trip; a Redis that lost its scripts (restarted)
+        gets the script again, and only the calls it refused are sent again (the others ran)."""
+        results: list[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        for attempt in (1, 2):
+            pipe = self._client.pipeline(transaction=False)
+            for i in todo:
+                key, args = calls[i]
+                pipe.evalsha(self._script.sha, 1, key, *args)
+            answers = await pipe.execute(raise_on_error=False)
+            for i, answer in zip(todo, answers):
+                results[i] = answer
+            todo = [i for i in todo if isinstance(results[i], NoScriptError)]
+            if not todo or attempt == 2:
+                break
+            await self._client.script_load(LEAK_AND_ADD)
+        return results
 
     async def close(self) -> None:
         if self._client is not None:
