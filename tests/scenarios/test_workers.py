@@ -32,6 +32,7 @@ from sqlalchemy import func, select
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 from rebill.db.migrate import upgrade
+from rebill.domain.billing.claim import UNANSWERED
 from rebill.domain.store import service as store_service
 from rebill.models import charges, orders, sandbox_payments
 from tests.conftest import fresh_database_url
@@ -53,6 +54,7 @@ class Day:
     logs: Path
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     holders: Counter[int] = field(default_factory=Counter)  # pid -> batches seen claimed
+    together: int = 0  # the most billing runs seen holding claims at one moment
 
     def start(self, *command: str, env: dict[str, str] | None = None, name: str = "worker") -> subprocess.Popen[bytes]:
         environment = {**os.environ, **QUIET, "REBILL_RATE_LIMIT": "off"}
@@ -94,7 +96,9 @@ class Day:
 
         def watch() -> None:
             while not stop.is_set():
-                for run in set(self.claims().values()) - seen:
+                runs = {run.removesuffix(UNANSWERED) for run in self.claims().values()}
+                self.together = max(self.together, len(runs))
+                for run in runs - seen:
                     seen.add(run)
                     self.holders[holder(run)] += 1
                 time.sleep(0.01)
@@ -176,6 +180,19 @@ def test_two_workers_on_postgresql_split_a_billing_day_and_pay_each_charge_once(
         assert set(day.holders) == {w.pid for w in workers}, (day.holders, day.all_output())
         for worker in workers:
             assert f"background jobs: process {worker.pid} runs them (worker" in day.output(worker)
+
+
+def test_one_worker_with_concurrency_two_runs_two_billing_runs_side_by_side(tmp_path):
+    with billing_day("postgresql", tmp_path, 3000) as day:
+        with day.watching():
+            worker = day.worker(env={"REBILL_BILL_EVERY": "3600"}, concurrency=2)
+            day.wait_paid()
+        day.stop_all()
+        assert worker.returncode == 0, day.all_output()
+        day.assert_each_paid_once()
+        assert set(day.holders) == {worker.pid} and day.together == 2, (day.holders, day.together)
+        assert f"process {worker.pid} runs them (worker, REBILL_BACKGROUND_JOBS=on, concurrency 2)" in \
+            day.output(worker)
 
 
 @pytest.mark.parametrize("backend", ["postgresql", "sqlite"])
