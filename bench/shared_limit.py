@@ -68,7 +68,9 @@ def measure(url: str, redis_url: str, rounds: int, requests: int) -> dict[str, d
         await asyncio.gather(*(lane() for _ in range(width)))
         return (n // width * width) / (time.perf_counter() - began)
 
-    loop = asyncio.new_event_loop()
+    import uvloop  # the loop `rebill serve` runs on (uvicorn[standard])
+
+    loop = uvloop.new_event_loop()
     figures: dict[str, dict[str, list[float]]] = {name: {"wall_us": [], "cpu_us": [], "rps_32": []} for name in apps}
     for app in apps.values():  # warm-up
         loop.run_until_complete(one_by_one(app, 200))
