@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from typing import Optional
+from urllib.parse import urlsplit
 
 import typer
 
@@ -88,13 +89,14 @@ def serve(
         err.print(f"Serving on http://{host}:{port} ({settings.database_url})"
                   + (f"; GET /metrics on (files in {metrics_dir})" if metrics_dir else ""))
     # Issue 18: the operator learns at start whether the rate limit is shared (docs/operations.md, "Redis").
-    where = settings.redis_url.split("@")[-1] if settings.redis_url else ""  # never a password
+    parts = urlsplit(settings.redis_url or "")
+    where = parts.netloc.rpartition("@")[2] + parts.path  # the host, port and db: never a password
     line = (f"Rate limits shared through Redis ({where})" if settings.redis_url else
             f"Rate limits are per process (no REBILL_REDIS_URL): each of the {workers} process(es) counts its own")
     if json_logs:
         log.info(line)
     else:
-        err.print(line)
+        err.print(line, soft_wrap=True)  # one line, whatever the terminal's width
     try:
         # Rebill writes its own line per request (observability/logs.py): uvicorn's access log stays off.
         uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
