@@ -290,3 +290,24 @@ def test_a_batch_sent_to_a_redis_without_the_script_loads_it_and_runs_each_call_
 
     results = asyncio.run(story())
     assert [r[:2] for r in results] == [[1, 1], [1, 2], [1, 3], [0, 3], [1, 1]]
+
+
+def test_a_bucket_that_would_drain_in_centuries_keeps_its_key_ten_years(prefix):
+    rule = RateLimit(burst=10**9, per_second=1e-6)
+
+    async def story() -> tuple[bool, int, int, int]:
+        buckets = SharedBuckets(rule, REDIS, prefix)
+        taken = await buckets.take_shared(5)
+        assert not buckets.down
+        await buckets.close()
+        return taken
+
+    assert asyncio.run(story()) == (True, 1, 10**9, 0)
+    ttl = redis.Redis.from_url(REDIS).pttl(f"{prefix}bucket:5")
+    assert 315_000_000_000 < ttl <= 315_360_000_000
+
+
+def test_the_redis_settings_are_read_from_the_environment():
+    read = Settings.from_env({"REBILL_REDIS_URL": "redis://10.0.0.5:6379/2", "REBILL_REDIS_PREFIX": "shop:"})
+    assert (read.redis_url, read.redis_prefix) == ("redis://10.0.0.5:6379/2", "shop:")
+    assert (Settings.from_env({}).redis_url, Settings.from_env({}).redis_prefix) == (None, "rebill:")

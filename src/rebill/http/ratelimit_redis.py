@@ -62,7 +62,10 @@ else
   level = math.min(level + 1, burst)
 end
 redis.call('HSET', KEYS[1], 'level', string.format('%.17g', level), 'at', string.format('%.17g', now))
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+-- Drained after burst / rate seconds; at most ten years, written as an integer (a huge
+-- number would print as 1e+15, which PEXPIRE refuses).
+local ttl = math.min(math.ceil(burst / rate * 1000) + 1000, 315360000000)
+redis.call('PEXPIRE', KEYS[1], string.format('%d', ttl))
 return {allowed, math.ceil(level), wait}
 """
 
