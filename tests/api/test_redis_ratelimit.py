@@ -311,3 +311,26 @@ def test_the_redis_settings_are_read_from_the_environment():
     read = Settings.from_env({"REBILL_REDIS_URL": "redis://10.0.0.5:6379/2", "REBILL_REDIS_PREFIX": "shop:"})
     assert (read.redis_url, read.redis_prefix) == ("redis://10.0.0.5:6379/2", "shop:")
     assert (Settings.from_env({}).redis_url, Settings.from_env({}).redis_prefix) == (None, "rebill:")
+
+
+def test_a_redis_that_never_answers_costs_one_timeout_per_retry_not_one_per_request(api, prefix, caplog,
+                                                                                     monkeypatch):
+    monkeypatch.setattr(ratelimit_redis, "RETRY_SECONDS", 60.0)  # no retry within the test, however slow
+    caplog.set_level(logging.WARNING, logger="rebill.redis")
+    with socket.socket() as silent:  # the kernel accepts connections; nothing ever answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        hung = f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+        with ExitStack() as stack:
+            (one,) = _clients(stack, api, hung, prefix, RateLimit(burst=40, per_second=2), count=1)
+            timed = []
+            for _ in range(10):
+                started = time.monotonic()
+                assert _get(one, api.token).status_code == 200
+                timed.append(time.monotonic() - started)
+    # The first waited for the client's timeout (0.25 s); the others, before the retry, went
+    # straight to the per-process bucket.
+    assert timed[0] >= ratelimit_redis.TIMEOUT_SECONDS
+    assert max(timed[1:]) < ratelimit_redis.TIMEOUT_SECONDS
+    said = [r for r in caplog.records if r.name == "rebill.redis"]
+    assert len(said) == 1
