@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,10 +88,13 @@ def prepare(database_url: str, *, name: str = "served") -> tuple[int, str]:
 
 
 @contextmanager
-def serve(folder: Path, *, env: dict[str, str] | None = None, seconds: float = 60.0) -> Iterator[Server]:
-    """`rebill serve` on a new SQLite database in ``folder``; stopped (and waited for) at the end."""
+def serve(folder: Path, *, env: dict[str, str] | None = None, seconds: float = 60.0,
+          database_url: str | None = None, args: Sequence[str] = (), rate_limit: str = "off") -> Iterator[Server]:
+    """`rebill serve` on a new SQLite database in ``folder`` (or on ``database_url``, an empty
+    database: a PostgreSQL one of tests/private_services.py), with ``args`` added to its command
+    line (``--workers 2``); stopped (and waited for) at the end. ``folder`` keeps its log."""
     folder.mkdir(parents=True, exist_ok=True)
-    database_url = f"sqlite:///{folder / 'served.db'}"
+    database_url = database_url or f"sqlite:///{folder / 'served.db'}"
     store_id, token = prepare(database_url)
     port = free_port()
     log = folder / "serve.log"
@@ -100,7 +103,7 @@ def serve(folder: Path, *, env: dict[str, str] | None = None, seconds: float = 6
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "rebill.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-             "--database", database_url, "--rate-limit", "off"],
+             "--database", database_url, "--rate-limit", rate_limit, *args],
             env=environment, stdout=sink, stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", token, store_id, database_url, log, process)
     try:
