@@ -15,6 +15,7 @@ Exception tree::
     ├── RateLimited           429
     ├── NotInThisVersion      501     endpoint of the other version (decisions §2.1)
     └── ServiceUnavailable    503     a third-party service (the payment processor) did not answer
+        └── DatabaseUnavailable       the database did not answer (a restart, a failover)
 
 Domain code raises these with field names of the head (2021-11) contract; the 2021-01
 contract renames the keys on the way out.
@@ -90,6 +91,19 @@ class ServiceUnavailable(ServiceError):
     not answer. Nothing is known of the call; repeating it is safe (the same idempotency key)."""
 
     status, default = 503, "The payment processor could not be reached; try again later"
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    """The database could not be reached, or dropped the connection mid-request (a restart, a
+    failover, a full pool). The transaction rolled back with the connection, so nothing of the
+    request was applied, except in the one case no server can rule out: a COMMIT sent just
+    before the connection dropped (docs/operations.md, "When the database goes away"). A retry
+    with the same Idempotency-Key is the safe way back."""
+
+    default = "The database could not be reached; try again in a moment"
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1"})
 
 
 def add_error(errors: dict[str, Any], name: str, message: str) -> None:

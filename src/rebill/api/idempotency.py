@@ -15,7 +15,10 @@ itself after 60 seconds (decisions §6.12 accepts exactly this).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,10 +26,13 @@ from typing import Any
 import msgspec
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from starlette.concurrency import run_in_threadpool
 
-from rebill.db.engine import Database
+from rebill.db.engine import Database, unavailable
 from rebill.errors import Conflict, ValidationFailed
 from rebill.models import idempotency_keys
+
+logger = logging.getLogger(__name__)
 
 HEADER = b"idempotency-key"
 KEPT = timedelta(hours=24)
@@ -127,6 +133,43 @@ def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored 
             return
         conn.execute(update(table).where(*where).values(state="done", status=answer.status,
                                                         headers=answer.headers, body=answer.body, updated_at=now))
+
+
+# How long an answer whose storing met a database outage is tried again: less than ABANDONED,
+# so that a retry of the request meets 409 (still running) and then the answer, never a
+# second run of a request that had committed.
+FINISH_RETRY_SECONDS = 45.0
+_retrying: set[asyncio.Task[None]] = set()
+
+
+async def finish_soon(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None,
+                      now: datetime) -> None:
+    """``finish``, and when the database is away (the request's own COMMIT may just have
+    landed before it went), again in the background every half second until it is back,
+    instead of leaving the key to free itself while the request's changes stand."""
+    try:
+        await run_in_threadpool(finish, db, store_id, token_id, key, answer, now)
+    except Exception as exc:
+        if not unavailable(exc):
+            raise
+        task = asyncio.get_running_loop().create_task(_finish_later(db, store_id, token_id, key, answer, now))
+        _retrying.add(task)
+        task.add_done_callback(_retrying.discard)
+
+
+async def _finish_later(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None,
+                        now: datetime) -> None:
+    deadline = time.monotonic() + FINISH_RETRY_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        try:
+            await run_in_threadpool(finish, db, store_id, token_id, key, answer, now)
+            return
+        except Exception as exc:  # noqa: BLE001 - logged below when it is no outage
+            if not unavailable(exc):
+                logger.error("could not store the answer to Idempotency-Key %r", key, exc_info=exc)
+                return
+    logger.warning("the database stayed away: the answer to Idempotency-Key %r was not stored", key)
 
 
 class Recorder:

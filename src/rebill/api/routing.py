@@ -25,18 +25,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.routing import compile_path
 from starlette.types import Message, Receive, Scope, Send
 
-from rebill.db.engine import retryable
+from rebill.db.engine import retryable, unavailable
 from rebill.db.loop_writer import WriterBusy
 from rebill.domain.store.model import API_VERSIONS
 from rebill.domain.unit import REQUEST_SOURCE
 from rebill.errors import (
+    DatabaseUnavailable,
     Forbidden,
     MethodNotAllowed,
     NotFound,
@@ -48,7 +51,7 @@ from rebill.http.context import RequestContext
 from rebill.http.render import decode_object, send_error, send_json
 
 from . import idempotency
-from .call import Call, Reply, Services
+from .call import Call, NeedsThread, Reply, Services
 from .declared import Body, Returns, replies
 from .query import QueryParser
 
@@ -247,9 +250,8 @@ class Api:
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)
             return
-        except Exception:
-            logger.exception("unhandled error in %s %s (request %s)", scope["method"], scope["path"], ctx.request_id)
-            await send_json(send, 500, {"errors": ServiceError.default}, None, ctx.headers)
+        except Exception as exc:
+            await send_error(send, _unexpected(exc, scope, ctx), ctx.headers)
             return
         if key is None:
             await self._respond(operation, call, ctx, send)
@@ -263,8 +265,11 @@ class Api:
         REQUEST_SOURCE.set(("api", ctx.token.id))
         try:
             try:
-                if self.services.db.inline_reads and not operation.calls_out:
+                db = self.services.db
+                if db.inline_reads and not operation.calls_out:
                     reply = await self._on_loop(operation, call)
+                elif operation.method == "GET" and not operation.calls_out and db.async_reads is not None:
+                    reply = await self._async_read(db.async_reads, operation, call)
                 else:
                     reply = await self._in_thread(operation, call)
             except ValidationFailed as exc:
@@ -274,9 +279,8 @@ class Api:
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)
             return
-        except Exception:
-            logger.exception("unhandled error in %s %s (request %s)", scope["method"], scope["path"], ctx.request_id)
-            await send_json(send, 500, {"errors": ServiceError.default}, None, ctx.headers)
+        except Exception as exc:
+            await send_error(send, _unexpected(exc, scope, ctx), ctx.headers)
             return
         await send_json(send, reply.status, reply.body, reply.headers, ctx.headers)
 
@@ -297,6 +301,17 @@ class Api:
                 await asyncio.sleep(random.uniform(0.005, 0.03) * attempt)
         raise AssertionError("unreachable")
 
+    async def _async_read(self, engine: AsyncEngine, operation: Operation, call: Call) -> Reply:
+        """PostgreSQL reads: the handler in a greenlet on the event loop, over an async
+        connection (``Database.async_reads``), so its round trips hold no worker thread. A
+        GET that turns out to write goes to a worker thread (``Call.write``)."""
+        try:
+            async with engine.connect() as conn:
+                return await conn.run_sync(_held_read, operation.handler, call)
+        except NeedsThread:
+            call.held = None
+            return await self._in_thread(operation, call)
+
     async def _idempotent(self, key: str, operation: Operation, call: Call, ctx: RequestContext, send: Send) -> None:
         """NOTE: decisions §9.2, §6.12: the first answer to a key, replayed to its repeats."""
         db, clock = self.services.db, self.services.clock
@@ -307,6 +322,9 @@ class Api:
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)
             return
+        except Exception as exc:
+            await send_error(send, _unexpected(exc, call.scope, ctx), ctx.headers)
+            return
         if stored is not None:
             await idempotency.replay(send, stored, ctx.headers)
             return
@@ -314,7 +332,7 @@ class Api:
         try:
             await self._respond(operation, call, ctx, recorder)
         finally:
-            await run_in_threadpool(idempotency.finish, db, *owner, recorder.answer(), clock.now())
+            await idempotency.finish_soon(db, *owner, recorder.answer(), clock.now())
 
     async def _on_loop(self, operation: Operation, call: Call) -> Reply:
         """SQLite: run the handler on the event loop, its reads and its write included
@@ -347,6 +365,24 @@ class Api:
         if operation.scope is not None and not ctx.token.allows(operation.scope):
             raise Forbidden(f"This token lacks the scope this endpoint needs: {operation.scope}")
         return Call(scope, receive, ctx, self.services)
+
+
+def _held_read(conn: Connection, handler: Callable[[Call], Reply], call: Call) -> Reply:
+    call.held = conn
+    return handler(call)
+
+
+def _unexpected(exc: Exception, scope: Scope, ctx: RequestContext) -> ServiceError:
+    """What an exception that is no ServiceError answers: 503 with Retry-After when the
+    database could not be reached (nothing was applied: the transaction went with the
+    connection), else a logged 500."""
+    if unavailable(exc):
+        logger.warning("database unavailable in %s %s (request %s): %s", scope["method"], scope["path"],
+                       ctx.request_id, exc.__class__.__name__)
+        return DatabaseUnavailable()
+    logger.error("unhandled error in %s %s (request %s)", scope["method"], scope["path"], ctx.request_id,
+                 exc_info=exc)
+    return ServiceError()
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -16,8 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .loop_writer import LoopWriter, WriterLock
 
@@ -37,6 +41,30 @@ RETRYABLE_STATES = frozenset({"40P01", "40001"})
 def retryable(exc: BaseException) -> bool:
     """Whether ``exc`` is a transaction the database gave up on for a concurrent one's sake."""
     return getattr(getattr(exc, "orig", None), "sqlstate", None) in RETRYABLE_STATES
+
+
+# Connection exceptions (class 08) and the server shutting down or starting (57P01-57P03).
+_GONE_CLASSES = ("08", "57P01", "57P02", "57P03")
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not be reached or dropped the connection (a
+    restart, a failover, a pool with no connection free in time), as opposed to a statement
+    it refused. The request answers 503 with Retry-After (errors.DatabaseUnavailable); the
+    pool has already thrown the dead connections away, so the next request reconnects."""
+    if isinstance(exc, SQLAlchemyTimeout):
+        return True
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        exc = exc.orig or exc
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate.startswith(_GONE_CLASSES)
+    if isinstance(exc, psycopg.OperationalError):
+        return True  # refused, reset or closed: psycopg gives these no SQLSTATE
+    # SQLite's busy timeout ran out: another process held the write lock for 30 s.
+    return isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc)
 
 
 def normalize_url(url: str) -> str:
@@ -115,6 +143,31 @@ class Database:
         self.loop_writer = LoopWriter(engine, self._writer) if self._writer is not None else None
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if self.dialect == "postgresql" \
             else None
+        self._async_reads: AsyncEngine | None = None
+
+    @property
+    def async_reads(self) -> AsyncEngine | None:
+        """PostgreSQL: the engine of the API's reads, on psycopg's async connection, so that a
+        read waiting for its rows holds no worker thread and leaves the event loop free (issue
+        18). The handlers stay plain functions: ``AsyncConnection.run_sync`` runs one in a
+        greenlet whose every round trip is awaited on the loop (api/routing.py). Autocommit,
+        as ``read()``. Made on first use; None on SQLite, whose reads are on the loop already."""
+        if self._autocommit is None:
+            return None
+        if self._async_reads is None:
+            # As many kept connections as a busy process has reads in flight: a connection
+            # past the kept ones is opened and closed per request, which costs more than
+            # the read. No reset on return: in autocommit there is no transaction to end.
+            self._async_reads = create_async_engine(self.engine.url, isolation_level="AUTOCOMMIT", pool_size=16,
+                                                    max_overflow=8, pool_recycle=1800, pool_reset_on_return=None,
+                                                    **JSON_OPTIONS)
+        return self._async_reads
+
+    def engines(self) -> tuple[Engine, ...]:
+        """Every engine made so far (PostgreSQL's reads get one on first use): for metrics and
+        statement listeners."""
+        reads = self._async_reads
+        return (self.engine,) if reads is None else (self.engine, reads.sync_engine)
 
     @classmethod
     def from_url(cls, url: str, *, echo: bool = False) -> "Database":
@@ -173,6 +226,11 @@ class Database:
                 conn.exec_driver_sql(f'ANALYZE "{table}"')
 
     def dispose(self) -> None:
+        if self._async_reads is not None:
+            # Its connections belong to an event loop that may be gone: dropped, not closed
+            # (the server closes the sockets as the process ends).
+            self._async_reads.sync_engine.dispose(close=False)
+            self._async_reads = None
         if self.loop_writer is not None:
             self.loop_writer.close()
         if self._loop_read is not None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from starlette.concurrency import run_in_threadpool
 
-from rebill.db.engine import Database
+from rebill.db.engine import Database, unavailable
 from rebill.domain.store import repository
 from rebill.domain.store.model import Store, Token
 
@@ -29,14 +29,15 @@ class TokenResolver:
         # Counts the drops: a look-up that was under way when the cache was dropped may have
         # read the token before the change, and is not kept.
         self._drops = 0
+        self._quiet_until = 0.0  # the next outage line (_unsure)
         self.freshness = Freshness(db)
 
     def check_sqlite(self) -> None:
         """``check`` on SQLite, without a coroutine: the edge calls it on every request."""
         try:
             moved = self.freshness.moved_sqlite()
-        except Exception:  # noqa: BLE001 - unsure is stale: read from the database this time
-            logger.warning("could not read the revision of stores and tokens", exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - unsure is stale: read from the database this time
+            self._unsure(exc)
             moved = True
         if moved:
             self._drop()
@@ -48,11 +49,23 @@ class TokenResolver:
             return
         try:
             moved = await self.freshness.moved_postgres()
-        except Exception:  # noqa: BLE001 - unsure is stale: read from the database this time
-            logger.warning("could not read the revision of stores and tokens", exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - unsure is stale: read from the database this time
+            self._unsure(exc)
             moved = True
         if moved:
             self._drop()
+
+    def _unsure(self, exc: Exception) -> None:
+        """Logs a failed look at the revision: a database that is away is said once in ten
+        seconds, in a line (every request of an outage meets it); anything else in full."""
+        if not unavailable(exc):
+            logger.warning("could not read the revision of stores and tokens", exc_info=exc)
+            return
+        now = self.monotonic()
+        if now >= self._quiet_until:
+            self._quiet_until = now + 10.0
+            logger.warning("could not read the revision of stores and tokens: the database is unavailable (%s)",
+                           exc.__class__.__name__)
 
     def _drop(self) -> None:
         self._cache.clear()

@@ -27,7 +27,16 @@ from starlette.types import Message, Receive, Scope, Send
 
 from rebill.api.contract import Version
 from rebill.api.routing import Api
-from rebill.errors import BadRequest, Forbidden, RateLimited, ServiceError, Unauthorized, VersionInvalid
+from rebill.db.engine import unavailable
+from rebill.errors import (
+    BadRequest,
+    DatabaseUnavailable,
+    Forbidden,
+    RateLimited,
+    ServiceError,
+    Unauthorized,
+    VersionInvalid,
+)
 from rebill.observability.metrics import Metrics
 from rebill.settings import RateLimit
 
@@ -162,6 +171,14 @@ class Edge:
         except ServiceError as exc:
             headers.append((b"x-service-version", served.encode()))
             await send_error(send, exc, headers)
+            return
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
+            # The token's look-up met a database that is away: 503, as the dispatcher answers.
+            logger.warning("database unavailable while resolving a token: %s", exc.__class__.__name__)
+            headers.append((b"x-service-version", served.encode()))
+            await send_error(send, DatabaseUnavailable(), headers)
             return
         headers.append((b"x-service-version", served.encode()))
         scope["rebill"] = RequestContext(store, token, self.versions[served], headers)

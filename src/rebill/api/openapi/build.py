@@ -245,7 +245,8 @@ class Builder:
         # 500: a failure the server could not answer otherwise (the database gave up after its
         # retries, a bug); its body is the error shape and its transaction was rolled back.
         # 400: the HTTP server's own answer to a request it cannot read (components.NOT_HTTP).
-        statuses = {400, 401, 403, 426, 429, 500, *op.errors}
+        # 503: the database could not be reached (errors.DatabaseUnavailable), on any endpoint.
+        statuses = {400, 401, 403, 426, 429, 500, 503, *op.errors}
         reads_body = op.method in ("POST", "PUT", "DELETE")
         has_path_ids = "{" in op.path
         takes_query = any(r.contract() for r in op.reply) or bool(op.query)
@@ -255,8 +256,6 @@ class Builder:
             statuses.add(404)
         if takes_query or op.body is not None or op.method == "POST":
             statuses.add(422)
-        if op.calls_out:
-            statuses.add(503)
         return sorted(statuses)
 
     def success(self, reply: Returns, op: Operation) -> dict[str, Any]:

@@ -48,7 +48,8 @@ HEADERS: dict[str, Any] = {
     "X-Service-Limit": {"description": "The token's leaky bucket: drops used / bucket size (decisions §2.8). "
                                        "Absent when no token was recognised.",
                         "schema": {"type": "string", "pattern": "^[0-9]+/[0-9]+$"}},
-    "Retry-After": {"description": "Seconds before the bucket takes another request.", "required": True,
+    "Retry-After": {"description": "Seconds to wait: before the bucket takes another request (429), or "
+                                   "before the database is tried again (503).",
                     "schema": {"type": "integer", "minimum": 0}},
     "Allow": {"description": "The methods the path takes.", "required": True, "schema": {"type": "string"}},
     "Link": {"description": "2021-01 cursor paging (spec 02): absolute URLs of the next and previous pages, "
@@ -80,7 +81,7 @@ ERRORS: dict[int, tuple[str, type, tuple[str, ...]]] = {
     429: ("RateLimited", RateLimited, ("Retry-After",)),
     500: ("InternalError", ServiceError, ()),
     501: ("NotInThisVersion", NotInThisVersion, ()),
-    503: ("ServiceUnavailable", ServiceUnavailable, ()),
+    503: ("ServiceUnavailable", ServiceUnavailable, ("Retry-After",)),
 }
 DESCRIPTIONS = {
     401: "No token, or a token that is not (or no longer) valid.",
@@ -97,7 +98,9 @@ DESCRIPTIONS = {
     500: "An unexpected failure (the database still refused after the retries, or a bug): nothing of the "
          "request was kept (its transaction rolled back); repeat it with the same Idempotency-Key.",
     501: "The endpoint exists in the other API version only (decisions §2.1).",
-    503: "The payment processor did not answer; nothing is known of the call, repeating it is safe.",
+    503: "The database could not be reached (a restart, a failover; `Retry-After` says when to try again, "
+         "nothing of the request was applied) or, on endpoints that charge, the payment processor did not "
+         "answer (nothing is known of the call). Repeating the request with the same Idempotency-Key is safe.",
 }
 
 
@@ -105,7 +108,9 @@ def error_responses() -> dict[str, Any]:
     out = {}
     for status, (name, cls, extra) in ERRORS.items():
         headers = {"X-Request-Id": header("X-Request-Id"), "X-Service-Version": header("X-Service-Version"),
-                   "X-Service-Limit": header("X-Service-Limit"), **{h: header(h) for h in extra}}
+                   "X-Service-Limit": header("X-Service-Limit"),
+                   # Always sent with a 429; with a 503 only when the database was away.
+                   **{h: header(h, required=status == 429) for h in extra}}
         example = {"errors": {"email": ["is required"]}} if status == 422 else {"errors": cls.default}
         if status == 413:
             from rebill.http.edge import PayloadTooLarge  # the edge imports the API: not at import time

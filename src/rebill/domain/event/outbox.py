@@ -71,6 +71,10 @@ def add(conn: Connection, entries: Iterable[Pending]) -> None:
 
 
 def discard(conn: Connection) -> None:
+    if conn.invalidated:
+        # The connection went (a database restart): reading its info would raise and hide the
+        # real error; SQLAlchemy has already cleared the info of a dropped connection.
+        return
     conn.info.pop(KEY, None)
 
 

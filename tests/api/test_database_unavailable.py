@@ -1,0 +1,162 @@
+"""A database that cannot be reached answers 503 with Retry-After, in the error shape, and
+applies nothing (issue 18, "Faults"). The real restart of PostgreSQL under load is in
+tests/scenarios/test_faults.py; here the outage is raised where a request meets it, on both
+databases, so that every path of the dispatcher is covered."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import psycopg
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+from rebill.api import idempotency
+from rebill.db.engine import unavailable
+from rebill.domain.customer import service as customer_service
+from rebill.models import customers, idempotency_keys
+from tests.builders import make_customer
+
+
+class _Gone(psycopg.OperationalError):
+    """What psycopg raises when the server went away mid-statement: no SQLSTATE."""
+
+
+def _outage() -> OperationalError:
+    return OperationalError("SELECT 1", {}, _Gone("server closed the connection unexpectedly"))
+
+
+def _sqlstate_error(state: str) -> DBAPIError:
+    orig = psycopg.errors.lookup(state)("boom")
+    return DBAPIError("SELECT 1", {}, orig)
+
+
+@pytest.mark.parametrize("exc, expected", [
+    (_outage(), True),
+    (_sqlstate_error("08006"), True),  # connection_failure
+    (_sqlstate_error("57P01"), True),  # admin_shutdown: a fast restart
+    (_sqlstate_error("57P03"), True),  # cannot_connect_now: the server is starting
+    (_sqlstate_error("23505"), False),  # unique_violation: a refused statement, not an outage
+    (_sqlstate_error("40P01"), False),  # deadlock: retried by the dispatcher, not a 503
+    (PoolTimeout("QueuePool limit reached"), True),
+    (OperationalError("BEGIN", {}, sqlite3.OperationalError("database is locked")), True),
+    (OperationalError("SELECT", {}, sqlite3.OperationalError("no such table: x")), False),
+    (IntegrityError("INSERT", {}, sqlite3.IntegrityError("UNIQUE constraint failed")), False),
+    (ValueError("not a database error"), False),
+])
+def test_unavailable_tells_an_outage_from_a_refused_statement(exc, expected):
+    assert unavailable(exc) is expected
+
+
+def test_a_connection_the_pool_invalidated_is_an_outage():
+    exc = DBAPIError("SELECT 1", {}, Exception("gone"), connection_invalidated=True)
+    assert unavailable(exc)
+
+
+def _assert_503(response):
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "1"
+    assert response.json() == {"errors": "The database could not be reached; try again in a moment"}
+    assert response.headers["x-request-id"]
+
+
+def test_a_read_that_meets_an_outage_answers_503_with_retry_after(api, monkeypatch):
+    customer = make_customer(api)
+
+    def gone(*args, **kwargs):
+        raise _outage()
+    monkeypatch.setattr(customer_service, "get", gone)
+    _assert_503(api.get(f"/customers/{customer.id}"))
+    _assert_503(api.get(f"/customers/{customer.id}", version="2021-01"))
+
+
+def _count(api) -> int:
+    with api.db.read() as conn:
+        return conn.execute(select(func.count()).select_from(customers)
+                            .where(customers.c.store_id == api.store.id)).scalar()
+
+
+def test_a_write_that_meets_an_outage_answers_503_and_applies_nothing(api, monkeypatch):
+    before = _count(api)
+    real = customer_service.create
+
+    def create_then_lose_the_connection(unit, command):
+        real(unit, command)  # the row is written in the request's transaction...
+        raise _outage()  # ...which goes with the connection
+    monkeypatch.setattr(customer_service, "create", create_then_lose_the_connection)
+    _assert_503(api.post("/customers", json={"email": "gone@example.com", "first_name": "G", "last_name": "O"}))
+    assert _count(api) == before
+
+
+def test_an_idempotent_write_that_meets_an_outage_frees_its_key_for_the_retry(api, monkeypatch):
+    real = customer_service.create
+    body = {"email": "retry@example.com", "first_name": "R", "last_name": "E"}
+    headers = {"Idempotency-Key": "outage-1"}
+    with monkeypatch.context() as patched:
+        patched.setattr(customer_service, "create", lambda unit, command: (_ for _ in ()).throw(_outage()))
+        _assert_503(api.post("/customers", json=body, headers=headers))
+    # The 503 is no answer to keep: the same request again runs, once.
+    again = api.post("/customers", json=body, headers=headers)
+    assert again.status_code in (200, 201), again.text
+    assert api.post("/customers", json=body, headers=headers).content == again.content
+    assert real is customer_service.create
+
+
+def test_an_outage_while_taking_the_key_answers_503(api, monkeypatch):
+    def gone(*args, **kwargs):
+        raise _outage()
+    monkeypatch.setattr(idempotency, "begin", gone)
+    before = _count(api)
+    _assert_503(api.post("/customers", json={"email": "k@example.com", "first_name": "K", "last_name": "E"},
+                         headers={"Idempotency-Key": "outage-2"}))
+    assert _count(api) == before
+
+
+def test_an_answer_whose_storing_meets_an_outage_is_stored_once_the_database_is_back(api, monkeypatch):
+    """The request committed, then the database went before its answer was kept: the key
+    stays running (a repeat gets 409, never a second run) and the answer is stored when the
+    database answers again."""
+    real_finish = idempotency.finish
+    failures = {"left": 3}
+    lock = threading.Lock()
+
+    def flaky_finish(*args, **kwargs):
+        with lock:
+            if failures["left"]:
+                failures["left"] -= 1
+                raise _outage()
+        return real_finish(*args, **kwargs)
+    monkeypatch.setattr(idempotency, "finish", flaky_finish)
+    body = {"email": "kept@example.com", "first_name": "K", "last_name": "E"}
+    headers = {"Idempotency-Key": "outage-3"}
+    first = api.post("/customers", json=body, headers=headers)
+    assert first.status_code in (200, 201), first.text
+    assert api.post("/customers", json=body, headers=headers).status_code == 409  # still running, not run again
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with api.db.read() as conn:
+            state = conn.execute(select(idempotency_keys.c.state).where(
+                idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "outage-3")).scalar()
+        if state == "done":
+            break
+        time.sleep(0.1)
+    assert state == "done"
+    assert failures["left"] == 0
+    replay = api.post("/customers", json=body, headers=headers)
+    assert replay.status_code == first.status_code and replay.content == first.content
+    with api.db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(customers).where(
+            customers.c.store_id == api.store.id, customers.c.email == "kept@example.com")).scalar() == 1
+
+
+def test_a_token_look_up_that_meets_an_outage_answers_503(api, monkeypatch):
+    from rebill.http.auth import TokenResolver
+
+    def gone(self, raw):
+        raise _outage()
+    monkeypatch.setattr(TokenResolver, "_lookup", gone)
+    _assert_503(api.get("/customers"))
