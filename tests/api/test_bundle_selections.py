@@ -434,7 +434,7 @@ def test_subscriptions_include_their_selection_and_bundle(bapi, world):
 
 
 def _statements(api: Any, path: str, params: dict[str, Any]) -> int:
-    with counting(api.db.engine) as statements:
+    with counting(api.db) as statements:
         reply = api.get(path, params={**params, "limit": 250})
     assert reply.status_code == 200, reply.text
     return len(statements)

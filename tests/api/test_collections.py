@@ -534,7 +534,7 @@ def test_a_product_list_with_collections_issues_the_same_statements_for_2_and_6_
         for n in range(rows):
             _legacy_product(store, 8300 + n)
             add(store, collection_id, str(8300 + n))
-        with counting(store.db.engine) as seen:
+        with counting(store.db) as seen:
             reply = store.get("/products", params={"include": "collections", "limit": 250}, version=V01)
         assert reply.status_code == 200 and len(reply.json()["products"]) == rows
         return len(seen)

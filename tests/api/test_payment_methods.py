@@ -757,7 +757,7 @@ def stores_of_5_and_20(client, database, clock):
 def test_a_list_with_include_addresses_issues_the_same_statements_for_5_and_20_rows(stores_of_5_and_20):
     counts = []
     for store in stores_of_5_and_20:
-        with counting(store.db.engine) as statements:
+        with counting(store.db) as statements:
             response = store.get("/payment_methods", params={"include": "addresses", "limit": 250})
         assert response.status_code == 200
         counts.append((len(response.json()["payment_methods"]), len(statements)))
@@ -769,7 +769,7 @@ def test_include_payment_methods_on_customers_and_addresses_is_one_statement_per
     for path, plural in (("/customers", "customers"), ("/addresses", "addresses")):
         counts = []
         for store in stores_of_5_and_20:
-            with counting(store.db.engine) as statements:
+            with counting(store.db) as statements:
                 response = store.get(path, params={"include": "payment_methods", "limit": 250})
             assert response.status_code == 200
             counts.append(len(statements))
@@ -1073,7 +1073,7 @@ def customers_of_5_and_20(client, database, clock):
 def test_customer_lists_derive_the_payment_fields_without_a_query_per_row(customers_of_5_and_20, version):
     counts, flagged = [], []
     for store in customers_of_5_and_20:
-        with counting(store.db.engine) as statements:
+        with counting(store.db) as statements:
             response = store.get("/customers", params={"limit": 250}, version=version)
         assert response.status_code == 200
         counts.append(len(statements))

@@ -636,7 +636,7 @@ def test_listing_products_reads_their_plans_in_one_query_per_page(api):
     from tests.api.test_includes_query_count import counting
 
     def statements(count: int) -> int:
-        with counting(api.db.engine) as seen:
+        with counting(api.db) as seen:
             response = api.get("/products", params={"limit": 250}, version=V01)
         assert len(response.json()["products"]) == count
         return len(seen)

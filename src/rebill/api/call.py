@@ -67,7 +67,7 @@ class Reply:
 
 class Call:
     __slots__ = ("scope", "receive", "version", "store", "token", "services", "body", "path", "on_loop", "wrote",
-                 "cursor_params", "_params", "_request")
+                 "held", "cursor_params", "_params", "_request")
 
     def __init__(self, scope: Scope, receive: Receive, ctx: RequestContext, services: Services) -> None:
         self.scope = scope
@@ -80,6 +80,8 @@ class Call:
         self.path: dict[str, Any] = scope["path_params"]
         self.on_loop = False  # set by the dispatcher when the handler runs on the event loop
         self.wrote = False  # set by write() on the loop: the reply waits for the group's COMMIT
+        # PostgreSQL reads on the loop: the async read connection, as the greenlet sees it.
+        self.held: Connection | None = None
         # The list parameters a cursor carries forward: set by list_query, used by page.
         self.cursor_params: dict[str, str] = {}
         self._params: dict[str, str] | None = None
@@ -103,10 +105,16 @@ class Call:
 
     def read(self) -> Unit:
         """``with call.read() as unit``: the transaction ends with the block."""
+        if self.held is not None:
+            return self._unit(_Held(self.held))
         db = self.services.db
         return self._unit(db.read_on_loop() if self.on_loop else db.read())
 
     def write(self) -> Unit:
+        if self.held is not None:
+            # A GET that writes (rare): its blocking write must not run on the event loop. It
+            # has changed nothing yet; the dispatcher runs it again in a worker thread.
+            raise NeedsThread()
         db = self.services.db
         if self.on_loop:
             # The dispatcher answers only once this write's transaction has committed.
@@ -182,3 +190,22 @@ class Call:
         contract = self.contract(plural)
         return parse_filters(contract.filters, self.params, allowed=contract.count_filters)
 
+
+class NeedsThread(Exception):
+    """Raised by ``Call.write`` in a read held on the event loop (api/routing.py)."""
+
+
+class _Held:
+    """The unit's context over the async read connection of ``Call.held``: autocommit, so
+    there is no transaction to end (``Database.read`` on PostgreSQL does the same)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> Connection:
+        return self.conn
+
+    def __exit__(self, *exc: Any) -> None:
+        return None

@@ -216,14 +216,21 @@ class Metrics:
     # The pool -----------------------------------------------------------------------
 
     def sample_pool(self) -> None:
-        pool = self.db.engine.pool if self.db is not None else None
-        size = getattr(pool, "size", None)
-        if pool is None or size is None:  # a pool without figures (a test's static pool)
+        """The pools of every engine (PostgreSQL's reads have one of their own), added up."""
+        if self.db is None:
             return
-        out = pool.checkedout()  # type: ignore[attr-defined]
-        self.pool_size.set(size())
+        kept = out = idle = 0
+        for engine in self.db.engines():
+            pool = engine.pool
+            size = getattr(pool, "size", None)
+            if size is None:  # a pool without figures (a test's static pool)
+                continue
+            kept += size()
+            out += pool.checkedout()  # type: ignore[attr-defined]
+            idle += pool.checkedin()  # type: ignore[attr-defined]
+        self.pool_size.set(kept)
         self.pool_out.set(out)
-        self.pool_open.set(out + pool.checkedin())  # type: ignore[attr-defined]
+        self.pool_open.set(out + idle)
 
     async def flush_every_second(self) -> None:
         """Until cancelled (the server's lifespan): the requests' sums go out once a second."""
