@@ -64,19 +64,24 @@ def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limi
 
 def claim(conn: Connection, store_id: int, ids: list[int], run: str, now: datetime,
           stale_after: timedelta = STALE_AFTER, statuses: tuple[str, ...] = (QUEUED, ERROR),
-          due_on: date | None = None) -> list[int]:
+          due_on: date | None = None, taking_over: str | None = None) -> list[int]:
     """Claims those of ``ids`` in ``statuses`` that no live run holds; returns the ids claimed.
     A capture or a refund claims its charge the same way, so none of them overlaps another.
     With ``due_on`` (a billing run) only those still due that day: a run whose list was read
     before another run or a manual process recorded a failure must not try it again the same
-    day (decisions §6.12, the next attempt is on its retry date), nor a ninth time once closed."""
+    day (decisions §6.12, the next attempt is on its retry date), nor a ninth time once closed.
+    With ``taking_over`` (the finishing of an abandoned payment) only while that stale claim is
+    still there: its run may have recorded its answer and let go since the claim was read, and
+    the charge, closed or due again on a later date, is then no longer this one's to pay."""
     if not ids:
         return []
+    held = (or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= now - stale_after) if taking_over is None
+            else and_(charges.c.claimed_by == taking_over, charges.c.claimed_at <= now - stale_after))
     stmt = (update(charges)
             .where(charges.c.store_id == store_id, charges.c.id.in_(ids),
                    charges.c.status.in_(statuses),
                    _is_due(due_on) if due_on is not None else true(),
-                   or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= now - stale_after))
+                   held)
             .values(claimed_by=run, claimed_at=now)
             .returning(charges.c.id))
     return sorted(conn.execute(stmt).scalars())

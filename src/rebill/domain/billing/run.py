@@ -76,9 +76,10 @@ RECORD_TRIES = 4
 def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int], now: datetime, *,
             run: str | None = None, stale_after: timedelta = claims.STALE_AFTER,
             summary: Summary | None = None, due_on: date | None = None,
-            skip_locked: bool = False) -> list[Recorded]:
+            skip_locked: bool = False, taking_over: str | None = None) -> list[Recorded]:
     """Claims, pays and records ``charge_ids`` (those no other run holds; with ``due_on``, a
-    billing run's, only those still due that day). With ``skip_locked`` it waits for no other
+    billing run's, only those still due that day; with ``taking_over``, only while that stale
+    claim holds them, claim.py). With ``skip_locked`` it waits for no other
     transaction: the charges whose address another one holds (another worker's claim or
     record, a request's replan) are left out, for a later batch or run."""
     run = run or claims.run_name()
@@ -97,7 +98,8 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
             charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
         if waiting:
             replan(unit, waiting)
-        claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on)
+        claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on,
+                               taking_over=taking_over)
         rows = charge_repo.many(conn, store.id, claimed)
         found = [rows[i] for i in claimed if i in rows]
         methods = _methods(conn, store.id, found)
@@ -239,7 +241,9 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
     for charge_id, status, claimed_by in rows:
         try:
             if status in (QUEUED, ERROR):  # a payment: the same attempt, the same key
-                finished += len(process(db, gateway, store, [charge_id], now, summary=summary))
+                # Only the claim read here: its run may have recorded its answer since.
+                finished += len(process(db, gateway, store, [charge_id], now, summary=summary,
+                                        taking_over=claimed_by))
             elif status == PENDING:  # only a capture claims a pending charge
                 _capture(db, gateway, store, charge_id, now)
                 finished += 1
