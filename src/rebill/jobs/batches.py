@@ -205,6 +205,7 @@ class BatchRunner:
                 buffer = outbox.buffer(conn)  # a flush takes the list away: this task's own
                 mark = len(buffer)
                 status, output = 500, INTERNAL
+                handed_on = False
                 for attempt in range(1, RETRIES + 1):
                     raw.execute("SAVEPOINT task")
                     try:
@@ -215,8 +216,14 @@ class BatchRunner:
                             outbox.flush(conn)
                     except Exception as exc:  # noqa: BLE001 - the endpoint would answer 500
                         status, output = 500, INTERNAL
-                        again = isinstance(exc, DBAPIError) and retryable(exc) and attempt < RETRIES
-                        if not again:
+                        given_up = isinstance(exc, DBAPIError) and retryable(exc)
+                        # The chunk's earlier tasks hold their locks (addresses, in task order)
+                        # to its commit: a deadlock with one of them comes back at every try in
+                        # this transaction. The chunk ends before this task, which runs first
+                        # in the next one, with no lock held.
+                        handed_on = given_up and bool(results)
+                        again = given_up and not handed_on and attempt < RETRIES
+                        if not again and not handed_on:
                             logger.exception("async batch %d: task %d failed unexpectedly", batch_id, task_id)
                     else:
                         again = False
@@ -229,6 +236,8 @@ class BatchRunner:
                     if not again:
                         break
                     time.sleep(0.005 * attempt)
+                if handed_on:
+                    break  # it and the rest of the chunk's claimed tasks go with the next one
                 if later is not None and mine:
                     later |= mine
                 results.append((task_id, SUCCESS if status < 300 else FAILED,
