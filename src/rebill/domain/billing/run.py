@@ -83,26 +83,16 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     transaction: the charges whose address another one holds (another worker's claim or
     record, a request's replan) are left out, for a later batch or run."""
     run = run or claims.run_name()
-    with db.write() as conn:
-        unit = Unit(conn, store, now, origin=ORIGIN)
-        # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
-        # read a charge before this claim must finish before the claim, or it could rewrite or
-        # delete a charge this run is paying (and deadlock with it).
-        homes = dict(conn.execute(select(charges.c.id, charges.c.address_id).where(
-            charges.c.store_id == store.id, charges.c.id.in_(charge_ids))).all())
-        held = set(address_repo.lock(conn, store.id, sorted(set(homes.values())), skip_locked=skip_locked))
-        if skip_locked:
-            charge_ids = [i for i in charge_ids if homes.get(i) in held]
-        # NOTE: decisions §6.3, a charge with uncommitted changes is regenerated first.
-        waiting = list(conn.execute(select(charges.c.address_id).distinct().where(
-            charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
-        if waiting:
-            replan(unit, waiting)
-        claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on,
-                               taking_over=taking_over)
-        rows = charge_repo.many(conn, store.id, claimed)
-        found = [rows[i] for i in claimed if i in rows]
-        methods = _methods(conn, store.id, found)
+    for attempt in range(1, RECORD_TRIES + 1):
+        try:
+            found, methods = _claim(db, store, charge_ids, run, now, stale_after, due_on, skip_locked, taking_over)
+            break
+        except DBAPIError as exc:
+            # PostgreSQL gave the claim up in a deadlock (another transaction locking addresses
+            # out of order: a batch chunk's tasks lock theirs one by one): nothing was claimed
+            # and no processor was asked, so it is simply claimed again.
+            if attempt == RECORD_TRIES or not retryable(exc):
+                raise
     failpoints.hit("billing.after_claim")
     answers = _pay(gateway, store, found, methods)
     failpoints.hit("billing.after_gateway")
@@ -125,6 +115,33 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
         for done in recorded:
             summary.add(done, done.retry)
     return recorded
+
+
+def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: datetime, stale_after: timedelta,
+           due_on: date | None, skip_locked: bool, taking_over: str | None
+           ) -> tuple[list[Charge], dict[int, dict[str, Any]]]:
+    """The claim's transaction (process): the charges claimed and the methods that pay them."""
+    with db.write() as conn:
+        unit = Unit(conn, store, now, origin=ORIGIN)
+        # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
+        # read a charge before this claim must finish before the claim, or it could rewrite or
+        # delete a charge this run is paying (and deadlock with it).
+        homes = dict(conn.execute(select(charges.c.id, charges.c.address_id).where(
+            charges.c.store_id == store.id, charges.c.id.in_(charge_ids))).all())
+        held = set(address_repo.lock(conn, store.id, sorted(set(homes.values())), skip_locked=skip_locked))
+        if skip_locked:
+            charge_ids = [i for i in charge_ids if homes.get(i) in held]
+        # NOTE: decisions §6.3, a charge with uncommitted changes is regenerated first.
+        waiting = list(conn.execute(select(charges.c.address_id).distinct().where(
+            charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
+        if waiting:
+            replan(unit, waiting)
+        claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on,
+                               taking_over=taking_over)
+        rows = charge_repo.many(conn, store.id, claimed)
+        found = [rows[i] for i in claimed if i in rows]
+        methods = _methods(conn, store.id, found)
+    return found, methods
 
 
 def _mark_unanswered(db: Database, store: Store, run: str, charge_ids: set[int]) -> None:
