@@ -68,6 +68,9 @@ class DeliveryRunner:
         # at once, without waiting for the database (the look that claims more runs beside).
         self._queued: dict[Receiver, deque[tuple[Outgoing, list[str]]]] = defaultdict(deque)
         self._held: set[int] = set()  # claimed by this runner and not yet recorded
+        # Receivers with queued attempts and a free slot of their own, waiting for a slot in
+        # all (``in_flight`` taken), oldest first: the next attempt to end, whoever's, frees one.
+        self._waiting: dict[Receiver, None] = {}
         self._addresses: dict[Receiver, set[str]] = defaultdict(set)  # the addresses seen, per receiver
         self._deeper_after = 0.0  # monotonic time before which a look does not look past full receivers
         self._tasks: set[asyncio.Task[None]] = set()
@@ -140,6 +143,7 @@ class DeliveryRunner:
         unsent = [outgoing.id for queue in self._queued.values() for outgoing, _ in queue]
         for queue in self._queued.values():
             queue.clear()
+        self._waiting.clear()
         if unsent:  # claimed, never sent: another worker (or the next start) may take them now
             self._held.difference_update(unsent)
             try:
@@ -217,14 +221,33 @@ class DeliveryRunner:
         return 2 * self.per_receiver - self._busy[key] - len(self._queued[key])
 
     def _pump(self, key: Receiver) -> None:
-        """Starts queued attempts of ``key`` while it has free slots."""
+        """Starts queued attempts of ``key`` while it has free slots, of its own and in all;
+        one short of a slot in all waits in ``_waiting`` for the next attempt to end."""
         queue = self._queued[key]
-        while queue and self._busy[key] < self.per_receiver and len(self._tasks) < self.limit:
+        while queue and self._busy[key] < self.per_receiver:
+            if len(self._tasks) >= self.limit:
+                self._waiting.setdefault(key, None)  # keeps its place if it was waiting already
+                return
             outgoing, secrets = queue.popleft()
             self._busy[key] += 1
             task = asyncio.ensure_future(self._attempt(key, outgoing, secrets))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        self._waiting.pop(key, None)
+
+    def _freed(self, key: Receiver) -> None:
+        """An attempt of ``key`` ended: a slot of ``key``'s and one in all are free. The
+        receivers that waited for a slot in all go first, oldest first, then ``key`` (which
+        waits in line in its turn if none is left). Starting only ``key`` here, as this did,
+        stranded a receiver whose attempts had all ended while every slot in all was taken
+        (two of them in one turn of the loop, each counting the other as running): nothing
+        started its queue again, and its deliveries waited behind a slow receiver's attempts
+        until the runner stopped."""
+        for waiting in list(self._waiting):
+            if len(self._tasks) >= self.limit:
+                break
+            self._pump(waiting)
+        self._pump(key)
 
     # Database work, in worker threads ------------------------------------------------
 
@@ -267,8 +290,13 @@ class DeliveryRunner:
             outcome = Outcome(sent_at, None, 0, None, f"{type(exc).__name__}: {exc}"[:delivery.EXCERPT])
         self._busy[key] -= 1
         self._done.append((outgoing, outcome))
+        # Not running any more: its slot in all is free now, not once its done callback has run
+        # (after the other attempts that end in this turn of the loop have looked for one).
+        current = asyncio.current_task()
+        if current is not None:
+            self._tasks.discard(current)
         if not self._stopping:
-            self._pump(key)
+            self._freed(key)
         self.nudge()
 
     async def _record(self) -> None:
