@@ -31,9 +31,9 @@ def _excerpt(raw: bytes) -> str | None:
     return raw[:EXCERPT].decode("utf-8", errors="replace") if raw else None
 
 
-def _error(exc: BaseException) -> str:
+def _error(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return f"no answer within {TIMEOUT_SECONDS:g} seconds"
+        return f"no answer within {timeout:g} seconds"
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:EXCERPT]
 
@@ -63,7 +63,7 @@ class HttpSender:
                 raw = await answer.content.read(EXCERPT)
                 status = answer.status
         except Exception as exc:  # noqa: BLE001 - every way an attempt fails is a failed attempt
-            return Outcome(started_at, None, _ms(began), None, _error(exc))
+            return Outcome(started_at, None, _ms(began), None, _error(exc, self.timeout))
         return Outcome(started_at, status, _ms(began), _excerpt(raw), None)
 
     async def close(self) -> None:
