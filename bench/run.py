@@ -113,13 +113,13 @@ def fresh_database(url: str | None) -> tuple[str, callable]:
 
 
 def wrk(path: str, token: str, seconds: int, connections: int, script: Path | None = None,
-        script_args: list[str] | None = None) -> dict[str, float]:
+        script_args: list[str] | None = None, port: int = PORT) -> dict[str, float]:
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency",
                "-H", f"X-Service-Access-Token: {token}", "-H", "X-Service-Version: 2021-11",
                "-H", "Content-Type: application/json"]
     if script:
         command += ["-s", str(script)]
-    command.append(f"http://127.0.0.1:{PORT}{path}")
+    command.append(f"http://127.0.0.1:{port}{path}")
     if script:
         # The script's own arguments: by default a tag unique to this run.
         command += ["--", *(script_args or [uuid.uuid4().hex])]

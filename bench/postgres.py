@@ -1,0 +1,172 @@
+"""The PostgreSQL part of `make bench` (issue 18's targets), in one run:
+
+    .venv/bin/python -m bench.postgres --database postgresql://root@127.0.0.1/postgres
+
+- `GET /customers/{id}` against the bare endpoint of the same single server process (target:
+  at least 0.25x), round after round like bench/run.py;
+- `POST /subscriptions` on `rebill serve` with one API process and with two (target: two at
+  least 1.6x one). Both servers run side by side on ports of their own and take turns under
+  wrk, so each round compares them on the same machine minute;
+- the billing day with one `rebill worker` and with two (bench/workers.py; target 1.6x).
+
+Every server runs with its background jobs off and no rate limit. wrk, PostgreSQL's backends
+and the servers share the machine's cores, which is what bounds the two-process figure: with
+two cores, two API processes can at best take the core that one leaves to PostgreSQL and wrk
+(docs/performance.md says what was measured beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any
+from urllib.error import HTTPError
+from urllib.request import Request, urlopen
+
+from bench import schedule, workers
+from bench.run import BARE, HERE, PORT, fresh_database, seed, wait_until_up, wrk
+
+SERVE_PORTS = {1: PORT + 1, 2: PORT + 2}
+QUIET = {"REBILL_RATE_LIMIT": "off", "REBILL_BACKGROUND_JOBS": "off", "REBILL_BILL_EVERY": "0",
+         "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_REGENERATE_EVERY": "0", "REBILL_PURGE_EVERY": "0",
+         "REBILL_BATCH_EVERY": "0", "REBILL_LOG_REQUESTS": "off"}
+
+
+def _up(port: int, token: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    for _ in range(600):
+        if process.poll() is not None:
+            break
+        try:
+            urlopen(Request(f"http://127.0.0.1:{port}/store", headers={"X-Service-Access-Token": token,
+                                                                     "X-Service-Version": "2021-11"}), timeout=1)
+            return
+        except HTTPError as refused:
+            raise SystemExit(f"rebill serve on port {port} answered {refused.code}: {refused.read()[:300]!r}") from None
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"rebill serve on port {port} did not start:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _serve(url: str, processes: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, **QUIET, "REBILL_DATABASE_URL": url}
+    with log.open("wb") as sink:
+        return subprocess.Popen([sys.executable, "-m", "rebill.cli", "serve", "--port", str(SERVE_PORTS[processes]),
+                                 "--workers", str(processes), "--rate-limit", "off", "--jobs", "off"],
+                                env=env, stdout=sink, stderr=subprocess.STDOUT, cwd=HERE.parent)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def reads(url: str, token: str, customer_id: int, rounds: int, seconds: int, connections: int) -> dict[str, Any]:
+    """The single-record read against the bare endpoint, one uvicorn process (bench/app.py)."""
+    env = {**os.environ, **QUIET, "REBILL_DATABASE_URL": url}
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "bench.app:app", "--port", str(PORT),
+                               "--log-level", "warning", "--no-access-log"], env=env, cwd=HERE.parent)
+    path = f"/customers/{customer_id}"
+    try:
+        wait_until_up(token)
+        wrk("/__bare", token, 2, connections)
+        wrk(path, token, 2, connections)
+        out = []
+        for number in range(rounds):
+            bare = wrk("/__bare", token, seconds, connections)
+            read = wrk(path, token, seconds, connections)
+            out.append({"bare": bare["rps"], "read": read["rps"], "ratio": read["rps"] / bare["rps"],
+                        "non_2xx": read["non_2xx"]})
+            print(f"  reads round {number + 1}: bare {bare['rps']:,.0f} req/s, GET /customers/{{id}} "
+                  f"{read['rps']:,.0f} req/s ({out[-1]['ratio']:.2f})", flush=True)
+    finally:
+        _stop(server)
+    return {"rounds": out, "ratio": median(r["ratio"] for r in out)}
+
+
+def processes(url: str, sched: dict[str, Any], address_range: tuple[int, int], rounds: int, seconds: int,
+              connections: int, folder: Path) -> dict[str, Any]:
+    """`POST /subscriptions` on one API process and on two, taking turns."""
+    token = sched["token"]
+    script, args = HERE / "post_subscription.lua", [str(address_range[0]), str(address_range[1]), "2031-01-15"]
+    servers = {n: _serve(url, n, folder / f"serve-{n}.log") for n in (1, 2)}
+    try:
+        for n, port in SERVE_PORTS.items():
+            _up(port, token, servers[n], folder / f"serve-{n}.log")
+            wrk("/subscriptions", token, 2, connections, script, args, port=port)  # warm-up: every process
+        out = []
+        for number in range(rounds):
+            one = wrk("/subscriptions", token, seconds, connections, script, args, port=SERVE_PORTS[1])
+            two = wrk("/subscriptions", token, seconds, connections, script, args, port=SERVE_PORTS[2])
+            out.append({"one": one["rps"], "two": two["rps"], "ratio": two["rps"] / one["rps"],
+                        "non_2xx": one["non_2xx"] + two["non_2xx"]})
+            print(f"  writes round {number + 1}: one process {one['rps']:,.0f} req/s, two {two['rps']:,.0f} "
+                  f"({out[-1]['ratio']:.2f}x)", flush=True)
+    finally:
+        for process in servers.values():
+            _stop(process)
+    return {"rounds": out, "ratio": median(r["ratio"] for r in out)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", default="postgresql://root@127.0.0.1:5432/postgres", help="PostgreSQL admin URL")
+    parser.add_argument("--seconds", type=int, default=3, help="per case and round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--addresses", type=int, default=10_000, help="addresses the subscriptions go to")
+    parser.add_argument("--charges", type=int, default=100_000, help="due charges of the billing day (0: skip)")
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed: run `make bench` (it installs wrk from Debian's packages)")
+    url, cleanup = fresh_database(args.database)
+    folder = Path(tempfile.mkdtemp(prefix="rebill-bench-pg-"))
+    try:
+        print("seeding: one store with a customer; a store of addresses for the subscriptions", flush=True)
+        token, customer_id, _ = seed(url)
+        sched_store, sched_token, address_ids = schedule.seed(url, args.addresses, 1)
+        sched = {"store": sched_store, "token": sched_token}
+        print("reads: GET /customers/{id} against the bare endpoint, one process", flush=True)
+        read = reads(url, token, customer_id, args.rounds, args.seconds, args.connections)
+        print("writes: POST /subscriptions, one API process against two", flush=True)
+        write = processes(url, sched, (min(address_ids), max(address_ids)), args.rounds, args.seconds,
+                          args.connections, folder)
+        day = workers.run(url, args.charges) if args.charges else None
+    finally:
+        cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"\nRebill on PostgreSQL, wrk -t1 -c{args.connections}, {args.rounds} rounds of {args.seconds}s")
+    errors = sum(r["non_2xx"] for r in read["rounds"]) + sum(r["non_2xx"] for r in write["rounds"])
+    print(f"{BARE}: {median(r['bare'] for r in read['rounds']):,.0f} req/s; every answer 2xx: {errors == 0}")
+    print(f"read target (GET /customers/{{id}} at least 0.25x the bare endpoint): "
+          f"{'met' if read['ratio'] >= 0.25 else 'NOT met'} ({read['ratio']:.2f}; "
+          f"{median(r['read'] for r in read['rounds']):,.0f} req/s)")
+    print(f"API processes target (POST /subscriptions, two processes at least 1.6x one): "
+          f"{'met' if write['ratio'] >= 1.6 else 'NOT met'} ({write['ratio']:.2f}x: "
+          f"{median(r['two'] for r in write['rounds']):,.0f} against {median(r['one'] for r in write['rounds']):,.0f} "
+          f"req/s)")
+    if day is not None:
+        print(f"workers target (a billing day, two workers at least 1.6x one): "
+              f"{'met' if day['ratio'] >= 1.6 else 'NOT met'} ({day['ratio']:.2f}x: "
+              f"{day['two_per_second']:,.0f} against {day['one_per_second']:,.0f} charges/s)")
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / "latest-postgresql-targets.json").write_text(json.dumps(
+        {"reads": read, "writes": write, "workers": day}, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
