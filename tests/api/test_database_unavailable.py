@@ -160,3 +160,41 @@ def test_a_token_look_up_that_meets_an_outage_answers_503(api, monkeypatch):
         raise _outage()
     monkeypatch.setattr(TokenResolver, "_lookup", gone)
     _assert_503(api.get("/customers"))
+
+
+def test_a_request_whose_answer_was_lost_after_its_commit_is_never_run_twice(api, monkeypatch):
+    """The process died (or the database went for good) between the request's COMMIT and the
+    storing of its answer: the key says "applied", so a repeat answers 409 instead of
+    creating the customer a second time (api/idempotency.py, domain/unit.py)."""
+    async def lost(*args, **kwargs):
+        return None
+    body = {"email": "lost@example.com", "first_name": "L", "last_name": "O"}
+    headers = {"Idempotency-Key": "outage-4"}
+    with monkeypatch.context() as patched:
+        patched.setattr(idempotency, "finish_soon", lost)
+        first = api.post("/customers", json=body, headers=headers)
+    assert first.status_code in (200, 201), first.text
+    with api.db.read() as conn:
+        state = conn.execute(select(idempotency_keys.c.state).where(
+            idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "outage-4")).scalar()
+    assert state == "applied"
+    again = api.post("/customers", json=body, headers=headers)
+    assert again.status_code == 409
+    assert "answer was lost" in again.json()["errors"]
+    with api.db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(customers).where(
+            customers.c.store_id == api.store.id, customers.c.email == "lost@example.com")).scalar() == 1
+
+
+def test_a_key_is_marked_applied_only_when_the_request_committed_a_change(api, monkeypatch):
+    """A request refused (422) commits nothing: with its answer lost, its key is still only
+    "running" (free again after 60 s), never "applied"."""
+    async def lost(*args, **kwargs):
+        return None
+    monkeypatch.setattr(idempotency, "finish_soon", lost)
+    refused = api.post("/customers", json={"first_name": "No email"}, headers={"Idempotency-Key": "outage-5"})
+    assert refused.status_code == 422
+    with api.db.read() as conn:
+        state = conn.execute(select(idempotency_keys.c.state).where(
+            idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "outage-5")).scalar()
+    assert state == "running"

@@ -320,10 +320,10 @@ def test_postgresql_restarted_and_crashed_under_a_write_load_answers_503_loses_n
         try:
             store_id = server.store_id
             # A 503 request was not applied, except in the one window no server can close (its
-            # COMMIT landed and the connection went before the answer: errors.DatabaseUnavailable):
-            # such a row must be whole (the counts below), and a retry would make a second
-            # subscription, the key being freed with the 503. The others are retried with their
-            # key, as a client would, until they get an answer that is no 503.
+            # COMMIT landed and the connection went before the answer: errors.DatabaseUnavailable).
+            # Its transaction marked its key "applied" (domain/unit.py), so retrying it with its
+            # key answers 409 (the answer was lost) and never makes a second row. Every 503 is
+            # retried with its key, as a client would, until it gets an answer that is no 503.
             committed_anyway = [s for s in failed if _rows(db, store_id, s.kind, s.marker)]
 
             def retry(s: Sent) -> Reply:
@@ -333,10 +333,11 @@ def test_postgresql_restarted_and_crashed_under_a_write_load_answers_503_loses_n
                         break
                     time.sleep(0.25)
                 return again
-            retried = [s for s in failed if s not in committed_anyway]
             with ThreadPoolExecutor(4) as pool:
-                again = list(pool.map(retry, retried))
-            assert [(s.marker, r.status) for s, r in zip(retried, again) if r.status != 201] == [], again
+                again = list(pool.map(retry, failed))
+            expected = {s.marker: (409 if s in committed_anyway else 201) for s in failed}
+            assert {s.marker: r.status for s, r in zip(failed, again)} == expected, again
+            assert all("answer was lost" in str(r.body) for s, r in zip(failed, again) if s in committed_anyway)
 
             for kind, topic in (("customer", "customer/created"), ("subscription", "subscription/created")):
                 mine = [s for s in sent if s.kind == kind]

@@ -8,9 +8,13 @@ the key answers 422; a repeat while the first is still running answers 409. Answ
 request died while running is free again after 60 seconds. Expiry is real time, never a
 sandbox store's test clock.
 
-Keys are kept in their own transactions, before and after the request's: a process that dies
-between the request's commit and the storing of its answer leaves a running key, which frees
-itself after 60 seconds (decisions §6.12 accepts exactly this).
+Keys are kept in their own transactions, before and after the request's. The request's own
+transaction marks its key "applied" as it commits its changes (domain/unit.py). A process
+that dies, or a database that goes away, between that commit and the storing of the answer
+leaves an applied key: a repeat answers 409 (its answer was lost) instead of running again.
+Decisions §6.12 accepts a second run here; Rebill is stricter, because the second run of a
+create is a second record. A key whose request died before committing anything is free again
+after 60 seconds, as before.
 """
 
 from __future__ import annotations
@@ -79,6 +83,11 @@ def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now
             raise ValidationFailed.field("Idempotency-Key", "was already used for another request")
         if fresh and row.state == "done":
             return Stored(row.status, row.headers or [], row.body or b"")
+        if fresh and row.state == "applied":
+            # Its changes committed (domain/unit.py marks the key in their transaction), but
+            # the answer was lost with the database: running it again would apply them twice.
+            raise Conflict("The request with this Idempotency-Key was applied, but its answer was lost while "
+                           "the database was unavailable: read the resource to see the result")
         if fresh and row.state == "running" and now - row.updated_at < ABANDONED:
             raise Conflict("A request with this Idempotency-Key is still running")
         # Expired, or its first request died: the key starts over for this request.
@@ -125,14 +134,15 @@ def purge_expired(db: Database, now: datetime) -> int:
 def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None, now: datetime) -> None:
     """Stores the answer, or frees the key when there is none to keep (5xx, 409, no answer)."""
     table = idempotency_keys
-    where = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
-             table.c.state == "running")
+    where = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)
     with db.write() as conn:
         if answer is None or answer.status >= 500 or answer.status == 409:
-            conn.execute(delete(table).where(*where))
+            # Free, unless its changes committed ("applied"): a 503 whose COMMIT landed just
+            # before the connection dropped must not run a second time.
+            conn.execute(delete(table).where(*where, table.c.state == "running"))
             return
-        conn.execute(update(table).where(*where).values(state="done", status=answer.status,
-                                                        headers=answer.headers, body=answer.body, updated_at=now))
+        conn.execute(update(table).where(*where, table.c.state.in_(("running", "applied"))).values(
+            state="done", status=answer.status, headers=answer.headers, body=answer.body, updated_at=now))
 
 
 # How long an answer whose storing met a database outage is tried again: less than ABANDONED,

@@ -37,7 +37,7 @@ from starlette.types import Message, Receive, Scope, Send
 from rebill.db.engine import retryable, unavailable
 from rebill.db.loop_writer import WriterBusy
 from rebill.domain.store.model import API_VERSIONS
-from rebill.domain.unit import REQUEST_SOURCE
+from rebill.domain.unit import REQUEST_KEY, REQUEST_SOURCE
 from rebill.errors import (
     DatabaseUnavailable,
     Forbidden,
@@ -329,9 +329,13 @@ class Api:
             await idempotency.replay(send, stored, ctx.headers)
             return
         recorder = idempotency.Recorder(send)
+        # The units that commit this request's changes mark the key in their transaction
+        # (domain/unit.py); the context is copied to the worker thread the handler may run in.
+        marked = REQUEST_KEY.set(owner)
         try:
             await self._respond(operation, call, ctx, recorder)
         finally:
+            REQUEST_KEY.reset(marked)
             await idempotency.finish_soon(db, *owner, recorder.answer(), clock.now())
 
     async def _on_loop(self, operation: Operation, call: Call) -> Reply:

@@ -13,7 +13,10 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, bindparam, update
+
+from rebill.db.prepared import Prepared
+from rebill.models import idempotency_keys
 
 from .event import outbox
 from .store.model import Store
@@ -23,6 +26,13 @@ from .webhook import fanout  # noqa: F401 - registers the fan-out of events to w
 # thread or task it follows): a change a token asked for is the token's, even when the code
 # that makes it is the billing run's (a manual process, a capture, a clock advance).
 REQUEST_SOURCE: ContextVar[tuple[str, int | None] | None] = ContextVar("rebill_request_source", default=None)
+# The Idempotency-Key of the request running, as (store id, token id, key) (api/idempotency.py):
+# a unit that commits changes marks the key "applied" in its own transaction, so that a
+# request whose COMMIT landed but whose answer was lost is never run a second time.
+REQUEST_KEY: ContextVar[tuple[int, int, str] | None] = ContextVar("rebill_request_key", default=None)
+_APPLIED = Prepared(update(idempotency_keys).where(
+    idempotency_keys.c.store_id == bindparam("store_id"), idempotency_keys.c.token_id == bindparam("token_id"),
+    idempotency_keys.c.key == bindparam("key"), idempotency_keys.c.state == "running").values(state="applied"))
 
 
 @lru_cache(maxsize=64)
@@ -64,6 +74,10 @@ class Unit:
         if self._recorded:
             if exc[0] is None:
                 outbox.flush(self.conn)
+                keyed = REQUEST_KEY.get()
+                if keyed is not None:
+                    store_id, token_id, key = keyed
+                    _APPLIED.run(self.conn, store_id=store_id, token_id=token_id, key=key)
             else:
                 outbox.discard(self.conn)
         return None if self._release is None else self._release(*exc)
