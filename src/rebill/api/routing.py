@@ -331,7 +331,9 @@ class Api:
         recorder = idempotency.Recorder(send)
         # The units that commit this request's changes mark the key in their transaction
         # (domain/unit.py); the context is copied to the worker thread the handler may run in.
-        marked = REQUEST_KEY.set(owner)
+        # Not for handlers that call the payment processor: they commit around the call in
+        # steps of their own, and their 503 (no answer from the processor) is safe to repeat.
+        marked = REQUEST_KEY.set(None if operation.calls_out else owner)
         try:
             await self._respond(operation, call, ctx, recorder)
         finally:
