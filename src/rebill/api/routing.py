@@ -27,7 +27,6 @@ from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
@@ -36,6 +35,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from rebill.db.engine import retryable, unavailable
 from rebill.db.loop_writer import WriterBusy
+from rebill.db.read_lanes import ReadLanes
 from rebill.domain.store.model import API_VERSIONS
 from rebill.domain.unit import REQUEST_KEY, REQUEST_SOURCE
 from rebill.errors import (
@@ -301,12 +301,12 @@ class Api:
                 await asyncio.sleep(random.uniform(0.005, 0.03) * attempt)
         raise AssertionError("unreachable")
 
-    async def _async_read(self, engine: AsyncEngine, operation: Operation, call: Call) -> Reply:
+    async def _async_read(self, lanes: ReadLanes, operation: Operation, call: Call) -> Reply:
         """PostgreSQL reads: the handler in a greenlet on the event loop, over an async
         connection (``Database.async_reads``), so its round trips hold no worker thread. A
         GET that turns out to write goes to a worker thread (``Call.write``)."""
         try:
-            async with engine.connect() as conn:
+            async with lanes.connection() as conn:
                 return await conn.run_sync(_held_read, operation.handler, call)
         except NeedsThread:
             call.held = None

@@ -21,9 +21,15 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 from .loop_writer import LoopWriter, WriterLock
+from .read_lanes import ReadLanes
+
+# Read connections a PostgreSQL API process keeps open on its event loop (db/read_lanes.py):
+# as many as it has reads in flight under load (wrk's 16 connections, a proxy's pool).
+READ_LANES = 16
 
 # JSON columns go through msgspec (several times faster than the json module on list pages).
 _json_encoder = msgspec.json.Encoder(decimal_format="string")
@@ -143,31 +149,40 @@ class Database:
         self.loop_writer = LoopWriter(engine, self._writer) if self._writer is not None else None
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if self.dialect == "postgresql" \
             else None
-        self._async_reads: AsyncEngine | None = None
+        self._async_reads: ReadLanes | None = None
 
     @property
-    def async_reads(self) -> AsyncEngine | None:
-        """PostgreSQL: the engine of the API's reads, on psycopg's async connection, so that a
-        read waiting for its rows holds no worker thread and leaves the event loop free (issue
-        18). The handlers stay plain functions: ``AsyncConnection.run_sync`` runs one in a
-        greenlet whose every round trip is awaited on the loop (api/routing.py). Autocommit,
+    def async_reads(self) -> ReadLanes | None:
+        """PostgreSQL: the connections of the API's reads, on psycopg's async connection, so
+        that a read waiting for its rows holds no worker thread and leaves the event loop free
+        (issue 18). The handlers stay plain functions: ``AsyncConnection.run_sync`` runs one in
+        a greenlet whose every round trip is awaited on the loop (api/routing.py). Autocommit,
         as ``read()``. Made on first use; None on SQLite, whose reads are on the loop already."""
         if self._autocommit is None:
             return None
         if self._async_reads is None:
-            # As many kept connections as a busy process has reads in flight: a connection
-            # past the kept ones is opened and closed per request, which costs more than
-            # the read. No reset on return: in autocommit there is no transaction to end.
-            self._async_reads = create_async_engine(self.engine.url, isolation_level="AUTOCOMMIT", pool_size=16,
-                                                    max_overflow=8, pool_recycle=1800, pool_reset_on_return=None,
-                                                    **JSON_OPTIONS)
+            # No pool under the lanes: they keep their connections themselves (db/read_lanes.py).
+            engine = create_async_engine(self.engine.url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
+                                         **JSON_OPTIONS)
+            self._async_reads = ReadLanes(engine, READ_LANES, broken=unavailable)
         return self._async_reads
 
     def engines(self) -> tuple[Engine, ...]:
-        """Every engine made so far (PostgreSQL's reads get one on first use): for metrics and
-        statement listeners."""
+        """Every engine made so far (PostgreSQL's reads get one on first use): for statement
+        listeners."""
         reads = self._async_reads
-        return (self.engine,) if reads is None else (self.engine, reads.sync_engine)
+        return (self.engine,) if reads is None else (self.engine, reads.engine.sync_engine)
+
+    def pool_figures(self) -> tuple[int, int, int]:
+        """(connections kept at most, in use, open and idle) of every pool of this process:
+        the thread pool's engine and, on PostgreSQL once used, the read lanes."""
+        pool = self.engine.pool
+        size = getattr(pool, "size", None)
+        kept, out, idle = (size(), pool.checkedout(), pool.checkedin()) if size is not None else (0, 0, 0)  # type: ignore[attr-defined]
+        lanes = self._async_reads
+        if lanes is not None:
+            kept, out, idle = kept + lanes.size, out + lanes.checkedout(), idle + lanes.checkedin()
+        return kept, out, idle
 
     @classmethod
     def from_url(cls, url: str, *, echo: bool = False) -> "Database":
@@ -229,7 +244,7 @@ class Database:
         if self._async_reads is not None:
             # Its connections belong to an event loop that may be gone: dropped, not closed
             # (the server closes the sockets as the process ends).
-            self._async_reads.sync_engine.dispose(close=False)
+            self._async_reads.engine.sync_engine.dispose(close=False)
             self._async_reads = None
         if self.loop_writer is not None:
             self.loop_writer.close()

@@ -216,18 +216,12 @@ class Metrics:
     # The pool -----------------------------------------------------------------------
 
     def sample_pool(self) -> None:
-        """The pools of every engine (PostgreSQL's reads have one of their own), added up."""
+        """Every pool of the process (PostgreSQL's read lanes too, db/read_lanes.py), added up."""
         if self.db is None:
             return
-        kept = out = idle = 0
-        for engine in self.db.engines():
-            pool = engine.pool
-            size = getattr(pool, "size", None)
-            if size is None:  # a pool without figures (a test's static pool)
-                continue
-            kept += size()
-            out += pool.checkedout()  # type: ignore[attr-defined]
-            idle += pool.checkedin()  # type: ignore[attr-defined]
+        kept, out, idle = self.db.pool_figures()
+        if not kept:  # a pool without figures (a test's static pool)
+            return
         self.pool_size.set(kept)
         self.pool_out.set(out)
         self.pool_open.set(out + idle)

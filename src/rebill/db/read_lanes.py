@@ -1,0 +1,132 @@
+"""PostgreSQL reads on the event loop: async connections kept open across requests.
+
+A ``GET`` handler runs in a greenlet over one of these (``AsyncConnection.run_sync``, api/routing.py),
+so a read waiting for PostgreSQL holds no thread. Taking a connection from SQLAlchemy's pool and
+giving it back cost two greenlet hops and the pool's bookkeeping per request, about as much as
+the read's own statement (docs/performance.md): the lanes keep up to ``size`` connections open
+and hand them out from a plain list. Reads run in autocommit, so a connection has no
+transaction to end between two requests.
+
+Connections belong to the event loop that opened them. A new loop (a test's client after
+another's) starts with no lane; the old loop's connections are left to the garbage collector,
+which closes their sockets. That is why the engine has no pool of its own (``NullPool``): a pool
+would count the old loop's connections as checked out for ever.
+
+When PostgreSQL goes away, the request that meets it answers 503 (errors.DatabaseUnavailable)
+and every idle lane is dropped with its broken connection; the next request connects again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+logger = logging.getLogger(__name__)
+
+# How long a read waits for a lane when every one is busy before it answers 503 (as the
+# thread pool's engine waits for a pooled connection).
+WAIT_SECONDS = 30.0
+
+
+class ReadLanes:
+    def __init__(self, engine: AsyncEngine, size: int, *, broken: Any) -> None:
+        """``broken(exc)`` says whether an exception means the connection is gone
+        (db/engine.py ``unavailable``)."""
+        self.engine = engine
+        self.size = size
+        self._broken = broken
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._idle: list[AsyncConnection] = []
+        self._open = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection]:
+        conn = await self._take()
+        try:
+            yield conn
+        except BaseException as exc:
+            if self._broken(exc) or conn.invalidated:
+                await self._drop(conn)
+            else:
+                self._give_back(conn)
+            raise
+        else:
+            self._give_back(conn)
+
+    async def _take(self) -> AsyncConnection:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # Another event loop's connections do not serve this one (see the module's note):
+            # the idle ones are closed from here, which psycopg allows once their loop is done.
+            stale, self._loop, self._idle, self._open, self._waiting = self._idle, loop, [], 0, deque()
+            for conn in stale:
+                await self._close(conn, invalidate=False)
+        while True:
+            if self._idle:
+                return self._idle.pop()
+            if self._open < self.size:
+                self._open += 1
+                try:
+                    return await self.engine.connect()
+                except BaseException:
+                    self._open -= 1
+                    self._wake()
+                    raise
+            waiter = loop.create_future()
+            self._waiting.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, WAIT_SECONDS)
+            except asyncio.TimeoutError:
+                raise SQLAlchemyTimeout(f"no PostgreSQL read connection free within {WAIT_SECONDS:g} s") from None
+            finally:
+                if waiter in self._waiting:
+                    self._waiting.remove(waiter)
+
+    def _give_back(self, conn: AsyncConnection) -> None:
+        if asyncio.get_running_loop() is not self._loop:
+            return  # taken on a loop that has since been replaced: left to the collector
+        self._idle.append(conn)
+        self._wake()
+
+    async def _drop(self, conn: AsyncConnection) -> None:
+        """The connection is broken, and so, most likely, is every idle one (a restart of the
+        server): all are closed, and the next requests connect again."""
+        if asyncio.get_running_loop() is not self._loop:
+            return
+        dropped, self._idle = [conn, *self._idle], []
+        self._open -= len(dropped)
+        self._wake()
+        for each in dropped:
+            await self._close(each, invalidate=True)
+
+    @staticmethod
+    async def _close(conn: AsyncConnection, *, invalidate: bool) -> None:
+        try:
+            if invalidate:
+                await conn.invalidate()
+            await conn.close()
+        except Exception:  # noqa: BLE001 - the connection is gone either way
+            logger.debug("closing a read connection failed", exc_info=True)
+
+    def _wake(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    # The figures of ``rebill_db_pool_*`` (observability/metrics.py), as a pool's.
+
+    def checkedout(self) -> int:
+        return self._open - len(self._idle)
+
+    def checkedin(self) -> int:
+        return len(self._idle)
