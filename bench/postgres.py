@@ -100,31 +100,32 @@ def reads(url: str, token: str, customer_id: int, rounds: int, seconds: int, con
 
 def read_floor(url: str, store_id: int, customer_id: int, connections: int, count: int = 20_000) -> float:
     """What no server could beat: the read's statement (the customer by id, as
-    domain/customer/repository.py compiles it) on psycopg's async connections, ``connections`` at
-    once, from one process and one event loop, no HTTP and no application code: µs of this
-    process's time per read. Added to the bare endpoint's time per request, it bounds the ratio
-    the endpoint can reach (bench/floor.py ``ceiling``)."""
+    domain/customer/repository.py compiles it for the reads' driver) on asyncpg connections,
+    ``connections`` at once, from one process and one event loop, no HTTP and no application
+    code: µs of this process's time per read. Added to the bare endpoint's time per request, it
+    bounds the ratio the endpoint can reach (bench/floor.py ``ceiling``)."""
     import asyncio
 
-    import psycopg
+    import asyncpg
     import uvloop
 
     from rebill.db.engine import Database
     from rebill.domain.customer.repository import _by_id
 
     db = Database.from_url(url)
-    compiled = _by_id._compile(db.engine.dialect)
+    lanes = db.async_reads
+    assert lanes is not None
+    compiled = _by_id._compile(lanes.engine.dialect)
     db.dispose()
     params = compiled.arguments({"id": customer_id, "store_id": store_id})
     driver_url = url.replace("postgresql+psycopg://", "postgresql://")
 
     async def main() -> float:
-        conns = [await psycopg.AsyncConnection.connect(driver_url, autocommit=True) for _ in range(connections)]
+        conns = [await asyncpg.connect(driver_url) for _ in range(connections)]
 
-        async def reads(conn: psycopg.AsyncConnection[Any], n: int) -> None:
+        async def reads(conn: Any, n: int) -> None:
             for _ in range(n):
-                cursor = await conn.execute(compiled.sql, params)
-                await cursor.fetchone()
+                await conn.fetchrow(compiled.sql, *params)
         await asyncio.gather(*(reads(c, 200) for c in conns))  # prepared on each connection, warm
         started = time.process_time()
         await asyncio.gather(*(reads(c, count // connections) for c in conns))
@@ -147,16 +148,54 @@ def processes(url: str, sched: dict[str, Any], address_range: tuple[int, int], r
             wrk("/subscriptions", token, 2, connections, script, args, port=port)  # warm-up: every process
         out = []
         for number in range(rounds):
+            cpu_before = {n: _cpu_seconds(url, servers[n].pid) for n in (1, 2)}
             one = wrk("/subscriptions", token, seconds, connections, script, args, port=SERVE_PORTS[1])
+            cpu_one = _cpu_seconds(url, servers[1].pid)
             two = wrk("/subscriptions", token, seconds, connections, script, args, port=SERVE_PORTS[2])
+            cpu_two = _cpu_seconds(url, servers[2].pid)
             out.append({"one": one["rps"], "two": two["rps"], "ratio": two["rps"] / one["rps"],
-                        "non_2xx": one["non_2xx"] + two["non_2xx"]})
+                        "non_2xx": one["non_2xx"] + two["non_2xx"],
+                        # CPU of the server processes and of PostgreSQL's backends per request.
+                        "one_cpu_ms": {k: (cpu_one[k] - cpu_before[1][k]) / (one["rps"] * seconds) * 1e3
+                                       for k in cpu_one},
+                        "two_cpu_ms": {k: (cpu_two[k] - cpu_before[2][k]) / (two["rps"] * seconds) * 1e3
+                                       for k in cpu_two}})
             print(f"  writes round {number + 1}: one process {one['rps']:,.0f} req/s, two {two['rps']:,.0f} "
-                  f"({out[-1]['ratio']:.2f}x)", flush=True)
+                  f"({out[-1]['ratio']:.2f}x); CPU per request, one: server {out[-1]['one_cpu_ms']['server']:.2f} ms "
+                  f"+ PostgreSQL {out[-1]['one_cpu_ms']['postgres']:.2f} ms", flush=True)
     finally:
         for process in servers.values():
             _stop(process)
     return {"rounds": out, "ratio": median(r["ratio"] for r in out)}
+
+
+def _cpu_seconds(url: str, server_pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) so far of a `rebill serve` and its processes, and of every
+    PostgreSQL backend of ``url``'s database (backends that ended meanwhile are not counted:
+    the servers keep theirs open)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu(pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == server_pid:
+                children.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    import psycopg
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url, autocommit=True) as conn:
+        backends = [pid for (pid,) in conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (name,))]
+    return {"server": cpu(server_pid) + sum(cpu(pid) for pid in children),
+            "postgres": sum(cpu(pid) for pid in backends)}
 
 
 def main() -> None:
@@ -201,7 +240,7 @@ def main() -> None:
           f"{median(r['read'] for r in read['rounds']):,.0f} req/s)")
     bare_rps = median(r["bare"] for r in read["rounds"])
     best = ceiling(bare_rps, read["floor_us"])
-    print(f"  its statement alone, on psycopg's async connections with no server, costs {read['floor_us']:.0f} µs "
+    print(f"  its statement alone, on asyncpg with no server, costs {read['floor_us']:.0f} µs "
           f"of a process's time; with the bare endpoint's {1e6 / bare_rps:.0f} µs the best reachable ratio is "
           f"{best:.2f}")
     read["ceiling"] = best
@@ -209,6 +248,12 @@ def main() -> None:
           f"{'met' if write['ratio'] >= 1.6 else 'NOT met'} ({write['ratio']:.2f}x: "
           f"{median(r['two'] for r in write['rounds']):,.0f} against {median(r['one'] for r in write['rounds']):,.0f} "
           f"req/s)")
+    for n, key in ((1, "one_cpu_ms"), (2, "two_cpu_ms")):
+        server = median(r[key]["server"] for r in write["rounds"])
+        backends = median(r[key]["postgres"] for r in write["rounds"])
+        print(f"  {n} process(es): {server:.2f} ms of server CPU and {backends:.2f} ms of PostgreSQL's per request; "
+              f"{os.cpu_count()} cores at full use would serve at most {os.cpu_count() * 1e3 / (server + backends):,.0f} "
+              f"req/s (wrk's own share not counted)")
     if day is not None:
         print(f"workers target (a billing day, two workers at least 1.6x one): "
               f"{'met' if day['ratio'] >= 1.6 else 'NOT met'} ({day['ratio']:.2f}x: "

@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import time
 
+import asyncpg
 import psycopg
 import pytest
 from sqlalchemy import func, select
@@ -35,6 +36,13 @@ def _sqlstate_error(state: str) -> DBAPIError:
     return DBAPIError("SELECT 1", {}, orig)
 
 
+def _asyncpg_error(cause: BaseException) -> DBAPIError:
+    """As SQLAlchemy's asyncpg adapter raises it: its own error class, asyncpg's as the cause."""
+    adapted = Exception(str(cause))
+    adapted.__cause__ = cause
+    return DBAPIError("SELECT 1", {}, adapted)
+
+
 @pytest.mark.parametrize("exc, expected", [
     (_outage(), True),
     (_sqlstate_error("08006"), True),  # connection_failure
@@ -43,6 +51,11 @@ def _sqlstate_error(state: str) -> DBAPIError:
     (_sqlstate_error("23505"), False),  # unique_violation: a refused statement, not an outage
     (_sqlstate_error("40P01"), False),  # deadlock: retried by the dispatcher, not a 503
     (PoolTimeout("QueuePool limit reached"), True),
+    # asyncpg (the API's reads on PostgreSQL): its error is the cause of SQLAlchemy's adapter's.
+    (_asyncpg_error(asyncpg.exceptions.InterfaceError("the underlying connection is closed")), True),
+    (_asyncpg_error(asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed")), True),
+    (_asyncpg_error(asyncpg.exceptions.UniqueViolationError("duplicate key")), False),
+    (_asyncpg_error(ConnectionRefusedError(111, "Connect call failed")), True),
     (OperationalError("BEGIN", {}, sqlite3.OperationalError("database is locked")), True),
     (OperationalError("SELECT", {}, sqlite3.OperationalError("no such table: x")), False),
     (IntegrityError("INSERT", {}, sqlite3.IntegrityError("UNIQUE constraint failed")), False),

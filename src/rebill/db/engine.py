@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import msgspec
 import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -57,18 +58,24 @@ def unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` means the database could not be reached or dropped the connection (a
     restart, a failover, a pool with no connection free in time), as opposed to a statement
     it refused. The request answers 503 with Retry-After (errors.DatabaseUnavailable); the
-    pool has already thrown the dead connections away, so the next request reconnects."""
+    dead connections are thrown away, so the next request reconnects."""
     if isinstance(exc, SQLAlchemyTimeout):
         return True
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:
             return True
         exc = exc.orig or exc
-    sqlstate = getattr(exc, "sqlstate", None)
-    if sqlstate is not None:
-        return sqlstate.startswith(_GONE_CLASSES)
-    if isinstance(exc, psycopg.OperationalError):
-        return True  # refused, reset or closed: psycopg gives these no SQLSTATE
+    # The driver's own error: SQLAlchemy's asyncpg adapter carries asyncpg's as its cause.
+    for each in (exc, exc.__cause__):
+        if each is None:
+            continue
+        sqlstate = getattr(each, "sqlstate", None)
+        if sqlstate is not None:
+            return str(sqlstate).startswith(_GONE_CLASSES)
+        # Refused, reset or closed: neither driver gives these a SQLSTATE. asyncpg's
+        # InterfaceError is its "the underlying connection is closed".
+        if isinstance(each, (psycopg.OperationalError, asyncpg.exceptions.InterfaceError, ConnectionError)):
+            return True
     # SQLite's busy timeout ran out: another process held the write lock for 30 s.
     return isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc)
 
@@ -153,17 +160,23 @@ class Database:
 
     @property
     def async_reads(self) -> ReadLanes | None:
-        """PostgreSQL: the connections of the API's reads, on psycopg's async connection, so
-        that a read waiting for its rows holds no worker thread and leaves the event loop free
-        (issue 18). The handlers stay plain functions: ``AsyncConnection.run_sync`` runs one in
-        a greenlet whose every round trip is awaited on the loop (api/routing.py). Autocommit,
-        as ``read()``. Made on first use; None on SQLite, whose reads are on the loop already."""
+        """PostgreSQL: the connections of the API's reads, on asyncpg, so that a read waiting
+        for its rows holds no worker thread and leaves the event loop free (issue 18). The
+        handlers stay plain functions: ``AsyncConnection.run_sync`` runs one in a greenlet whose
+        every round trip is awaited on the loop (api/routing.py). Autocommit, as ``read()``.
+        Made on first use; None on SQLite, whose reads are on the loop already.
+
+        asyncpg rather than psycopg's async connection, which the rest of Rebill uses: for the
+        same statement it costs a third of the CPU (35 against 102 µs a read, docs/performance.md),
+        and a read's CPU is what bounds the reads a process serves. The statements are compiled
+        for each driver (db/prepared.py keys them by driver), and every test of the suite runs
+        its reads through it on PostgreSQL."""
         if self._autocommit is None:
             return None
         if self._async_reads is None:
             # No pool under the lanes: they keep their connections themselves (db/read_lanes.py).
-            engine = create_async_engine(self.engine.url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
-                                         **JSON_OPTIONS)
+            engine = create_async_engine(self.engine.url.set(drivername="postgresql+asyncpg"),
+                                         isolation_level="AUTOCOMMIT", poolclass=NullPool, **JSON_OPTIONS)
             self._async_reads = ReadLanes(engine, READ_LANES, broken=unavailable)
         return self._async_reads
 

@@ -127,31 +127,33 @@ class Prepared:
 
     def __init__(self, stmt: Executable) -> None:
         self.stmt = stmt
+        # By driver, not by database: psycopg and asyncpg (the API's reads on PostgreSQL,
+        # db/read_lanes.py) bind parameters differently (%(name)s against $1).
         self._by_dialect: dict[str, _Compiled] = {}
 
     def _compile(self, dialect: Any) -> _Compiled:
-        compiled = self._by_dialect[dialect.name] = _Compiled(self.stmt, dialect)
+        compiled = self._by_dialect[dialect.driver] = _Compiled(self.stmt, dialect)
         return compiled
 
     def one(self, conn: Connection, **params: Any) -> list[Any] | None:
         """The first row's values in the statement's column order, decoded, or None."""
-        compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
+        compiled = self._by_dialect.get(conn.dialect.driver) or self._compile(conn.dialect)
         return compiled.first(conn, params)
 
     def all(self, conn: Connection, **params: Any) -> list[list[Any]]:
         """Every row's values in the statement's column order, decoded."""
-        compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
+        compiled = self._by_dialect.get(conn.dialect.driver) or self._compile(conn.dialect)
         return compiled.execute(conn, params, fetch=True)[0]
 
     def run(self, conn: Connection, **params: Any) -> int:
         """An UPDATE or DELETE; returns the number of rows it touched."""
-        compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
+        compiled = self._by_dialect.get(conn.dialect.driver) or self._compile(conn.dialect)
         return compiled.execute(conn, params, fetch=False)[1]
 
     def run_many(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
         """An UPDATE, DELETE or INSERT once per row of ``rows``, in one ``executemany``."""
         if rows:
-            compiled = self._by_dialect.get(conn.dialect.name) or self._compile(conn.dialect)
+            compiled = self._by_dialect.get(conn.dialect.driver) or self._compile(conn.dialect)
             compiled.execute_many(conn, rows)
 
 
@@ -174,14 +176,14 @@ class PreparedInsert:
         """Rows with the same keys in one ``executemany``, without ids (no RETURNING)."""
         if not rows:
             return
-        key = ("many", conn.dialect.name, *rows[0])
+        key = ("many", conn.dialect.driver, *rows[0])
         compiled = self._by_columns.get(key)
         if compiled is None:
             compiled = self._by_columns[key] = _Compiled(self.plain, conn.dialect, column_keys=list(rows[0]))
         compiled.execute_many(conn, rows)
 
     def run(self, conn: Connection, values: dict[str, Any]) -> int:
-        key = (conn.dialect.name, *values)
+        key = (conn.dialect.driver, *values)
         compiled = self._by_columns.get(key)
         if compiled is None:
             assert self.stmt is not None, "a table without an id column has no id to return"

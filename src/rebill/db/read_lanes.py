@@ -65,7 +65,7 @@ class ReadLanes:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             # Another event loop's connections do not serve this one (see the module's note):
-            # the idle ones are closed from here, which psycopg allows once their loop is done.
+            # the idle ones are closed from here, once their loop is done.
             stale, self._loop, self._idle, self._open, self._waiting = self._idle, loop, [], 0, deque()
             for conn in stale:
                 await self._close(conn, invalidate=False)
