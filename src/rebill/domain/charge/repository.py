@@ -15,7 +15,7 @@ from rebill.models import charge_items, charges, customers, discounts, orders
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
-from .model import OPEN, PROCESSED, Charge
+from .model import OPEN, PROCESSED, Charge, OpenCharge
 
 _customer_columns = (
     customers.c.email.label("customer_email"),
@@ -114,24 +114,34 @@ def count_where(conn: Connection, store_id: int, filters: dict[str, Any], now: d
     return count(conn, where(stmt, FILTERS, filters))
 
 
-# No ORDER BY: with it SQLite walks the store's index in id order instead of the address's
-# (docs/performance.md); the few rows are sorted here.
-_unprocessed_of_one = Prepared(_select.where(
-    charges.c.store_id == bindparam("store_id"), charges.c.address_id == bindparam("address_id"),
-    # Comparisons, not IN: an IN list is expanded per call, which a prepared statement cannot do.
-    or_(charges.c.status == "queued", charges.c.status == "skipped", charges.c.status == "error")))
-
-
 def of_addresses(conn: Connection, store_id: int, address_ids: list[int], statuses: tuple[str, ...]) -> list[Charge]:
     if not address_ids:
         return []
-    if len(address_ids) == 1 and statuses == OPEN:  # prepared: every replan of one address
-        rows = _unprocessed_of_one.all(conn, store_id=store_id, address_id=address_ids[0])
+    stmt = _select.where(charges.c.store_id == store_id, charges.c.address_id.in_(set(address_ids)),
+                         charges.c.status.in_(statuses))
+    return sorted((Charge(*row) for row in conn.execute(stmt)), key=lambda c: c.id)
+
+
+_open = select(*columns_for(OpenCharge, charges.c))
+# No ORDER BY: with it SQLite walks the store's index in id order instead of the address's
+# (docs/performance.md); the few rows are sorted here.
+_open_of_one = Prepared(_open.where(
+    charges.c.store_id == bindparam("store_id"), charges.c.address_id == bindparam("address_id"),
+    # Comparisons, not IN: an IN list is expanded per call, which a prepared statement cannot do.
+    or_(*(charges.c.status == status for status in OPEN))))
+
+
+def open_of(conn: Connection, store_id: int, address_ids: list[int]) -> list[OpenCharge]:
+    """The open charges of these addresses (queued, skipped, in retry), as a replan reads them."""
+    if not address_ids:
+        return []
+    if len(address_ids) == 1:  # prepared: every replan of one address
+        rows = _open_of_one.all(conn, store_id=store_id, address_id=address_ids[0])
     else:
-        stmt = _select.where(charges.c.store_id == store_id, charges.c.address_id.in_(set(address_ids)),
-                             charges.c.status.in_(statuses))
-        rows = list(conn.execute(stmt))
-    return sorted((Charge(*row) for row in rows), key=lambda c: c.id)
+        rows = list(conn.execute(_open.where(charges.c.store_id == store_id,
+                                             charges.c.address_id.in_(set(address_ids)),
+                                             charges.c.status.in_(OPEN))))
+    return sorted((OpenCharge(*row) for row in rows), key=lambda c: c.id)
 
 
 # Writes: only the reconciler (domain/schedule/reconcile.py) writes queued and skipped charges.

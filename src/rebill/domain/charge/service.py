@@ -19,7 +19,7 @@ from ..subscription.intervals import check_room, has_room
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION, PurchaseItem
 from ..unit import Unit
 from . import repository
-from .model import ERROR, OPEN, QUEUED, SKIPPED, Charge
+from .model import ERROR, QUEUED, SKIPPED, Charge
 
 
 def get(unit: Unit, charge_id: int) -> Charge:
@@ -189,7 +189,7 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
         raise ValidationFailed.field(field, f"not on this address: {', '.join(map(str, missing))}")
     # An item on a charge being paid or in retry is out of the plan until that charge is done
     # (decisions §6.3): its dates cannot be skipped meanwhile.
-    held = {i: c for c in repository.of_addresses(unit.conn, unit.store_id, [address_id], OPEN)
+    held = {i: c for c in repository.open_of(unit.conn, unit.store_id, [address_id])
             if c.claimed_by is not None or c.status == ERROR for i in c.purchase_item_ids}
     for item in chosen.values():
         if item.id in held and held[item.id].claimed_by is not None:

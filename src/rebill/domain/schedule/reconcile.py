@@ -16,8 +16,9 @@ from decimal import Decimal
 from typing import Any
 
 from ..address import repository as addresses
+from ..address.model import Address
 from ..charge import repository as charges
-from ..charge.model import API_NAMES, ERROR, OPEN, Charge
+from ..charge.model import API_NAMES, ERROR, OpenCharge
 from ..customer import repository as customers
 from ..discount import inputs as discount_inputs
 from ..discount import repository as discounts
@@ -71,11 +72,11 @@ def billing_of(document: dict[str, Any] | None) -> dict[str, Any] | None:
                                                   "first_name", "last_name", "phone", "province", "zip")}
 
 
-def held(open_charges: list[Charge]) -> tuple[list[Charge], set[int]]:
+def held(open_charges: list[OpenCharge]) -> tuple[list[OpenCharge], set[int]]:
     """The open charges a replan may rewrite, and the items the others hold back from the plan:
     those of a charge in dunning (its items wait for its retry, decisions §6.3) or claimed by a
     billing run (being paid now: nothing may change under the payment)."""
-    free: list[Charge] = []
+    free: list[OpenCharge] = []
     taken: set[int] = set()
     for charge in open_charges:
         if charge.claimed_by is not None or charge.status == ERROR:
@@ -86,14 +87,16 @@ def held(open_charges: list[Charge]) -> tuple[list[Charge], set[int]]:
 
 
 def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = None,
-            open_charges: list[Charge] | None = None, offers_out: dict[int, Any] | None = None
-            ) -> list[PlannedCharge]:
+            open_charges: list[OpenCharge] | None = None, offers_out: dict[int, Any] | None = None,
+            found: dict[int, Address] | None = None) -> list[PlannedCharge]:
     """The plan of these addresses from what is stored now (also what tests compare with).
-    ``offers_out`` receives the discount inputs the plan used."""
+    ``offers_out`` receives the discount inputs the plan used; ``found``, the addresses when
+    the caller has read them already."""
     store = stores.get(unit.conn, unit.store_id) or unit.store
-    found = addresses.many(unit.conn, unit.store_id, address_ids)
+    if found is None:
+        found = addresses.many(unit.conn, unit.store_id, address_ids)
     if open_charges is None:
-        open_charges = charges.of_addresses(unit.conn, unit.store_id, list(found), OPEN)
+        open_charges = charges.open_of(unit.conn, unit.store_id, list(found))
     if held_items is None:
         held_items = held(open_charges)[1]
     # NOTE: design guide, discounts are inputs of the plan, never patches on stored charges.
@@ -116,9 +119,12 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
     return planned
 
 
-def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] | None = None) -> dict[Key, int]:
+def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] | None = None,
+           locked: Address | None = None) -> dict[Key, int]:
     """Reconcile the charges of ``address_ids``; returns the charge id of every planned key.
     ``moved`` maps (address, old date) to the new date of a charge whose date the caller moved.
+    ``locked``: an address the caller has locked and read in this unit, unchanged since, which
+    the replan takes as it is instead of locking and reading it again (a create's).
     A unit that collects its replans (``Unit.replans``) gets them run later by its owner, and
     an empty result: only use cases that ignore the result run in such a unit."""
     if unit.replans is not None and not moved:
@@ -127,23 +133,27 @@ def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] 
     ids = sorted(set(address_ids))
     result: dict[Key, int] = {}
     for start in range(0, len(ids), BATCH):
-        result.update(_replan_batch(unit, ids[start:start + BATCH], moved or {}))
+        result.update(_replan_batch(unit, ids[start:start + BATCH], moved or {}, locked))
     return result
 
 
-def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date]) -> dict[Key, int]:
-    addresses.lock(unit.conn, unit.store_id, ids)
-    open_charges = charges.of_addresses(unit.conn, unit.store_id, ids, OPEN)
+def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date],
+                  locked: Address | None) -> dict[Key, int]:
+    known = {locked.id: locked} if locked is not None and locked.id in ids else {}
+    rest = [i for i in ids if i not in known]
+    addresses.lock(unit.conn, unit.store_id, rest)
+    found = {**known, **addresses.many(unit.conn, unit.store_id, rest)}
+    open_charges = charges.open_of(unit.conn, unit.store_id, ids)
     stored, held_items = held(open_charges)
     offers: dict[int, Any] = {}
-    planned = plan_of(unit, ids, held_items, open_charges, offers)
+    planned = plan_of(unit, ids, held_items, open_charges, offers, found)
     if offers:
         discounts.drop_charge_inputs(unit.conn, discount_inputs.stale(offers, {p.key for p in planned}, open_charges))
-    by_date: dict[tuple[int, date], list[Charge]] = defaultdict(list)
+    by_date: dict[tuple[int, date], list[OpenCharge]] = defaultdict(list)
     for charge in stored:
         by_date[(charge.address_id, charge.scheduled_at)].append(charge)
 
-    taken: dict[Key, Charge] = {}
+    taken: dict[Key, OpenCharge] = {}
     used: set[int] = set()
     # Same address, date and status first; then same address and date.
     for exact in (True, False):
@@ -202,7 +212,9 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     # Every changed charge gets the whole plan in one statement (the unchanged columns are
     # written with the values they have).
     charges.update_many(unit.conn, REWRITTEN, rewritten)
-    unit.record_many("charge/updated", [row["charge_id"] for row in rewritten], changed=names)
+    # Every planned charge's customer is the plan's: named here, the events need no look-up.
+    unit.record_many("charge/updated", [row["charge_id"] for row in rewritten], changed=names,
+                     customer_ids={row["charge_id"]: row["customer_id"] for row in rewritten})
 
     # The rows are gone when the events are written: their customers are named here.
     owners = {c.id: c.customer_id for c in stored if c.id not in used}
@@ -216,7 +228,8 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     for plan, charge_id in zip(inserts, new_ids):
         result[plan.key] = charge_id
         item_pairs += [(charge_id, item_id) for item_id in plan.item_ids]
-    unit.record_many("charge/created", new_ids)
+    unit.record_many("charge/created", new_ids,
+                     customer_ids={charge_id: plan.values["customer_id"] for plan, charge_id in zip(inserts, new_ids)})
     charges.change_items(unit.conn, unit.store_id, item_pairs, removed)
     pending.clear(unit.conn, ids)
     return result

@@ -26,11 +26,15 @@ def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
         charges_count=0, last_charge_date=None, cancelled_next_date=None, is_skippable=True, is_swappable=False,
         max_retries_reached=False, cancellation_reason=None, cancellation_reason_comments=None, cancelled_at=None,
         analytics_data=None, lock_version=1, created_at=unit.now, updated_at=unit.now,
+        # No cadence: written out, so that the values are the whole row (repository.inserted).
+        charge_interval_frequency=None, order_interval_frequency=None, order_interval_unit=None,
+        order_day_of_month=None, order_day_of_week=None, cutoff_day_of_month=None, cutoff_day_of_week=None,
+        expire_after_specific_number_of_charges=None, anchor_day=None,
     )
     item_id = repository.insert_item(unit.conn, values)
-    unit.record("onetime/created", item_id)
-    replan(unit, [address.id])
-    return get(unit, item_id, ONETIME)
+    unit.record("onetime/created", item_id, customer_id=address.customer_id)
+    replan(unit, [address.id], locked=address)
+    return repository.inserted(unit.conn, item_id, values)
 
 
 def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:

@@ -201,11 +201,11 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
         updated_at=unit.now,
     )
     item_id = repository.insert_item(unit.conn, values)
-    unit.record("subscription/created", item_id)
+    unit.record("subscription/created", item_id, customer_id=address.customer_id)
     activity.refresh(unit, address.customer_id)
     if replan_now:
-        replan(unit, [address.id])
-    return get(unit, item_id)
+        replan(unit, [address.id], locked=address)
+    return repository.inserted(unit.conn, item_id, values)
 
 
 def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
