@@ -41,11 +41,13 @@ def shipping_line(rates: list[dict[str, Any]], country_code: str, currency: str)
 
 
 def tax_rate(rates: list[dict[str, Any]], country_code: str, province: str | None) -> dict[str, Any] | None:
-    own = find_province(country_code, province) if province else None
+    mine = [rate for rate in rates if rate.get("country_code") == country_code]
+    # The address's province is looked up only when a rate names one: every charge of a plan
+    # asks, and most stores have no provincial rate.
+    own = (find_province(country_code, province)
+           if province and any(rate.get("province") is not None for rate in mine) else None)
     country_rate = None
-    for rate in rates:
-        if rate.get("country_code") != country_code:
-            continue
+    for rate in mine:
         wanted = rate.get("province")
         if wanted is None:
             country_rate = country_rate or rate

@@ -71,8 +71,10 @@ def discount_amount(kind: str, value: Decimal, eligible: Decimal, currency: str)
 def share(amount: Decimal, weights: list[Decimal], currency: str) -> list[Decimal]:
     """``amount`` split in proportion to ``weights`` in whole minor units; the rounding
     remainder goes to the largest fractional parts, so the shares add up exactly."""
+    if amount == 0:  # no discount: most charges
+        return [ZERO for _ in weights]
     total = sum(weights, ZERO)
-    if amount == 0 or total == 0:
+    if total == 0:
         return [ZERO for _ in weights]
     unit = Decimal(1).scaleb(-minor_digits(currency))
     exact = [amount * w / total for w in weights]
