@@ -358,7 +358,7 @@ def test_a_claim_waits_for_a_replan_that_read_the_charge_before_it(tier_a, at, c
     at(START)
     _, address, subscription = _subscriber(api)
     [charge] = charges_of(api, address.id)
-    read, real = threading.Event(), reconcile.charges.of_addresses
+    read, real = threading.Event(), reconcile.charges.open_of
 
     def slow(*args, **kw):
         found = real(*args, **kw)
@@ -374,7 +374,7 @@ def test_a_claim_waits_for_a_replan_that_read_the_charge_before_it(tier_a, at, c
                 sub_service.delete(unit, subscription.id)
             else:
                 sub_service.update(unit, subscription.id, SubscriptionUpdate(quantity=5))
-    reconcile.charges.of_addresses = slow
+    reconcile.charges.open_of = slow
     try:
         replanning = threading.Thread(target=write, name="replan")
         replanning.start()
@@ -382,7 +382,7 @@ def test_a_claim_waits_for_a_replan_that_read_the_charge_before_it(tier_a, at, c
         billing.process(api.db, _gateway(api), api.store, [charge.id], api.clock.now())
         replanning.join(10)
     finally:
-        reconcile.charges.of_addresses = real
+        reconcile.charges.open_of = real
     paid = [c for c in charges_of(api, address.id) if c.status == "success"]
     if change == "delete":
         assert paid == [] and _ledger(api) == Counter()
