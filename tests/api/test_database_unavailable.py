@@ -191,6 +191,10 @@ def test_a_request_whose_answer_was_lost_after_its_commit_is_never_run_twice(api
         state = conn.execute(select(idempotency_keys.c.state).where(
             idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "outage-4")).scalar()
     assert state == "applied"
+    # Within a minute its answer may still be on its way: "still running", as for any key.
+    soon = api.post("/customers", json=body, headers=headers)
+    assert soon.status_code == 409 and "still running" in soon.json()["errors"]
+    api.clock.advance(seconds=61)  # no answer came: it is lost, and the request is not run again
     again = api.post("/customers", json=body, headers=headers)
     assert again.status_code == 409
     assert "answer was lost" in again.json()["errors"]

@@ -83,13 +83,15 @@ def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now
             raise ValidationFailed.field("Idempotency-Key", "was already used for another request")
         if fresh and row.state == "done":
             return Stored(row.status, row.headers or [], row.body or b"")
+        if fresh and row.state in ("running", "applied") and now - row.updated_at < ABANDONED:
+            # Applied: its changes committed and its answer is on its way (finish comes next).
+            raise Conflict("A request with this Idempotency-Key is still running")
         if fresh and row.state == "applied":
             # Its changes committed (domain/unit.py marks the key in their transaction), but
-            # the answer was lost with the database: running it again would apply them twice.
-            raise Conflict("The request with this Idempotency-Key was applied, but its answer was lost while "
-                           "the database was unavailable: read the resource to see the result")
-        if fresh and row.state == "running" and now - row.updated_at < ABANDONED:
-            raise Conflict("A request with this Idempotency-Key is still running")
+            # its answer never came to be stored (a process gone, a database away for longer
+            # than finish_soon tries): running it again would apply them twice.
+            raise Conflict("The request with this Idempotency-Key was applied, but its answer was lost: "
+                           "read the resource to see the result")
         # Expired, or its first request died: the key starts over for this request.
         taken = conn.execute(update(table).where(*where, table.c.updated_at == row.updated_at).values(
             fingerprint=print_, state="running", status=None, headers=None, body=None,
