@@ -1,7 +1,7 @@
 """SQLite writes against their floor (issue 18): what a create costs in the application itself.
 
     .venv/bin/python -m bench.writes [--addresses 50000] [--creates 2000] [--rounds 7]
-    .venv/bin/python -m bench.writes --instructions [--creates 400]      # valgrind, repeatable
+    .venv/bin/python -m bench.writes --instructions [--creates 1000]     # valgrind, repeatable
     .venv/bin/python -m bench.writes --profile out.prof [--creates 3000]  # cProfile of the creates
 
 Seeds the schedule store of `make bench` (bench/schedule.py: N addresses with two monthly
@@ -12,7 +12,8 @@ through the ASGI app in this process: 16 requests in flight on uvloop, as wrk's 
 keep the server, so that the loop writer commits them in groups as it does under wrk. Then it
 runs the floor of each create (bench/floor.py: the same statements on the driver, one COMMIT per
 8 creates). Rounds alternate create, floor, create, floor..., each timed in CPU time of this
-process; the figures are medians of the rounds.
+process (user and kernel; the kernel's part, SQLite's file I/O, is also shown alone); the
+figures are medians of the rounds. `--seeded DIR` keeps the seeded database for the next runs.
 
     the application's own time per create = time per create in process - its floor
 
@@ -22,7 +23,9 @@ endpoint's cost in `make bench`), so the figure is what Rebill's code adds to th
 With ``--instructions`` the same creates run under ``valgrind --tool=callgrind`` twice, with a
 short and a long run after the same warm-up, from a copy of one seeded database; the difference
 divided by the extra creates is the instructions of one create, which repeat from run to run
-whatever else the machine does (the floor likewise). Figures go to docs/performance.md by hand.
+whatever else the machine does (the floor likewise). They count this process's own code only:
+the kernel's work for it (WAL writes, temporary files, page reads) is in the timings alone.
+Figures go to docs/performance.md by hand.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+import rebill
 from bench import floor, run, schedule
 
 WHEN = "2031-01-15"  # after every seeded date: the first create on an address inserts its charge
@@ -87,6 +91,7 @@ class Driver:
         self.tag = uuid.uuid4().hex[:8]
         self.counter = 0
         self.statuses: dict[int, int] = {}
+        self.system_us: list[float] = []  # of each ``creates``
         self.failures: list[bytes] = []
 
     def _subscription(self) -> tuple[dict[str, Any], bytes]:
@@ -129,9 +134,12 @@ class Driver:
         async def lanes() -> None:
             await asyncio.gather(*(lane(requests[i::LANES]) for i in range(LANES)))
 
-        began = time.process_time()
+        began = os.times()
         self.loop.run_until_complete(lanes())
-        return (time.process_time() - began) / n * 1e6
+        ended = os.times()
+        # The kernel's part apart too: SQLite's writes of the WAL and of temporary files.
+        self.system_us.append((ended.system - began.system) / n * 1e6)
+        return (ended.user + ended.system - began.user - began.system) / n * 1e6
 
     def check(self) -> None:
         if set(self.statuses) != {201}:
@@ -174,10 +182,11 @@ def timed(url: str, seeded: dict[str, Any], creates: int, rounds: int, kinds: li
     for kind in kinds:  # warm-up: statements compiled, caches filled, the rows the floor copies
         driver.creates(kind, 200)
     floor_url = twin(url)
-    figures: dict[str, dict[str, list[float]]] = {k: {"create_us": [], "floor_us": []} for k in kinds}
+    figures: dict[str, dict[str, list[float]]] = {k: {"create_us": [], "system_us": [], "floor_us": []} for k in kinds}
     for number in range(rounds):
         for kind in kinds:
             figures[kind]["create_us"].append(driver.creates(kind, creates))
+            figures[kind]["system_us"].append(driver.system_us[-1])
             figures[kind]["floor_us"].append(floor_of(floor_url, seeded, kind, creates))
         print(f"round {number + 1} of {rounds}: " + ", ".join(
             f"{k} {figures[k]['create_us'][-1]:.0f} µs (floor {figures[k]['floor_us'][-1]:.0f})" for k in kinds),
@@ -186,8 +195,8 @@ def timed(url: str, seeded: dict[str, Any], creates: int, rounds: int, kinds: li
     out: dict[str, Any] = {}
     for kind, f in figures.items():
         own = [c - fl for c, fl in zip(f["create_us"], f["floor_us"])]
-        out[kind] = {"create_us": median(f["create_us"]), "floor_us": median(f["floor_us"]), "own_us": median(own),
-                     "rounds": f}
+        out[kind] = {"create_us": median(f["create_us"]), "system_us": median(f["system_us"]),
+                     "floor_us": median(f["floor_us"]), "own_us": median(own), "rounds": f}
     return out
 
 
@@ -237,15 +246,22 @@ def _child(url: str, seeded_json: str, kind: str, what: str, n: int, warm: int) 
 
 
 def instructions(database: Path, seeded: dict[str, Any], kinds: list[str], creates: int) -> dict[str, Any]:
-    """Instructions per create and per floor create: (run of 2n - run of n) / n."""
+    """Instructions per create and per floor create: (run of 2n - run of n) / n. Two runs of
+    the same n differ by 10-25 million instructions (start-up and warm-up): at n = 200, 1-3 %
+    of a subscription create; the floor, ten times cheaper, runs ten times as many creates."""
     warm = 100
+    # Every module compiled beforehand: the first run would otherwise count the compiling of
+    # the sources it is the first to import (about a billion instructions).
+    root = Path(__file__).parent.parent
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "bench"), *rebill.__path__], check=True)
     out: dict[str, Any] = {}
     for kind in kinds:
         figures = {}
         for what in ("create", "floor"):
-            short = _count(database, seeded, kind, what, creates, warm)
-            long = _count(database, seeded, kind, what, 2 * creates, warm)
-            figures[what] = (long - short) / creates
+            n = creates if what == "create" else 10 * creates
+            short = _count(database, seeded, kind, what, n, warm)
+            long = _count(database, seeded, kind, what, 2 * n, warm)
+            figures[what] = (long - short) / n
         figures["own"] = figures["create"] - figures["floor"]
         print(f"{kind}: {figures['create']:,.0f} instructions per create, floor {figures['floor']:,.0f}, "
               f"the application's own {figures['own']:,.0f}", flush=True)
@@ -297,8 +313,9 @@ def main() -> None:
         else:
             result = timed(url, seeded, args.creates, args.rounds, kinds)
             for kind, f in result.items():
-                print(f"{kind}: {f['create_us']:.0f} µs per create in process, floor {f['floor_us']:.0f} µs, "
-                      f"the application's own {f['own_us']:.0f} µs (medians of {args.rounds} rounds)")
+                print(f"{kind}: {f['create_us']:.0f} µs per create in process ({f['system_us']:.0f} of them in "
+                      f"the kernel), floor {f['floor_us']:.0f} µs, the application's own {f['own_us']:.0f} µs "
+                      f"(medians of {args.rounds} rounds)")
         print(json.dumps({k: {n: v for n, v in f.items() if n != "rounds"} for k, f in result.items()}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
