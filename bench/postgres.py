@@ -18,6 +18,7 @@ two cores, two API processes can at best take the core that one leaves to Postgr
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -32,9 +33,15 @@ from typing import Any
 from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
+import asyncpg
+import psycopg
+import uvloop
+
 from bench import schedule, workers
 from bench.floor import ceiling
 from bench.run import BARE, HERE, PORT, fresh_database, seed, wait_until_up, wrk
+from rebill.db.engine import Database
+from rebill.domain.customer.repository import _by_id
 
 SERVE_PORTS = {1: PORT + 1, 2: PORT + 2}
 QUIET = {"REBILL_RATE_LIMIT": "off", "REBILL_BACKGROUND_JOBS": "off", "REBILL_BILL_EVERY": "0",
@@ -104,14 +111,6 @@ def read_floor(url: str, store_id: int, customer_id: int, connections: int, coun
     ``connections`` at once, from one process and one event loop, no HTTP and no application
     code: µs of this process's time per read. Added to the bare endpoint's time per request, it
     bounds the ratio the endpoint can reach (bench/floor.py ``ceiling``)."""
-    import asyncio
-
-    import asyncpg
-    import uvloop
-
-    from rebill.db.engine import Database
-    from rebill.domain.customer.repository import _by_id
-
     db = Database.from_url(url)
     lanes = db.async_reads
     assert lanes is not None
@@ -189,7 +188,6 @@ def _cpu_seconds(url: str, server_pid: int) -> dict[str, float]:
                 children.append(int(stat.parent.name))
         except (OSError, ValueError, IndexError):
             continue
-    import psycopg
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(url, autocommit=True) as conn:
         backends = [pid for (pid,) in conn.execute(

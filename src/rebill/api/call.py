@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope
 
 from rebill.clock import Clock
-from rebill.db.engine import Database
+from rebill.db.engine import Database, HeldRead
 from rebill.domain.address.verifier import AddressVerifier
 from rebill.domain.listing import ListQuery, PageResult
 from rebill.domain.payment.gateway import Gateway
@@ -106,7 +106,7 @@ class Call:
     def read(self) -> Unit:
         """``with call.read() as unit``: the transaction ends with the block."""
         if self.held is not None:
-            return self._unit(_Held(self.held))
+            return self._unit(HeldRead(self.held))
         db = self.services.db
         return self._unit(db.read_on_loop() if self.on_loop else db.read())
 
@@ -193,19 +193,3 @@ class Call:
 
 class NeedsThread(Exception):
     """Raised by ``Call.write`` in a read held on the event loop (api/routing.py)."""
-
-
-class _Held:
-    """The unit's context over the async read connection of ``Call.held``: autocommit, so
-    there is no transaction to end (``Database.read`` on PostgreSQL does the same)."""
-
-    __slots__ = ("conn",)
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> Connection:
-        return self.conn
-
-    def __exit__(self, *exc: Any) -> None:
-        return None

@@ -151,7 +151,7 @@ class Database:
         # PostgreSQL reads cross the network and run in worker threads like all its writes.
         self.inline_reads = self.dialect == "sqlite"
         self._writer = WriterLock() if self.dialect == "sqlite" else None
-        self._loop_read: _LoopRead | None = None
+        self._loop_read: HeldRead | None = None
         # SQLite writes of requests run on the loop too, committed together (loop_writer.py).
         self.loop_writer = LoopWriter(engine, self._writer) if self._writer is not None else None
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if self.dialect == "postgresql" \
@@ -215,12 +215,12 @@ class Database:
             with conn.begin():
                 yield conn
 
-    def read_on_loop(self) -> _LoopRead:
+    def read_on_loop(self) -> HeldRead:
         """A read on the event-loop thread (SQLite only). That thread runs one request at
         a time, so it keeps one connection instead of checking one out per request."""
         loop = self._loop_read
         if loop is None or loop.conn.closed:
-            loop = self._loop_read = _LoopRead(self.engine.connect())
+            loop = self._loop_read = HeldRead(self.engine.connect())
         return loop
 
     @contextmanager
@@ -267,9 +267,10 @@ class Database:
         self.engine.dispose()
 
 
-class _LoopRead:
-    """The context of ``Database.read_on_loop``, one per held connection; a class rather
-    than a generator context manager because every SQLite read goes through it.
+class HeldRead:
+    """A read on a connection held across requests: the context of ``Database.read_on_loop``
+    (SQLite) and of a PostgreSQL read on the event loop (``Call.held``, db/read_lanes.py); a
+    class rather than a generator context manager because every such read goes through it.
 
     No transaction up front: a lone prepared read is one statement, a consistent snapshot
     by itself. Statements through SQLAlchemy autobegin one, ended here; a read has nothing
