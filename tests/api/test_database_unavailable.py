@@ -54,6 +54,9 @@ def _asyncpg_error(cause: BaseException) -> DBAPIError:
     # asyncpg (the API's reads on PostgreSQL): its error is the cause of SQLAlchemy's adapter's.
     (_asyncpg_error(asyncpg.exceptions.InterfaceError("the underlying connection is closed")), True),
     (_asyncpg_error(asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed")), True),
+    # A connection whose server said FATAL, taken before its socket's end was read.
+    (_asyncpg_error(asyncpg.exceptions.InternalClientError(
+        "cannot switch to state 12; another operation (2) is in progress")), True),
     (_asyncpg_error(asyncpg.exceptions.UniqueViolationError("duplicate key")), False),
     (_asyncpg_error(ConnectionRefusedError(111, "Connect call failed")), True),
     (OperationalError("BEGIN", {}, sqlite3.OperationalError("database is locked")), True),

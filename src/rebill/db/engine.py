@@ -73,8 +73,12 @@ def unavailable(exc: BaseException) -> bool:
         if sqlstate is not None:
             return str(sqlstate).startswith(_GONE_CLASSES)
         # Refused, reset or closed: neither driver gives these a SQLSTATE. asyncpg's
-        # InterfaceError is its "the underlying connection is closed".
-        if isinstance(each, (psycopg.OperationalError, asyncpg.exceptions.InterfaceError, ConnectionError)):
+        # InterfaceError is its "the underlying connection is closed". Its InternalClientError
+        # ("cannot switch to state 12; another operation (2) is in progress") is a connection
+        # whose server said FATAL (a shutdown) and whose socket's end had not yet been read
+        # when a read took it: the connection is as gone as a closed one.
+        if isinstance(each, (psycopg.OperationalError, asyncpg.exceptions.InterfaceError,
+                             asyncpg.exceptions.InternalClientError, ConnectionError)):
             return True
     # SQLite's busy timeout ran out: another process held the write lock for 30 s.
     return isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc)

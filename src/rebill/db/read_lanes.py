@@ -55,6 +55,10 @@ class ReadLanes:
         except BaseException as exc:
             if self._broken(exc) or conn.invalidated:
                 await self._drop(conn)
+            elif not isinstance(exc, Exception):
+                # Cancelled (the server shutting down): a statement may be half sent or its
+                # rows half read, and the next read would find the connection busy.
+                await self._drop(conn, only=True)
             else:
                 self._give_back(conn)
             raise
@@ -96,12 +100,14 @@ class ReadLanes:
         self._idle.append(conn)
         self._wake()
 
-    async def _drop(self, conn: AsyncConnection) -> None:
+    async def _drop(self, conn: AsyncConnection, *, only: bool = False) -> None:
         """The connection is broken, and so, most likely, is every idle one (a restart of the
-        server): all are closed, and the next requests connect again."""
+        server): all are closed (``only``: just this one), and the next requests connect again."""
         if asyncio.get_running_loop() is not self._loop:
             return
-        dropped, self._idle = [conn, *self._idle], []
+        dropped = [conn]
+        if not only:
+            dropped, self._idle = [conn, *self._idle], []
         self._open -= len(dropped)
         self._wake()
         for each in dropped:

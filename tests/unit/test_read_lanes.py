@@ -1,0 +1,106 @@
+"""db/read_lanes.py: which connections a read gives back after it failed. A connection goes back
+only when it is known to be idle; the rest are closed so that the next read connects again
+(issue 18, "Faults": a 500 in CI came from a connection handed on in the middle of a failure)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+from sqlalchemy.exc import DBAPIError
+
+from rebill.db.engine import unavailable
+from rebill.db.read_lanes import ReadLanes
+
+
+class _Conn:
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.invalidated = False
+        self.closed = False
+
+    async def invalidate(self) -> None:
+        self.invalidated = True
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class _Engine:
+    def __init__(self) -> None:
+        self.opened: list[_Conn] = []
+
+    async def connect(self) -> _Conn:
+        conn = _Conn(len(self.opened))
+        self.opened.append(conn)
+        return conn
+
+
+def _lanes(size: int = 4) -> tuple[ReadLanes, _Engine]:
+    engine = _Engine()
+    return ReadLanes(engine, size, broken=unavailable), engine  # type: ignore[arg-type]
+
+
+async def _fail_with(lanes: ReadLanes, exc: BaseException) -> _Conn:
+    with pytest.raises(type(exc)):
+        async with lanes.connection() as conn:
+            raise exc
+    return conn
+
+
+def test_a_read_that_refused_its_input_gives_its_connection_back():
+    async def scenario():
+        lanes, engine = _lanes()
+        conn = await _fail_with(lanes, ValueError("a 404, a refused filter"))
+        assert not conn.closed and lanes.checkedin() == 1
+        async with lanes.connection() as again:
+            assert again is conn
+        assert len(engine.opened) == 1
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_read_closes_its_connection_and_keeps_the_idle_ones():
+    async def scenario():
+        lanes, engine = _lanes()
+        async with lanes.connection() as idle, lanes.connection() as other:
+            pass  # given back inner first: ``idle`` is the next one taken
+        busy_then_cancelled = None
+        started = asyncio.Event()
+
+        async def read():
+            nonlocal busy_then_cancelled
+            async with lanes.connection() as conn:
+                busy_then_cancelled = conn
+                started.set()
+                await asyncio.sleep(60)
+        task = asyncio.create_task(read())
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Its statement may have been half sent: the connection is closed, not handed on.
+        assert busy_then_cancelled is idle  # it took the idle one...
+        assert idle.closed and idle.invalidated
+        # A cancellation says nothing of the server: the other connection stays.
+        assert not other.closed
+        assert lanes.checkedout() == 0 and lanes.checkedin() == 1
+        async with lanes.connection() as next_one:
+            assert next_one is other
+        assert len(engine.opened) == 2
+    asyncio.run(scenario())
+
+
+def test_a_connection_in_a_broken_state_is_an_outage_and_drops_every_idle_one():
+    async def scenario():
+        lanes, engine = _lanes()
+        async with lanes.connection() as first, lanes.connection() as second:
+            pass
+        assert lanes.checkedin() == 2
+        adapted = Exception("cannot switch to state 12; another operation (2) is in progress")
+        adapted.__cause__ = asyncpg.exceptions.InternalClientError(str(adapted))
+        failed = await _fail_with(lanes, DBAPIError("SELECT 1", {}, adapted))
+        assert failed.closed
+        assert first.closed and second.closed  # the idle one went with it: a restart
+        assert lanes.checkedin() == 0 and lanes.checkedout() == 0
+    asyncio.run(scenario())
