@@ -1,6 +1,6 @@
 """The soak of issue 18, short (`make soak` runs the same code for 10 minutes, bench/soak.py):
 `rebill serve --workers 2 --jobs off` and two `rebill worker` processes on a PostgreSQL database
-of their own (Redis shared by the API processes when it answers), about 40 s of mixed load
+of their own (Redis shared by the API processes when it answers), about 28 s of mixed load
 (reads, writes, async batches, the store's test clock moving a day a second so that charges fall
 due, are paid or declined and retried), then quiet: no 5xx and no failed request, every charge
 that fell due paid or failed with one ledger payment per attempt and one order per paid charge,
@@ -8,15 +8,15 @@ every event of a subscribed topic delivered once to each webhook, every batch ta
 every created customer and subscription stored once, no traceback in any log.
 
 Memory: the same check as the 10-minute run, each process's RSS growing less than 10% from the
-end of the warm-up (the first 20% of the load, about 8 s) to the end. A warm-up this short is
+end of the warm-up (the first 30% of the load, about 8 s) to the end. A warm-up this short is
 enough because what an API process loads once is loaded by its first requests: its first
 address (the zip code tables, about 40 MB of its 150) and its first payment method and clock
 advance come within the first seconds of a load that starts with a subscriber and makes about
 three a second, spread over both processes by a connection per request; a worker's first
-billing run, delivery and batch come as early. After that both grow by a few MB in 40 s
+billing run, delivery and batch come as early. After that both grow by a few MB in 30 s
 (docs/performance.md, "Soak").
 
-About 55 s on a quiet machine: 8 to 15 s of start-up (a database, migrations, four processes), 40 s of load, a few
+About 40 s on a quiet machine: 8 to 15 s of start-up (a database, migrations, four processes), 28 s of load, a few
 seconds to quiesce, check and stop."""
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from bench import soak
 
 from tests.conftest import fresh_database_url
 
-LOAD_SECONDS = 40
+LOAD_SECONDS = 28
 
 
 def test_a_short_soak_of_two_api_processes_and_two_workers_loses_doubles_and_leaks_nothing(tmp_path):
-    options = soak.Options(seconds=LOAD_SECONDS, rate=30, clients=6, day_seconds=1.0, batch_every=8.0,
-                           sample_every=1.0, quiesce_seconds=30.0, redis_url=soak.redis_answering())
+    options = soak.Options(seconds=LOAD_SECONDS, rate=30, clients=6, day_seconds=1.0, batch_every=6.0,
+                           sample_every=1.0, quiesce_seconds=30.0, warmup=0.3,
+                           redis_url=soak.redis_answering())
     with fresh_database_url("postgresql", tmp_path) as url:
         report = soak.run(url, options, tmp_path / "logs")
     summary = report.summary()

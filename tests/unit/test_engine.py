@@ -38,3 +38,18 @@ def test_an_sqlite_too_old_for_the_migrations_is_refused_by_name(monkeypatch, tm
     monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
     with pytest.raises(RuntimeError, match=r"needs SQLite 3\.35\.0 or newer; .* uses SQLite 3\.31\.1"):
         make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+
+
+def test_every_sqlite_connection_gets_the_pragmas_the_writes_rely_on(tmp_path):
+    """WAL (reads never wait for the writer), foreign keys, and a savepoint's sub-journal in
+    memory (the loop writer's savepoint per request, docs/performance.md)."""
+    from rebill.db.engine import make_engine
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'pragmas.db'}")
+    with engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        pragma = {name: raw.execute(f"PRAGMA {name}").fetchone()[0]
+                  for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout", "temp_store")}
+    engine.dispose()
+    assert pragma == {"journal_mode": "wal", "synchronous": 1, "foreign_keys": 1,
+                      "busy_timeout": 30000, "temp_store": 2}

@@ -133,6 +133,11 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
+        # The loop writer's savepoint per request (db/loop_writer.py) keeps its sub-journal in
+        # temporary storage: in a file, that cost 55-80 µs of kernel time a create
+        # (docs/performance.md, "SQLite writes against the floor"). It holds one request's
+        # changed pages, a few KiB.
+        cursor.execute("PRAGMA temp_store=MEMORY")
         cursor.close()
 
     @event.listens_for(engine, "begin")

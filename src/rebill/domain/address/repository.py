@@ -44,6 +44,10 @@ FILTERS: dict[str, Filter] = {
 
 
 _by_id = Prepared(_select.where(addresses.c.id == bindparam("id"), addresses.c.store_id == bindparam("store_id")))
+# The address's row lock and its values in one statement (``locked``); ``OF addresses``: the
+# discount is on the nullable side of the join, which PostgreSQL does not lock.
+_by_id_locked = Prepared(_select.where(addresses.c.id == bindparam("id"), addresses.c.store_id == bindparam("store_id"))
+                         .with_for_update(of=addresses))
 
 
 def to_address(*row: Any) -> Address:
@@ -59,6 +63,12 @@ def to_address(*row: Any) -> Address:
 
 def get(conn: Connection, store_id: int, address_id: int) -> Address | None:
     row = _by_id.one(conn, id=address_id, store_id=store_id)
+    return to_address(*row) if row else None
+
+
+def locked(conn: Connection, store_id: int, address_id: int) -> Address | None:
+    """``get`` holding the address's row lock until the unit ends, as ``lock`` takes it."""
+    row = _by_id_locked.one(conn, id=address_id, store_id=store_id)
     return to_address(*row) if row else None
 
 

@@ -19,8 +19,12 @@ _turn = Prepared(
     .values(status=bindparam("status"), updated_at=bindparam("updated_at")))
 
 
-def refresh(unit: Unit, customer_id: int) -> None:
-    wanted = "active" if items.active_count(unit.conn, unit.store_id, customer_id=customer_id) else "inactive"
+def refresh(unit: Unit, customer_id: int, *, has_active: bool | None = None) -> None:
+    """``has_active``: what the caller knows (it has just made an active subscription), so
+    that the subscriptions need not be counted."""
+    if has_active is None:
+        has_active = items.active_count(unit.conn, unit.store_id, customer_id=customer_id) > 0
+    wanted = "active" if has_active else "inactive"
     changed = _turn.run(unit.conn, id=customer_id, store_id=unit.store_id, wanted=wanted, status=wanted,
                         updated_at=unit.now)
     if changed:

@@ -55,10 +55,9 @@ def locked(unit: Unit, item_id: int, kind: str = SUBSCRIPTION, *, also: int | No
 
 def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Address:
     """The address a purchase item goes on, locked for the unit (reconcile.replan)."""
-    if not addresses.lock(unit.conn, unit.store_id, [address_id]):
+    found = addresses.locked(unit.conn, unit.store_id, address_id)
+    if found is None:
         raise ValidationFailed.field(field, "address not found")
-    found = addresses.get(unit.conn, unit.store_id, address_id)
-    assert found is not None
     return found
 
 
@@ -202,7 +201,7 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
     )
     item_id = repository.insert_item(unit.conn, values)
     unit.record("subscription/created", item_id, customer_id=address.customer_id)
-    activity.refresh(unit, address.customer_id)
+    activity.refresh(unit, address.customer_id, has_active=True)
     if replan_now:
         replan(unit, [address.id], locked=address)
     return repository.inserted(unit.conn, item_id, values)
