@@ -362,3 +362,24 @@ def test_twenty_failures_on_the_test_clock_disable_one_webhook_and_the_others_ke
     assert again.json["customer"]["first_name"] == "First"
     assert len(failing.received) == retries.MAX_ATTEMPTS + 2
     assert [x["status"] for x in _log(api, webhook_id=dead["id"])] == ["succeeded", "succeeded"]
+
+
+class _Answers200:
+    async def send(self, address: str, body: bytes, headers: dict[str, str], started_at: datetime) -> Outcome:
+        return Outcome(started_at, 200, 1, "ok", None)
+
+    async def close(self) -> None:
+        return None
+
+
+def test_a_runner_keeps_nothing_of_the_receivers_it_is_done_with(api):
+    """A worker's runner lives as long as its process and sees every store's receivers: once a
+    receiver has nothing in flight or queued, the runner forgets it (its count, queue and the
+    addresses it noted), so what it holds does not grow with the receivers it ever served."""
+    hooks = [create(api, address=f"https://receiver-{n}.example.com/hooks")["id"] for n in range(6)]
+    for _ in range(3):
+        make_customer(api)
+    runner = DeliveryRunner(api.db, api.clock.now, sender=_Answers200(), in_flight=4, per_receiver=1)
+    assert asyncio.run(runner.drain(store_id=api.store.id)) == 18
+    assert {s for s, _, _ in _statuses(api, hooks)} == {"succeeded"}
+    assert (dict(runner._busy), dict(runner._queued), dict(runner._addresses)) == ({}, {}, {})

@@ -218,7 +218,8 @@ class DeliveryRunner:
 
     def _room(self, key: Receiver) -> int:
         """How many more of ``key``'s deliveries this runner may claim (in flight or queued)."""
-        return 2 * self.per_receiver - self._busy[key] - len(self._queued[key])
+        queued = self._queued.get(key)
+        return 2 * self.per_receiver - self._busy[key] - (len(queued) if queued else 0)
 
     def _pump(self, key: Receiver) -> None:
         """Starts queued attempts of ``key`` while it has free slots, of its own and in all;
@@ -248,6 +249,13 @@ class DeliveryRunner:
                 break
             self._pump(waiting)
         self._pump(key)
+        if not self._busy[key] and not self._queued.get(key) and key not in self._waiting:
+            # Idle: forgotten, so that a runner of a long-lived worker keeps nothing of the
+            # receivers it served once (a platform's stores name thousands). It is not full, so
+            # its addresses are no look's to leave out; seen again, they are noted again.
+            self._busy.pop(key, None)
+            self._queued.pop(key, None)
+            self._addresses.pop(key, None)
 
     # Database work, in worker threads ------------------------------------------------
 
