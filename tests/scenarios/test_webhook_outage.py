@@ -383,3 +383,23 @@ def test_a_runner_keeps_nothing_of_the_receivers_it_is_done_with(api):
     assert asyncio.run(runner.drain(store_id=api.store.id)) == 18
     assert {s for s, _, _ in _statuses(api, hooks)} == {"succeeded"}
     assert (dict(runner._busy), dict(runner._queued), dict(runner._addresses)) == ({}, {}, {})
+
+
+def test_a_stopped_runner_is_no_longer_told_of_new_deliveries(api):
+    """The outbox tells this process's runner when it wrote deliveries (domain/webhook/fanout.py);
+    a runner that stopped (an app shut down, a worker told to stop) is taken off that list, which
+    would otherwise keep it and every receiver it held alive."""
+    from rebill.domain.webhook import fanout
+
+    async def scenario() -> None:
+        runner = DeliveryRunner(api.db, api.clock.now, sender=_Answers200(), poll_seconds=0.05)
+        task = asyncio.create_task(runner.run())
+        await asyncio.sleep(0.2)
+        assert runner.nudge in fanout._listeners
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        assert runner.nudge not in fanout._listeners
+    asyncio.run(scenario())

@@ -112,6 +112,7 @@ class DeliveryRunner:
                 except asyncio.TimeoutError:
                     pass
         finally:
+            fanout.no_longer(self.nudge)
             await self.stop()
 
     async def drain(self, *, store_id: int | None = None) -> int:

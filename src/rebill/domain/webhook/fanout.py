@@ -45,6 +45,12 @@ def on_new_deliveries(listener: Callable[[], None]) -> None:
         _listeners.append(listener)
 
 
+def no_longer(listener: Callable[[], None]) -> None:
+    """``listener``'s runner stopped: it is told no more (nor kept alive by this list)."""
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
 def id_only(resource: str, resource_id: int) -> bytes:
     return _encode({resource: {"id": resource_id}})
 
