@@ -104,3 +104,27 @@ def test_a_connection_in_a_broken_state_is_an_outage_and_drops_every_idle_one():
         assert first.closed and second.closed  # the idle one went with it: a restart
         assert lanes.checkedin() == 0 and lanes.checkedout() == 0
     asyncio.run(scenario())
+
+
+def test_closing_at_the_loops_end_closes_the_idle_connections_on_that_loop_only():
+    lanes, engine = _lanes()
+
+    async def first_loop():
+        async with lanes.connection(), lanes.connection():
+            pass
+        assert lanes.checkedin() == 2
+
+    async def shutdown():
+        await lanes.close()
+
+    asyncio.run(first_loop())
+    asyncio.run(shutdown())  # another loop's shutdown: not its connections to close
+    assert lanes.checkedin() == 2 and not any(conn.closed for conn in engine.opened)
+
+    async def serve_then_shut_down():
+        async with lanes.connection():
+            pass  # a new loop: the old idle ones are left, one is opened here
+        await lanes.close()
+    asyncio.run(serve_then_shut_down())
+    assert engine.opened[-1].closed and not engine.opened[-1].invalidated
+    assert lanes.checkedin() == 0 and lanes.checkedout() == 0

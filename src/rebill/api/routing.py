@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.routing import compile_path
 from starlette.types import Message, Receive, Scope, Send
 
-from rebill.db.engine import retryable, unavailable
+from rebill.db.engine import Database, retryable, unavailable
 from rebill.db.loop_writer import WriterBusy
 from rebill.db.read_lanes import ReadLanes
 from rebill.domain.store.model import API_VERSIONS
@@ -227,7 +227,7 @@ class Api:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
-                await _lifespan(receive, send)
+                await _lifespan(receive, send, self.services.db)
             elif scope["type"] == "websocket":
                 # No websocket endpoints: closing before accepting makes the server answer 403.
                 await receive()
@@ -391,11 +391,14 @@ def _unexpected(exc: Exception, scope: Scope, ctx: RequestContext) -> ServiceErr
     return ServiceError()
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
+async def _lifespan(receive: Receive, send: Send, db: Database) -> None:
     while True:
         message: Message = await receive()
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            # PostgreSQL's read connections belong to this loop, which is ending: closed on it,
+            # while they still can be (db/read_lanes.py).
+            await db.close_loop_reads()
             await send({"type": "lifespan.shutdown.complete"})
             return

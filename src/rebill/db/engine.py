@@ -189,6 +189,13 @@ class Database:
             self._async_reads = ReadLanes(engine, READ_LANES, broken=unavailable)
         return self._async_reads
 
+    async def close_loop_reads(self) -> None:
+        """The event loop of the reads ends (the server's lifespan): its idle read connections
+        are closed on it. Left open, they could only be dropped from the next loop, where
+        closing them fails, and the garbage collector found them checked out."""
+        if self._async_reads is not None:
+            await self._async_reads.close()
+
     def engines(self) -> tuple[Engine, ...]:
         """Every engine made so far (PostgreSQL's reads get one on first use): for statement
         listeners."""

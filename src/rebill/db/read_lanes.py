@@ -122,6 +122,16 @@ class ReadLanes:
         except Exception:  # noqa: BLE001 - the connection is gone either way
             logger.debug("closing a read connection failed", exc_info=True)
 
+    async def close(self) -> None:
+        """Closes the idle connections, from the loop that opened them (its end: the
+        server's shutdown). Reads still running keep theirs and give them back as usual."""
+        if self._loop is not asyncio.get_running_loop():
+            return
+        idle, self._idle = self._idle, []
+        self._open -= len(idle)
+        for conn in idle:
+            await self._close(conn, invalidate=False)
+
     def _wake(self) -> None:
         while self._waiting:
             waiter = self._waiting.popleft()
