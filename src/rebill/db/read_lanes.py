@@ -7,10 +7,12 @@ the read's own statement (docs/performance.md): the lanes keep up to ``size`` co
 and hand them out from a plain list. Reads run in autocommit, so a connection has no
 transaction to end between two requests.
 
-Connections belong to the event loop that opened them. A new loop (a test's client after
-another's) starts with no lane; the old loop's connections are left to the garbage collector,
-which closes their sockets. That is why the engine has no pool of its own (``NullPool``): a pool
-would count the old loop's connections as checked out for ever.
+Connections belong to the event loop that opened them. The server's shutdown closes them on
+that loop (``close``, from the ASGI lifespan, api/routing.py). A new loop that finds another's
+(a test's client after another's, without a shutdown between) starts with no lane, and the
+old loop's connections are left to the garbage collector, which closes their sockets. That is
+why the engine has no pool of its own (``NullPool``): a pool would count the old loop's
+connections as checked out for ever.
 
 When PostgreSQL goes away, the request that meets it answers 503 (errors.DatabaseUnavailable)
 and every idle lane is dropped with its broken connection; the next request connects again.
