@@ -45,8 +45,6 @@ import statistics
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -59,6 +57,7 @@ from sqlalchemy import func, select, true, update
 from tests.receiver import Receiver
 from tests.scenarios.test_workers import Day
 from tests.served import TOKEN_HEADER, free_port, prepare
+from tests.served import request as served_request
 
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
@@ -230,14 +229,7 @@ class Deployment:
 
     def request(self, method: str, path: str, body: Any = None, *, version: str = V11) -> tuple[int, Any]:
         """One request outside the load (setting up), with the token."""
-        data = json.dumps(body).encode() if body is not None else None
-        sent = urllib.request.Request(f"{self.base}{path}", data=data, method=method, headers={
-            TOKEN_HEADER: self.token, "X-Service-Version": version, "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(sent, timeout=30) as answer:
-                return answer.status, json.loads(answer.read() or b"null")
-        except urllib.error.HTTPError as refused:
-            return refused.code, None
+        return served_request(self.base, self.token, method, path, body, version=version)
 
     def _answers(self) -> bool:
         try:

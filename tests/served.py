@@ -55,14 +55,20 @@ class Server:
 
     def request(self, method: str, path: str, body: Any = None, *, version: str = "2021-11") -> tuple[int, Any]:
         """(status, decoded body) of one request with the token."""
-        data = json.dumps(body).encode() if body is not None else None
-        sent = urllib.request.Request(f"{self.base_url}{path}", data=data, method=method, headers={
-            TOKEN_HEADER: self.token, "X-Service-Version": version, "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(sent, timeout=30) as answer:
-                return answer.status, json.loads(answer.read() or b"null")
-        except urllib.error.HTTPError as refused:
-            return refused.code, json.loads(refused.read() or b"null")
+        return request(self.base_url, self.token, method, path, body, version=version)
+
+
+def request(base_url: str, token: str, method: str, path: str, body: Any = None, *,
+            version: str = "2021-11") -> tuple[int, Any]:
+    """(status, decoded body) of one JSON request with ``token`` to a running server."""
+    data = json.dumps(body).encode() if body is not None else None
+    sent = urllib.request.Request(f"{base_url}{path}", data=data, method=method, headers={
+        TOKEN_HEADER: token, "X-Service-Version": version, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(sent, timeout=30) as answer:
+            return answer.status, json.loads(answer.read() or b"null")
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read() or b"null")
 
 
 def free_port() -> int:

@@ -161,7 +161,7 @@ def lock(conn: Connection, store_id: int, ids: list[int], *, skip_locked: bool =
     return list(conn.execute(stmt).scalars())
 
 
-# Prepared: every subscription write locks its one address (twice: the service, the replan).
+# Prepared: a replan of one address (a write of one of its purchase items) locks it alone.
 _lock_one = Prepared(select(addresses.c.id).where(addresses.c.id == bindparam("id"),
                                                   addresses.c.store_id == bindparam("store_id")).with_for_update())
 

@@ -37,7 +37,7 @@ class PlannedCharge:
     scheduled_at: date
     status: str
     item_ids: list[int]
-    # The columns of ``models.charges`` the plan decides (reconcile.PLANNED).
+    # The columns of ``models.charges`` the plan decides (charge.model.PLANNED).
     values: dict[str, Any]
 
     @property

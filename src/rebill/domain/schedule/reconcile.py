@@ -18,7 +18,7 @@ from typing import Any
 from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
-from ..charge.model import API_NAMES, ERROR, OpenCharge
+from ..charge.model import API_NAMES, ERROR, PLANNED, OpenCharge
 from ..customer import repository as customers
 from ..discount import inputs as discount_inputs
 from ..discount import repository as discounts
@@ -30,11 +30,6 @@ from ..unit import Unit
 from . import pending
 from .plan import PlannedCharge, plan_address
 
-# The columns a plan decides; everything else on a charge belongs to processing.
-PLANNED = ("customer_id", "address_id", "scheduled_at", "status", "type", "currency", "line_items", "shipping_lines",
-           "tax_lines", "discounts", "discount_id", "billing_address", "shipping_address", "order_attributes", "note",
-           "taxable", "taxes_included", "subtotal_price", "total_discounts", "total_line_items_price", "total_tax",
-           "total_shipping", "total_price", "total_weight_grams", "orders_count")
 REWRITTEN = (*PLANNED, "has_uncommitted_changes", "updated_at")
 BATCH = 500  # addresses per round trip; keeps IN lists far below SQLite's variable limit
 Key = tuple[int, date, str]
