@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import threading
 import time
@@ -334,3 +335,37 @@ def test_a_redis_that_never_answers_costs_one_timeout_per_retry_not_one_per_requ
     assert max(timed[1:]) < ratelimit_redis.TIMEOUT_SECONDS
     said = [r for r in caplog.records if r.name == "rebill.redis"]
     assert len(said) == 1
+
+
+def _named(name: str) -> list[dict[str, Any]]:
+    return [c for c in redis.Redis.from_url(REDIS).client_list() if c.get("name") == name]
+
+
+def test_the_servers_shutdown_closes_its_redis_connections_which_carry_the_process_name(api, prefix):
+    name = ratelimit_redis.client_name(prefix)
+    assert name == f"{prefix}{os.getpid()}"
+    with ExitStack() as stack:
+        (one,) = _clients(stack, api, REDIS, prefix, RateLimit(burst=5, per_second=1), count=1)
+        assert _get(one, api.token).status_code == 200
+        assert len(_named(name)) == 1  # `CLIENT LIST` names the process that holds it
+    # The TestClient's exit is the server's lifespan shutdown: the connection is closed on its loop.
+    assert _named(name) == []
+
+
+def test_a_client_name_has_no_space_whatever_the_prefix():
+    assert " " not in ratelimit_redis.client_name("shop one:\n") and ratelimit_redis.client_name("a b:").startswith("a_b:")
+
+
+def test_a_script_redis_refuses_is_said_as_such_and_the_request_is_served(api, prefix, caplog):
+    caplog.set_level(logging.WARNING, logger="rebill.redis")
+    # A bucket key of another type (an operator's stray SET) makes the script's HMGET fail with
+    # WRONGTYPE: Redis answers, but refuses the script.
+    redis.Redis.from_url(REDIS).set(f"{prefix}bucket:{_token_id(api)}", "not a bucket")
+    with ExitStack() as stack:
+        (one,) = _clients(stack, api, REDIS, prefix, RateLimit(burst=3, per_second=1 / 60), count=1)
+        answers = [_get(one, api.token) for _ in range(2)]
+    assert [r.status_code for r in answers] == [200, 200]
+    assert [r.headers["X-Service-Limit"] for r in answers] == ["1/3", "2/3"]  # the process's own bucket
+    said = [r.getMessage() for r in caplog.records if r.name == "rebill.redis"]
+    assert len(said) == 1 and "refuses the rate limit's script" in said[0] and "WRONGTYPE" in said[0]
+    assert "does not answer" not in said[0]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from random import getrandbits
+from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
 
@@ -86,6 +87,16 @@ def _bounded_receive(receive: Receive, declared: int | None) -> Receive:
     return counted
 
 
+def _closing_on_shutdown(send: Send, buckets: Any) -> Send:
+    """``send`` that closes the shared buckets' Redis connections on this loop before telling
+    the server the shutdown is complete (after it, the loop and its sockets are gone)."""
+    async def sending(message: Message) -> None:
+        if message["type"] == "lifespan.shutdown.complete":
+            await buckets.close()
+        await send(message)
+    return sending
+
+
 class Edge:
     def __init__(self, app: Api, *, tokens: TokenResolver, buckets: LeakyBuckets,
                  versions: dict[str, Version], fallback_version: str) -> None:
@@ -110,6 +121,8 @@ class Edge:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            if scope["type"] == "lifespan" and self.buckets.shared:
+                send = _closing_on_shutdown(send, self.buckets)
             await self.app(scope, receive, send)
             return
         token_value = asked_version = None

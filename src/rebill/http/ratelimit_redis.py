@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from rebill.settings import RateLimit
 
@@ -70,6 +71,11 @@ return {allowed, math.ceil(level), wait}
 """
 
 
+def client_name(prefix: str) -> str:
+    """The connection's name in Redis: the key prefix and the process id (a name has no spaces)."""
+    return "".join(c if c.isprintable() and not c.isspace() else "_" for c in f"{prefix}{os.getpid()}")
+
+
 class SharedBuckets(LeakyBuckets):
     """``take_shared`` asks Redis; the inherited ``take`` is the per-process fallback."""
 
@@ -94,7 +100,9 @@ class SharedBuckets(LeakyBuckets):
             self._client = aioredis.Redis.from_url(
                 self.url, socket_connect_timeout=TIMEOUT_SECONDS, socket_timeout=TIMEOUT_SECONDS,
                 # No retries inside the client: a failure falls back at once (module docstring).
-                retry=Retry(NoBackoff(), 0))
+                retry=Retry(NoBackoff(), 0),
+                # `CLIENT LIST` tells an operator which process holds which connection.
+                client_name=client_name(self.prefix))
             self._script = self._client.register_script(LEAK_AND_ADD)
             self._loop = loop
             self._busy, self._waiting = False, []
@@ -114,8 +122,11 @@ class SharedBuckets(LeakyBuckets):
                                                    "1" if rule.enabled else "0"])
         except (RedisError, OSError) as exc:
             if self._down_until is None:
-                logger.warning("Redis at %s does not answer (%s): rate limits are per process until it does",
-                               self.url, exc)
+                # A refusal of the script (a Redis that forbids EVAL, a full memory) is not an
+                # outage: said as what it is, so that an operator does not look for a network fault.
+                what = "refuses the rate limit's script" if isinstance(exc, ResponseError) else "does not answer"
+                logger.warning("Redis at %s %s (%s): rate limits are per process until it answers",
+                               self.url, what, exc)
             self._down_until = time.monotonic() + RETRY_SECONDS
             return self.take(token_id, limit)
         if self._down_until is not None:
