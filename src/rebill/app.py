@@ -57,7 +57,8 @@ def build_services(settings: Settings, db: Database, clock: Clock, verifier: Add
     # Stripe is paid through its own Stripe client (the router picks per store).
     return Services(db=db, clock=clock, verifier=verifier or OfflineZipVerifier(),
                     gateway=gateway_for(db, clock.now, secret_key=settings.secret_key,
-                                        timeout=settings.stripe_timeout_seconds))
+                                        timeout=settings.stripe_timeout_seconds),
+                    webhook_private=settings.webhook_private_addresses)
 
 
 def create_app(settings: Settings | None = None, *, db: Database | None = None, clock: Clock | None = None,

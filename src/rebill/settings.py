@@ -35,14 +35,18 @@ class RateLimit:
         return value
 
 
+def _one_of(what: str, choices: tuple[str, ...], text: str) -> str:
+    value = text.strip().lower()
+    if value not in choices:
+        raise ValueError(f"{what} must be one of {', '.join(choices)}, not {text!r}")
+    return value
+
+
 LOG_FORMATS = ("text", "json")
 
 
 def log_format(text: str) -> str:
-    value = text.strip().lower()
-    if value not in LOG_FORMATS:
-        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {text!r}")
-    return value
+    return _one_of("log format", LOG_FORMATS, text)
 
 
 BACKGROUND_JOBS = ("auto", "on", "off")
@@ -50,10 +54,16 @@ BACKGROUND_JOBS = ("auto", "on", "off")
 
 def background_jobs(text: str) -> str:
     """``auto``, ``on`` or ``off`` (docs/operations.md, "Background jobs")."""
-    value = text.strip().lower()
-    if value not in BACKGROUND_JOBS:
-        raise ValueError(f"background jobs must be one of {', '.join(BACKGROUND_JOBS)}, not {text!r}")
-    return value
+    return _one_of("background jobs", BACKGROUND_JOBS, text)
+
+
+# Which stores' webhooks may reach non-public networks (domain/webhook/rules.py).
+WEBHOOK_PRIVATE_POLICIES = ("sandbox", "all", "none")
+
+
+def webhook_private_addresses(text: str) -> str:
+    """``sandbox``, ``all`` or ``none`` (docs/webhooks.md, "Addresses")."""
+    return _one_of("webhook private addresses", WEBHOOK_PRIVATE_POLICIES, text)
 
 
 def _switch(name: str, text: str) -> bool:
@@ -123,6 +133,9 @@ class Settings:
     # ``redis_prefix``, so that several deployments (or tests) can share one Redis.
     redis_url: str | None = None
     redis_prefix: str = "rebill:"
+    # Which stores' webhooks may reach loopback, private or reserved networks: ``sandbox``
+    # stores only, ``all``, or ``none`` (docs/webhooks.md, "Addresses"; domain/webhook/rules.py).
+    webhook_private_addresses: str = "sandbox"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -172,6 +185,8 @@ class Settings:
             values["redis_url"] = env["REBILL_REDIS_URL"]
         if env.get("REBILL_REDIS_PREFIX"):
             values["redis_prefix"] = env["REBILL_REDIS_PREFIX"]
+        if env.get("REBILL_WEBHOOK_PRIVATE_ADDRESSES"):
+            values["webhook_private_addresses"] = webhook_private_addresses(env["REBILL_WEBHOOK_PRIVATE_ADDRESSES"])
         if env.get("REBILL_ECHO_SQL"):
             values["echo_sql"] = env["REBILL_ECHO_SQL"] not in {"0", "false", ""}
         return cls(**values)  # type: ignore[arg-type]

@@ -215,7 +215,8 @@ class _PairedAnswers:
         self.waiting: list[asyncio.Future[None]] = []
         self.fast_sent = 0
 
-    async def send(self, address: str, body: bytes, headers: dict[str, str], started_at: datetime) -> Outcome:
+    async def send(self, address: str, body: bytes, headers: dict[str, str], started_at: datetime, *,
+                   public_only: bool = False) -> Outcome:
         if "slow" in address:
             await asyncio.sleep(self.slow_seconds)
             return Outcome(started_at, None, int(self.slow_seconds * 1000), None, "no answer")
@@ -365,7 +366,8 @@ def test_twenty_failures_on_the_test_clock_disable_one_webhook_and_the_others_ke
 
 
 class _Answers200:
-    async def send(self, address: str, body: bytes, headers: dict[str, str], started_at: datetime) -> Outcome:
+    async def send(self, address: str, body: bytes, headers: dict[str, str], started_at: datetime, *,
+                   public_only: bool = False) -> Outcome:
         return Outcome(started_at, 200, 1, "ok", None)
 
     async def close(self) -> None:

@@ -56,6 +56,8 @@ class Services:
     clock: Clock
     verifier: AddressVerifier
     gateway: Gateway
+    # REBILL_WEBHOOK_PRIVATE_ADDRESSES: which stores' webhooks may reach non-public networks.
+    webhook_private: str = "sandbox"
 
 
 @dataclass(slots=True)

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from rebill import failpoints
 from rebill.db.engine import Database
-from rebill.domain.webhook import delivery, fanout, signing
+from rebill.domain.webhook import delivery, fanout, rules, signing
 from rebill.domain.webhook.delivery import Outcome, Outgoing
 from rebill.domain.webhook.sender import HttpSender, Sender
 from rebill.observability import record
@@ -57,9 +57,14 @@ Receiver = tuple[str, str, int | None]
 class DeliveryRunner:
     def __init__(self, db: Database, real_now: Callable[[], datetime], *, sender: Sender | None = None,
                  in_flight: int = 128, per_receiver: int = 16, lease: timedelta = timedelta(seconds=30),
-                 batch: int = 500, poll_seconds: float = 0.5, worker: str | None = None) -> None:
+                 batch: int = 500, poll_seconds: float = 0.5, worker: str | None = None,
+                 private_policy: str = "sandbox") -> None:
         self.db, self.real_now = db, real_now
         self.sender: Sender = sender or HttpSender()
+        # REBILL_WEBHOOK_PRIVATE_ADDRESSES, and what it says of each store claimed from: whether
+        # its deliveries may reach public addresses only (domain/webhook/rules.py).
+        self.private_policy = private_policy
+        self._public_only: dict[int, bool] = {}
         self.limit, self.per_receiver, self.lease, self.batch = in_flight, per_receiver, lease, batch
         self.poll_seconds = poll_seconds
         self.worker = worker or worker_name()
@@ -274,6 +279,8 @@ class DeliveryRunner:
         failpoints.hit("deliver.after_claim")  # claimed and committed, nothing sent
         now = self.real_now()
         keys = {store_id: signing.secrets_signing(store, now) for store_id, store in stores.items()}
+        for store_id, store in stores.items():
+            self._public_only[store_id] = not rules.private_allowed(self.private_policy, sandbox=store.sandbox)
         return [(o, keys[o.store_id]) for o in claimed if o.store_id in keys]
 
     def _release(self, ids: list[int]) -> None:
@@ -294,7 +301,8 @@ class DeliveryRunner:
         sent_at = self.real_now()
         try:
             headers = signing.headers(secrets, outgoing.message_id, outgoing.body, outgoing.topic, sent_at)
-            outcome = await self.sender.send(outgoing.address, outgoing.body, headers, sent_at)
+            outcome = await self.sender.send(outgoing.address, outgoing.body, headers, sent_at,
+                                             public_only=self._public_only.get(outgoing.store_id, True))
         except Exception as exc:  # noqa: BLE001 - recorded as a failed attempt, never lost
             outcome = Outcome(sent_at, None, 0, None, f"{type(exc).__name__}: {exc}"[:delivery.EXCERPT])
         self._busy[key] -= 1
@@ -322,8 +330,8 @@ class DeliveryRunner:
 
 
 def drain_now(db: Database, real_now: Callable[[], datetime], *, store_id: int | None = None,
-              sender: Sender | None = None) -> int:
+              sender: Sender | None = None, private_policy: str = "sandbox") -> int:
     """Sends what is due, from synchronous code (the test clock, the CLI, tests), in an event
     loop of its own; returns the attempts made."""
-    runner = DeliveryRunner(db, real_now, sender=sender)
+    runner = DeliveryRunner(db, real_now, sender=sender, private_policy=private_policy)
     return asyncio.run(runner.drain(store_id=store_id))

@@ -198,7 +198,8 @@ class Jobs:
         scheduler.start()
         if self.settings.deliver_webhooks:
             runner = DeliveryRunner(self.db, self.clock.now,
-                                    lease=timedelta(seconds=self.settings.delivery_lease_seconds))
+                                    lease=timedelta(seconds=self.settings.delivery_lease_seconds),
+                                    private_policy=self.settings.webhook_private_addresses)
             self.deliveries = asyncio.ensure_future(runner.run())
 
     def _batch_submitted(self) -> None:

@@ -77,7 +77,8 @@ def advance_clock(call: Call) -> Reply:
     db, real_now = call.services.db, call.services.clock.now
     now, summary = travel.advance(db, call.services.gateway, real_now, call.store.id,
                                   days=body.get("days"), to=body.get("to"), hours=body.get("hours"),
-                                  deliver=lambda store: drain_now(db, real_now, store_id=store.id))
+                                  deliver=lambda store: drain_now(db, real_now, store_id=store.id,
+                                                                  private_policy=call.services.webhook_private))
     local = now.astimezone(zone(call.store.timezone))
     return Reply({"store_clock": {
         "now": local.isoformat(), "today": local.date().isoformat(), "processed": summary.processed,

@@ -28,7 +28,8 @@ def list_webhooks(call: Call) -> Reply:
 def create_webhook(call: Call) -> Reply:
     command = call.command("webhook.create", WebhookCreate)
     with call.write() as unit:
-        return call.created("webhook", service.create(unit, command, call.version.name))
+        return call.created("webhook", service.create(unit, command, call.version.name,
+                                                        policy=call.services.webhook_private))
 
 
 @endpoints.get("/webhooks/{webhook_id:id}", scope=SCOPE, reply=one("webhook"))
@@ -41,7 +42,8 @@ def get_webhook(call: Call) -> Reply:
 def update_webhook(call: Call) -> Reply:
     command = call.command("webhook.update", WebhookUpdate, partial=True)
     with call.write() as unit:
-        return call.one("webhook", service.update(unit, call.path["webhook_id"], command))
+        return call.one("webhook", service.update(unit, call.path["webhook_id"], command,
+                                                    policy=call.services.webhook_private))
 
 
 @endpoints.delete("/webhooks/{webhook_id:id}", scope=SCOPE, reply=deleted())

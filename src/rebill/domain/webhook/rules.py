@@ -1,6 +1,13 @@
 """What a webhook subscription may hold (decisions §8.2, issue 14): a topic of its version's
 table, only the related objects that table allows for the topic's resource, and an https
-address (a sandbox store may also use http on its own machine, to receive on localhost)."""
+address (a sandbox store may also use http on its own machine, to receive on localhost).
+
+Which stores may send to loopback, private, link-local or reserved networks is the
+deployment's choice (``REBILL_WEBHOOK_PRIVATE_ADDRESSES``, docs/webhooks.md "Addresses"): by
+default only sandbox stores, so that a live store's token cannot make the workers call the
+machines around them (a cloud's metadata address, a database, an admin port). Here an address
+that names such a network outright (an IP, `localhost`) is refused when the webhook is saved;
+the sender checks what a name resolves to when it connects (sender.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +22,31 @@ from .topics import TOPICS
 
 MAX_ADDRESS = 2048
 LOCAL_HOSTS = frozenset({"localhost"})
+NOT_PUBLIC = "must be a public address: this store's webhooks may not reach loopback, private or reserved networks"
+
+
+def private_allowed(policy: str, *, sandbox: bool) -> bool:
+    """Whether a store's webhooks may reach non-public networks under ``policy``."""
+    return policy == "all" or (policy == "sandbox" and sandbox)
+
+
+def is_public(ip: str) -> bool:
+    """A globally routable address: not loopback, private, link-local, shared, reserved or
+    unspecified (an IPv4 address mapped into IPv6 is judged as the IPv4 one)."""
+    found = ip_address(ip.split("%", 1)[0])  # an IPv6 zone (fe80::1%eth0) is link-local anyway
+    mapped = getattr(found, "ipv4_mapped", None)
+    return (mapped or found).is_global
+
+
+def _names_private(host: str) -> bool:
+    """The host names a non-public network outright: a literal IP that is not public, or
+    `localhost` (names that resolve are the sender's to check)."""
+    if host in LOCAL_HOSTS or host.endswith(".localhost"):
+        return True
+    try:
+        return not is_public(host)
+    except ValueError:
+        return False
 
 
 def _is_local(host: str) -> bool:
@@ -26,8 +58,11 @@ def _is_local(host: str) -> bool:
         return False
 
 
-def address_problem(address: str, *, sandbox: bool) -> str | None:
-    """Why ``address`` cannot receive webhooks, or None."""
+def address_problem(address: str, *, sandbox: bool, private: bool | None = None) -> str | None:
+    """Why ``address`` cannot receive webhooks, or None. ``private``: whether this store may
+    reach non-public networks (``private_allowed``; the default policy when not given)."""
+    if private is None:
+        private = private_allowed("sandbox", sandbox=sandbox)
     if len(address) > MAX_ADDRESS:
         return f"must be at most {MAX_ADDRESS} characters"
     # Unicode's C (controls, format characters such as U+202E, unassigned) and Z (spaces,
@@ -51,10 +86,12 @@ def address_problem(address: str, *, sandbox: bool) -> str | None:
             return "must be an https URL"
         if not _is_local(host):
             return "must be an https URL (http only on localhost, for a sandbox store)"
+    if not private and _names_private(host):
+        return NOT_PUBLIC
     return None
 
 
-def check(values: dict[str, Any], version: str, *, sandbox: bool) -> None:
+def check(values: dict[str, Any], version: str, *, sandbox: bool, private: bool | None = None) -> None:
     """422 naming every bad field of a whole webhook (topic, included_objects, address)."""
     errors: dict[str, list[str]] = {}
     table = TOPICS[version]
@@ -68,7 +105,7 @@ def check(values: dict[str, Any], version: str, *, sandbox: bool) -> None:
             errors["included_objects"] = [
                 f"{name} is not allowed for {topic.split('/', 1)[0]} webhooks (allowed: {', '.join(allowed)})"
                 for name in wrong]
-    problem = address_problem(values["address"], sandbox=sandbox)
+    problem = address_problem(values["address"], sandbox=sandbox, private=private)
     if problem:
         errors["address"] = [problem]
     if errors:

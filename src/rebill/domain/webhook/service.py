@@ -31,8 +31,9 @@ def list_page(unit: Unit, query: ListQuery) -> PageResult:
     return repository.page(unit.conn, unit.store_id, query)
 
 
-def _check(unit: Unit, values: dict[str, Any], version: str, other_than: int = 0) -> None:
-    rules.check(values, version, sandbox=unit.store.sandbox)
+def _check(unit: Unit, values: dict[str, Any], version: str, policy: str, other_than: int = 0) -> None:
+    sandbox = unit.store.sandbox
+    rules.check(values, version, sandbox=sandbox, private=rules.private_allowed(policy, sandbox=sandbox))
     # One subscription per address and topic: a second would send every event twice. The
     # store's row lock makes the look and the write one step, so that two identical requests
     # at once (a client retrying) cannot both find the pair free (PostgreSQL; SQLite has one
@@ -42,10 +43,11 @@ def _check(unit: Unit, values: dict[str, Any], version: str, other_than: int = 0
         raise ValidationFailed.field("address", TAKEN)
 
 
-def create(unit: Unit, command: WebhookCreate, version: str) -> Webhook:
+def create(unit: Unit, command: WebhookCreate, version: str, *, policy: str = "sandbox") -> Webhook:
+    """``policy``: the deployment's REBILL_WEBHOOK_PRIVATE_ADDRESSES (rules.private_allowed)."""
     values = {"address": command.address.strip(), "topic": command.topic,
               "included_objects": list(dict.fromkeys(command.included_objects or []))}
-    _check(unit, values, version)
+    _check(unit, values, version, policy)
     webhook_id = repository.insert(unit.conn, {
         **values, "store_id": unit.store_id, "api_version": version, "disabled_at": None,
         "created_at": unit.now, "updated_at": unit.now})
@@ -53,7 +55,7 @@ def create(unit: Unit, command: WebhookCreate, version: str) -> Webhook:
     return get(unit, webhook_id)
 
 
-def update(unit: Unit, webhook_id: int, command: WebhookUpdate) -> Webhook:
+def update(unit: Unit, webhook_id: int, command: WebhookUpdate, *, policy: str = "sandbox") -> Webhook:
     current = get(unit, webhook_id, lock=True)
     changes = command.changes()
     if "address" in changes:
@@ -62,7 +64,7 @@ def update(unit: Unit, webhook_id: int, command: WebhookUpdate) -> Webhook:
         changes["included_objects"] = list(dict.fromkeys(changes["included_objects"] or []))
     whole = {"address": current.address, "topic": current.topic, "included_objects": current.included_objects,
              **changes}
-    _check(unit, whole, current.api_version, other_than=current.id)
+    _check(unit, whole, current.api_version, policy, other_than=current.id)
     changed = {k: v for k, v in changes.items() if getattr(current, k) != v}
     if not changed:
         return current

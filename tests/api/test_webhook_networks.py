@@ -1,0 +1,191 @@
+"""Which networks a store's webhooks may reach (REBILL_WEBHOOK_PRIVATE_ADDRESSES, docs/webhooks.md
+"Addresses"): by default a live store's webhooks reach public addresses only, so that a token
+cannot make the workers call the machines around them; a sandbox store's reach its own machine
+and private networks too. Checked when a webhook is saved (an IP or `localhost` in the address)
+and when a delivery connects (what a name resolves to, and the IP in an address saved before).
+On both databases (the `api` fixture)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from rebill.app import create_app
+from rebill.domain.webhook import rules
+from rebill.domain.webhook.sender import HttpSender, NotPublic, PublicResolver
+from rebill.jobs.deliver import drain_now
+from rebill.settings import Settings
+from tests.builders import make_customer
+from tests.receiver import Receiver
+
+NOT_PUBLIC = rules.NOT_PUBLIC
+PRIVATE = ["https://10.0.0.5/hooks", "https://127.0.0.1:8443/hooks", "https://[::1]/hooks",
+           "https://169.254.169.254/latest/meta-data", "https://192.168.1.20/x", "https://172.16.0.1/x",
+           "https://100.64.0.1/x", "https://0.0.0.0/x", "https://[fc00::1]/x", "https://[fe80::1]/x",
+           "https://[::ffff:127.0.0.1]/x", "https://localhost/hooks", "https://app.localhost/hooks"]
+
+
+@contextmanager
+def served_with(api: Any, policy: str) -> Iterator[TestClient]:
+    """A second app on the same database and clock, with the policy set as a deployment sets it."""
+    settings = Settings(database_url="unused", regenerate_every=0, bill_every=0, purge_every=0,
+                        deliver_webhooks=False, batch_every=0, webhook_private_addresses=policy)
+    with TestClient(create_app(settings, db=api.db, clock=api.clock), base_url="http://rebill.test") as client:
+        yield client
+
+
+def post_webhook(client: TestClient, api: Any, address: str) -> Any:
+    return client.post("/webhooks", json={"address": address, "topic": "customer/created"},
+                       headers={"X-Service-Access-Token": api.token, "X-Service-Version": api.version})
+
+
+# The rule ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy, sandbox, allowed", [
+    ("sandbox", True, True), ("sandbox", False, False), ("all", True, True), ("all", False, True),
+    ("none", True, False), ("none", False, False)])
+def test_the_policy_says_which_stores_may_reach_private_networks(policy, sandbox, allowed):
+    assert rules.private_allowed(policy, sandbox=sandbox) is allowed
+
+
+@pytest.mark.parametrize("ip, public", [
+    ("8.8.8.8", True), ("2001:4860::8888", True), ("127.0.0.1", False), ("10.1.2.3", False), ("::1", False),
+    ("169.254.169.254", False), ("100.64.0.1", False), ("0.0.0.0", False), ("fe80::1%eth0", False),
+    ("::ffff:127.0.0.1", False), ("::ffff:10.0.0.1", False), ("240.0.0.1", False)])
+def test_public_means_globally_routable(ip, public):
+    assert rules.is_public(ip) is public
+
+
+@pytest.mark.parametrize("address", PRIVATE)
+def test_a_live_stores_address_naming_a_private_network_is_refused_by_default(address):
+    assert rules.address_problem(address, sandbox=False) == NOT_PUBLIC
+    assert rules.address_problem(address, sandbox=False, private=True) is None
+    assert rules.address_problem(address, sandbox=True) is None  # https on a sandbox store: any network
+
+
+@pytest.mark.parametrize("address", ["https://hooks.example.com/x", "https://8.8.8.8/x", "https://[2001:4860::8888]/x",
+                                     "https://localhost.example.com/x", "https://10.0.0.5.example.com/x"])
+def test_public_addresses_and_names_are_taken_on_a_live_store(address):
+    # A name is the sender's to check when it connects: only IPs and `localhost` are judged here.
+    assert rules.address_problem(address, sandbox=False) is None
+
+
+# Saving a webhook --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("address", ["https://10.0.0.5/hooks", "https://169.254.169.254/latest", "https://localhost/x"])
+def test_a_live_store_cannot_save_a_private_address_and_nothing_is_stored(api, address):
+    live = api.other_store(sandbox=False)
+    reply = live.post("/webhooks", json={"address": address, "topic": "customer/created"})
+    assert reply.status_code == 422 and reply.json() == {"errors": {"address": [NOT_PUBLIC]}}
+    assert live.get("/webhooks").json()["webhooks"] == []
+    made = live.post("/webhooks", json={"address": "https://hooks.example.com/x", "topic": "customer/created"})
+    assert made.status_code == 201
+    moved = live.put(f"/webhooks/{made.json()['webhook']['id']}", json={"address": address})
+    assert moved.status_code == 422 and moved.json() == {"errors": {"address": [NOT_PUBLIC]}}
+    assert live.get(f"/webhooks/{made.json()['webhook']['id']}").json()["webhook"]["address"] == \
+        "https://hooks.example.com/x"
+
+
+def test_the_setting_all_lets_a_live_store_save_a_private_address(api):
+    live = api.other_store(sandbox=False)
+    with served_with(live, "all") as client:
+        reply = post_webhook(client, live, "https://10.0.0.5/hooks")
+    assert reply.status_code == 201, reply.text
+
+
+def test_the_setting_none_refuses_a_sandbox_stores_localhost_too(api):
+    with served_with(api, "none") as client:
+        refused = post_webhook(client, api, "http://127.0.0.1:9000/hooks")
+        taken = post_webhook(client, api, "https://hooks.example.com/x")
+    assert refused.status_code == 422 and refused.json() == {"errors": {"address": [NOT_PUBLIC]}}
+    assert taken.status_code == 201
+
+
+def test_an_unknown_setting_stops_the_start():
+    with pytest.raises(ValueError, match="webhook private addresses must be one of sandbox, all, none"):
+        Settings.from_env({"REBILL_WEBHOOK_PRIVATE_ADDRESSES": "some"})
+    assert Settings.from_env({"REBILL_WEBHOOK_PRIVATE_ADDRESSES": " ALL "}).webhook_private_addresses == "all"
+    assert Settings.from_env({}).webhook_private_addresses == "sandbox"
+
+
+# Sending -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    running = Receiver().start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _send(address: str, *, public_only: bool) -> Any:
+    async def attempt() -> Any:
+        sender = HttpSender(timeout=2)
+        try:
+            return await sender.send(address, b"{}", {"webhook-id": "msg_1"}, None, public_only=public_only)
+        finally:
+            await sender.close()
+    return asyncio.run(attempt())
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_public_only_send_never_connects_to_a_private_address(receiver, host):
+    # An IP in the address is checked before anything; a name by what it resolves to (localhost:
+    # loopback only), on the connection itself, so it cannot resolve one way then another.
+    address = receiver.url.replace("127.0.0.1", host)
+    refused = _send(address, public_only=True)
+    assert refused.status_code is None and "is not a public address" in refused.error
+    assert receiver.received == []
+    assert _send(address, public_only=False).status_code == 200
+    assert len(receiver.received) == 1
+
+
+def test_the_resolver_keeps_only_the_public_addresses_of_a_name(monkeypatch):
+    answers = [{"hostname": "h", "host": ip, "port": 443, "family": socket.AF_INET, "proto": 0, "flags": 0}
+               for ip in ("10.0.0.7", "93.184.216.34", "127.0.0.1")]
+
+    async def resolve(self: Any, host: str, port: int = 0, family: Any = socket.AF_INET) -> list[Any]:
+        return answers
+
+    async def both() -> tuple[list[Any], BaseException | None]:
+        resolver = PublicResolver()
+        monkeypatch.setattr(type(resolver._inner), "resolve", resolve)
+        kept = await resolver.resolve("h", 443)
+        answers[:] = answers[:1]  # a name with private addresses only
+        try:
+            await resolver.resolve("h", 443)
+        except NotPublic as exc:
+            return kept, exc
+        finally:
+            await resolver.close()
+        return kept, None
+
+    kept, refused = asyncio.run(both())
+    assert [r["host"] for r in kept] == ["93.184.216.34"]
+    assert isinstance(refused, NotPublic) and "h is not a public address" in str(refused)
+
+
+def test_a_live_stores_delivery_to_an_address_saved_before_the_rule_fails_without_a_connection(api, receiver):
+    live = api.other_store(sandbox=False)
+    with served_with(live, "all") as client:  # saved while the deployment allowed it
+        assert post_webhook(client, live, receiver.url.replace("http:", "https:")).status_code == 201
+    make_customer(live)
+    assert drain_now(live.db, live.clock.now, store_id=live.store.id) == 1  # the default: sandbox stores only
+    assert receiver.received == []
+    (logged,) = live.get("/webhook_deliveries").json()["webhook_deliveries"]
+    assert "is not a public address" in str(logged), logged  # the attempt's error, in the log
+
+
+@pytest.mark.parametrize("policy, delivered", [("sandbox", 1), ("none", 0)])
+def test_a_sandbox_stores_delivery_to_its_own_machine_follows_the_setting(api, receiver, policy, delivered):
+    assert api.post("/webhooks", json={"address": receiver.url, "topic": "customer/created"}).status_code == 201
+    make_customer(api)
+    assert drain_now(api.db, api.clock.now, store_id=api.store.id, private_policy=policy) == 1
+    assert len(receiver.received) == delivered
