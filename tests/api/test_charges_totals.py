@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import update
+
 from rebill.domain.store import rates
+from rebill.models import stores
 from tests.api.test_charges import V01, V11, charge, days, lines, only, weekly
 from tests.builders import events_of, make_address, make_discount, make_onetime
 
@@ -286,3 +289,29 @@ def test_an_address_presenting_another_currency_is_charged_in_it(api):
     body = queued_body(store, address.id, V01)
     assert (body["total_price"], body["line_items"][0]["price"]) == ("2500", "1250")
     assert queued_body(store, address.id)["currency"] == "JPY"
+
+
+def test_a_rate_in_exponent_form_is_stored_and_shown_positional(api):
+    # Python writes some small decimals with an exponent (str(Decimal("1e-8")) is "1E-8"); a
+    # client reading `rate` expects a plain decimal string.
+    set_rates(api, tax=[{"country_code": "US", "rate": "1e-8", "title": "Tiny"}],
+              shipping=[{"price": "1E+1", "country_codes": ["US"]}])
+    assert [r["rate"] for r in api.store.tax_rates] == ["0.00000001"]
+    assert [r["price"] for r in api.store.shipping_rates] == ["10"]
+    address = make_address(api)
+    weekly(api, address, price="100000000.00")
+    body = queued_body(api, address.id)
+    assert body["tax_lines"] == [{"price": "1.00", "rate": "0.00000001", "title": "Tiny"}]
+    assert body["line_items"][0]["tax_lines"][0]["rate"] == "0.00000001"
+    assert body["total_tax"] == "1.00"
+
+
+def test_a_rate_stored_in_exponent_form_before_is_shown_positional(api):
+    # A store whose rate was saved as "1E-8" by an older version: the plan (which reads the
+    # store afresh) renders it positional.
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(
+            tax_rates=[{"country_code": "US", "province": None, "rate": "1E-8", "title": "Tiny"}]))
+    address = make_address(api)
+    weekly(api, address, price="100000000.00")
+    assert queued_body(api, address.id)["tax_lines"] == [{"price": "1.00", "rate": "0.00000001", "title": "Tiny"}]

@@ -60,3 +60,9 @@ def tax_rate(rates: list[dict[str, Any]], country_code: str, province: str | Non
 
 def rate_value(rate: dict[str, Any] | None) -> Decimal | None:
     return Decimal(str(rate["rate"])) if rate else None
+
+
+def rate_text(rate: dict[str, Any]) -> str:
+    """A tax line's `rate` as a decimal string in positional form: a rate stored as `0E-7` or
+    `1E-8` (how Python writes some small decimals) renders `0.0000000`, `0.00000001`."""
+    return format(Decimal(str(rate["rate"])), "f")

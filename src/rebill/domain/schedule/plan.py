@@ -53,7 +53,7 @@ def _line(item: PurchaseItem, unit_price: Decimal, amounts: Any, currency: str, 
           taxes_included: bool) -> dict[str, Any]:
     tax_lines = []
     if tax is not None and item.taxable and amounts.tax_due:
-        tax_lines.append({"price": format_amount(amounts.tax_due, currency), "rate": str(tax["rate"]),
+        tax_lines.append({"price": format_amount(amounts.tax_due, currency), "rate": rates.rate_text(tax),
                           "title": tax.get("title") or "Tax",
                           "unit_price": format_amount(amounts.tax_due / item.quantity, currency)})
     return {
@@ -114,7 +114,7 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
     lines = [_line(item, price, amounts, currency, tax, store.taxes_included)
              for item, price, amounts in zip(items, unit_prices, totals.lines)]
     tax_lines = [] if tax is None or not totals.total_tax else [
-        {"price": format_amount(totals.total_tax, currency), "rate": str(tax["rate"]),
+        {"price": format_amount(totals.total_tax, currency), "rate": rates.rate_text(tax),
          "title": tax.get("title") or "Tax"}]
     discounts = [] if terms is None else [terms.line()]
     values = {

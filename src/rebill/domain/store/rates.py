@@ -20,14 +20,16 @@ from . import repository
 from .model import Store
 
 
-def _amount(value: Any, *, rate: bool) -> Decimal | None:
+def _amount(value: Any, *, rate: bool) -> str | None:
+    """The number in positional form (`1e-8` is `0.00000001`, never `1E-8`: how it is stored
+    and shown), or None when it is no finite number in range."""
     try:
         number = Decimal(str(value))
     except (InvalidOperation, ValueError):
         return None
     if not number.is_finite() or number < 0 or (rate and number >= 1) or abs(number) >= 10**12:
         return None
-    return number
+    return format(number, "f")
 
 
 def check_shipping(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,7 +43,7 @@ def check_shipping(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if any(country(c) is None for c in countries):
             add_error(errors, f"{index}.country_codes", "must be 2-letter country codes")
         clean.append({"code": rate.get("code") or "standard", "title": rate.get("title") or "Shipping",
-                      "price": str(price), "country_codes": countries, "currency": rate.get("currency")})
+                      "price": price, "country_codes": countries, "currency": rate.get("currency")})
     if errors:
         raise ValidationFailed({"shipping_rates": errors})
     return clean
@@ -57,7 +59,7 @@ def check_tax(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
             add_error(errors, f"{index}.rate", "must be a fraction from 0 to 1 (0.0725 for 7.25 %)")
         if country(code) is None:
             add_error(errors, f"{index}.country_code", "must be a 2-letter country code")
-        clean.append({"country_code": code, "province": rate.get("province"), "rate": str(value),
+        clean.append({"country_code": code, "province": rate.get("province"), "rate": value,
                       "title": rate.get("title") or "Tax"})
     if errors:
         raise ValidationFailed({"tax_rates": errors})
