@@ -150,3 +150,66 @@ def test_prepared_insert_stores_json_booleans_and_datetimes_as_sqlalchemy_would(
         rows = conn.execute(select(events.c.id, events.c.data, events.c.created_at)
                             .where(events.c.id.in_([first, second])).order_by(events.c.id)).all()
     assert [tuple(r) for r in rows] == [(first, {"a": [1, None, "b"]}, when), (second, None, when)]
+
+
+def _on_a_read_lane(database, work):
+    """``work(sync_conn)`` as a PostgreSQL GET runs it: in a greenlet over one of the API's
+    asyncpg read connections (db/read_lanes.py), which prepared statements run on directly.
+    The lanes are closed on their loop before it ends, as the server's shutdown does."""
+    import asyncio
+
+    async def run():
+        try:
+            async with database.async_reads.connection() as conn:
+                return await conn.run_sync(work)
+        finally:
+            await database.close_loop_reads()
+    return asyncio.run(run())
+
+
+def test_on_the_api_read_connections_a_prepared_read_equals_sqlalchemys_row(client, database, clock):
+    import pytest
+    if database.async_reads is None:
+        pytest.skip("PostgreSQL's asyncpg read connections")
+    api = make_api(client, database, clock)
+    customer = make_customer(api, analytics_data={"utm_params": [{"utm_source": "x"}]}, tax_exempt=True)
+    with database.read() as conn:
+        slow = list(conn.execute(STMT, {"id": customer.id, "store_id": api.store.id}).one())
+
+    def both(conn):
+        assert conn.dialect.driver == "asyncpg"
+        return (Prepared(STMT).one(conn, id=customer.id, store_id=api.store.id),
+                Prepared(STMT).one(conn, id=customer.id, store_id=api.store.id + 10_000),
+                Prepared(STMT).all(conn, id=customer.id, store_id=api.store.id))
+    fast, missing, every = _on_a_read_lane(database, both)
+    assert fast == slow and missing is None and every == [slow]
+
+
+def test_on_the_api_read_connections_errors_are_sqlalchemys_and_a_dropped_one_is_unavailable(client, database, clock):
+    import psycopg
+    import pytest
+    from sqlalchemy import literal_column, select
+    from sqlalchemy.exc import DBAPIError
+
+    from rebill.db.engine import unavailable
+    from tests.conftest import PG_ADMIN
+    if database.async_reads is None:
+        pytest.skip("PostgreSQL's asyncpg read connections")
+    divide = Prepared(select(literal_column("1") / bindparam("d")))
+
+    def refused(conn):
+        with pytest.raises(DBAPIError) as caught:
+            divide.one(conn, d=0)
+        return caught.value
+    error = _on_a_read_lane(database, refused)
+    assert "division by zero" in str(error) and not unavailable(error)  # a statement refused: not an outage
+
+    def dropped(conn):
+        pid = conn.connection.dbapi_connection._connection.get_server_pid()
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        with pytest.raises(DBAPIError) as caught:
+            divide.one(conn, d=1)
+        return caught.value
+    error = _on_a_read_lane(database, dropped)
+    assert unavailable(error)  # the request answers 503 and the lanes drop the connection

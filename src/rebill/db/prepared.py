@@ -14,6 +14,23 @@ from typing import Any
 from sqlalchemy import Connection, Table, insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable
+from sqlalchemy.util import await_
+
+
+def _asyncpg_fetch(conn: Connection, sql: str, args: list[Any], *, one: bool) -> Any:
+    """The API's reads on PostgreSQL (db/read_lanes.py: one connection per read, autocommit):
+    straight on asyncpg's connection, whose own statement cache prepares each text once. The
+    adapter's cursor would take a lock, rebuild the result's description and match the status
+    text with a regular expression on every call: a fifth of a read's time (docs/performance.md).
+    asyncpg's errors become the adapter's DBAPI errors, as through its cursor."""
+    adapted = conn.connection.dbapi_connection
+    try:
+        if one:
+            return await_(adapted._connection.fetchrow(sql, *args))
+        return await_(adapted._connection.fetch(sql, *args))
+    except Exception as error:
+        adapted._handle_exception(error)  # raises the DBAPI error of its kind
+        raise
 
 
 class _Compiled:
@@ -52,6 +69,12 @@ class _Compiled:
         # On the event loop (Database.read_on_loop) no transaction is open yet: a lone
         # statement is its own consistent snapshot in SQLite, so it needs no BEGIN/ROLLBACK.
         dbapi = conn.dialect.loaded_dbapi
+        if conn.dialect.driver == "asyncpg":
+            try:
+                row = _asyncpg_fetch(conn, self.sql, self.arguments(params), one=True)
+            except dbapi.Error as exc:
+                raise DBAPIError.instance(self.sql, None, exc, dbapi.Error) from exc
+            return None if row is None else self._decode(row)
         cursor = conn.connection.dbapi_connection.cursor()
         try:
             cursor.execute(self.sql, self.arguments(params))

@@ -9,7 +9,7 @@ request sees the change.
   another connection committed; the revision row is read only then (a read-only load never
   reads it). The number is the connection's own and starts afresh on a new connection, so a
   replaced read connection is always read.
-- PostgreSQL: one query on an asyncio connection of its own, shared by the requests that
+- PostgreSQL: one query on an asyncpg connection of its own, shared by the requests that
   arrive while it runs (each request waits for a look that started after it arrived: never a
   stale answer, and never one query per request under load). The lock belongs to the event
   loop it was made in: another loop (a test client without its ``with`` block) gets its own.
@@ -68,6 +68,7 @@ class Freshness:
         loop = asyncio.get_running_loop()
         if self._lock is None or self._loop is not loop:
             self._lock, self._loop = asyncio.Lock(), loop
+            self._drop_connection()  # asyncpg's connection belongs to the loop it was made in
         async with self._lock:
             if self._looked_at > arrived:
                 return False  # a look that began after this request arrived has answered
@@ -86,23 +87,37 @@ class Freshness:
         return moved
 
     async def _read_postgres(self) -> int:
-        import psycopg
+        # On asyncpg, as the reads are (db/read_lanes.py): a quarter of psycopg's async
+        # connection's cost per look (docs/performance.md, "Reads").
+        import asyncpg
 
         for attempt in (1, 2):
             try:
-                if self._async_conn is None or self._async_conn.closed:
+                if self._async_conn is None or self._async_conn.is_closed():
                     url = self.db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-                    self._async_conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-                cursor = await self._async_conn.execute(REVISION)
-                row = await cursor.fetchone()
-                return int(row[0]) if row else 0
-            except psycopg.OperationalError:
-                self._async_conn = None  # the server went away: connect again, once
+                    self._async_conn = await asyncpg.connect(url)
+                value = await self._async_conn.fetchval(REVISION)
+                return int(value) if value is not None else 0
+            except (OSError, asyncpg.exceptions.InterfaceError, asyncpg.exceptions.InternalClientError,
+                    asyncpg.exceptions.PostgresConnectionError, asyncpg.exceptions.OperatorInterventionError):
+                self._drop_connection()  # the server went away: connect again, once
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
+    def _drop_connection(self) -> None:
+        gone, self._async_conn = self._async_conn, None
+        if gone is not None:
+            try:
+                gone.terminate()  # no round trip: its server or its loop may be gone
+            except Exception:  # noqa: BLE001 - a loop already closed: nothing left to release
+                pass
+
     async def close(self) -> None:
-        if self._async_conn is not None:
-            await self._async_conn.close()
-            self._async_conn = None
+        if self._async_conn is None:
+            return
+        if self._loop is not asyncio.get_running_loop():
+            self._drop_connection()
+            return
+        conn, self._async_conn = self._async_conn, None
+        await conn.close()
