@@ -281,6 +281,62 @@ def test_concurrent_requests_share_one_look_and_none_takes_an_older_look(databas
     assert pair == [False, True]
 
 
+def test_a_move_is_told_to_one_request_of_a_look_and_a_cancelled_one_leaves_the_look_to_the_others(database):
+    value = 0
+    reads = 0
+    freshness = Freshness(database)
+
+    async def read() -> int:
+        nonlocal reads
+        reads += 1
+        await asyncio.sleep(0.03)
+        return value
+
+    freshness._read_postgres = read  # type: ignore[method-assign]
+
+    async def story() -> tuple[list[Any], int]:
+        nonlocal value
+        assert await freshness.moved_postgres() is False  # the baseline
+        value = 1
+        running = asyncio.create_task(freshness.moved_postgres())  # starts a look that sees 1
+        await asyncio.sleep(0.005)
+        waiting = [asyncio.create_task(freshness.moved_postgres()) for _ in range(4)]  # the next look
+        await asyncio.sleep(0.005)
+        waiting[0].cancel()  # a client that hung up: the look goes on for the others
+        answers = await asyncio.gather(running, *waiting, return_exceptions=True)
+        return answers, reads
+
+    answers, reads_made = asyncio.run(story())
+    assert answers[0] is True  # the look that saw the move tells its one request
+    assert isinstance(answers[1], asyncio.CancelledError)
+    assert answers[2:] == [False, False, False]  # the next look saw no further move
+    assert reads_made == 3
+
+
+def test_a_failed_look_fails_its_requests_and_the_next_request_looks_again(database, caplog):
+    failing = True
+    freshness = Freshness(database)
+
+    async def read() -> int:
+        await asyncio.sleep(0.01)
+        if failing:
+            raise ConnectionRefusedError("gone")
+        return 7
+
+    freshness._read_postgres = read  # type: ignore[method-assign]
+
+    async def story() -> tuple[list[Any], bool]:
+        nonlocal failing
+        answers = await asyncio.gather(*[freshness.moved_postgres() for _ in range(3)], return_exceptions=True)
+        failing = False
+        return answers, await freshness.moved_postgres()
+
+    answers, after = asyncio.run(story())
+    assert all(isinstance(a, ConnectionRefusedError) for a in answers)  # TokenResolver: unsure, caches dropped
+    assert after is False  # a look of its own, which answers
+    assert "never retrieved" not in caplog.text
+
+
 async def _get(app: Any, path: str, token: str) -> int:
     """One GET straight through the ASGI app, on the running loop; its status."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
@@ -323,6 +379,7 @@ def test_on_postgresql_concurrent_requests_to_the_app_share_revision_looks(api, 
             return list(await asyncio.gather(*[_get(app, "/store", api.token) for _ in range(n)]))
         finally:
             await app.tokens.freshness.close()
+            await api.db.close_loop_reads()  # the read connections, on their loop (as a shutdown does)
 
     assert asyncio.run(story()) == [200] * n
     # The first request looks; the others arrive during that look and share the next one.

@@ -306,8 +306,7 @@ class Api:
         connection (``Database.async_reads``), so its round trips hold no worker thread. A
         GET that turns out to write goes to a worker thread (``Call.write``)."""
         try:
-            async with lanes.connection() as conn:
-                return await conn.run_sync(_held_read, operation.handler, call)
+            return await lanes.run_sync(_held_read, operation.handler, call)
         except NeedsThread:
             call.held = None
             return await self._in_thread(operation, call)

@@ -49,21 +49,36 @@ class ReadLanes:
         self._open = 0
         self._waiting: deque[asyncio.Future[None]] = deque()
 
+    async def run_sync(self, fn: Any, *args: Any) -> Any:
+        """``fn(connection, *args)`` in a greenlet over a lane (``AsyncConnection.run_sync``):
+        the read path's one call per request, without an async generator's cost."""
+        conn = await self._take()
+        try:
+            result = await conn.run_sync(fn, *args)
+        except BaseException as exc:
+            await self._after_failure(conn, exc)
+            raise
+        self._give_back(conn)
+        return result
+
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection]:
         conn = await self._take()
         try:
             yield conn
         except BaseException as exc:
-            if self._broken(exc) or conn.invalidated:
-                await self._drop(conn)
-            elif not isinstance(exc, Exception):
-                # Cancelled (the server shutting down): a statement may be half sent or its
-                # rows half read, and the next read would find the connection busy.
-                await self._drop(conn, only=True)
-            else:
-                self._give_back(conn)
+            await self._after_failure(conn, exc)
             raise
+        else:
+            self._give_back(conn)
+
+    async def _after_failure(self, conn: AsyncConnection, exc: BaseException) -> None:
+        if self._broken(exc) or conn.invalidated:
+            await self._drop(conn)
+        elif not isinstance(exc, Exception):
+            # Cancelled (the server shutting down): a statement may be half sent or its
+            # rows half read, and the next read would find the connection busy.
+            await self._drop(conn, only=True)
         else:
             self._give_back(conn)
 

@@ -11,14 +11,15 @@ request sees the change.
   replaced read connection is always read.
 - PostgreSQL: one query on an asyncpg connection of its own, shared by the requests that
   arrive while it runs (each request waits for a look that started after it arrived: never a
-  stale answer, and never one query per request under load). The lock belongs to the event
-  loop it was made in: another loop (a test client without its ``with`` block) gets its own.
+  stale answer, and never one query per request under load). The requests wait on one future
+  per look, not in turn on a lock (a fifth of a read's time under load, docs/performance.md).
+  The connection and the futures belong to the event loop they were made in: another loop (a
+  test client without its ``with`` block) gets its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from rebill.db.engine import Database
@@ -34,9 +35,10 @@ class Freshness:
         self._raw: Any = None  # the connection _data_version was read on
         self._held: Any = None  # the event loop's read connection, and its driver connection
         self._held_raw: Any = None
-        self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._looked_at = 0.0
+        self._running: asyncio.Future[bool] | None = None  # the look under way
+        self._next: asyncio.Future[bool] | None = None  # the look after it, if anyone waits for one
+        self._told: asyncio.Future[bool] | None = None  # the last look whose move was told
         self._async_conn: Any = None
 
     def moved_sqlite(self) -> bool:
@@ -64,17 +66,40 @@ class Freshness:
         return self._take(row[0] if row else 0)
 
     async def moved_postgres(self) -> bool:
-        arrived = time.monotonic()
+        """Waits for a look that began after this request arrived: the one it starts when none
+        is under way, else the next one, which starts as the current one ends and answers every
+        request that arrived meanwhile. True for the first request told of a move (its caller
+        drops the caches before any other resumes), False for the rest."""
         loop = asyncio.get_running_loop()
-        if self._lock is None or self._loop is not loop:
-            self._lock, self._loop = asyncio.Lock(), loop
-            self._drop_connection()  # asyncpg's connection belongs to the loop it was made in
-        async with self._lock:
-            if self._looked_at > arrived:
-                return False  # a look that began after this request arrived has answered
-            self._looked_at = time.monotonic()
-            value = await self._read_postgres()
-        return self._take(value)
+        if self._loop is not loop:
+            # asyncpg's connection and the futures belong to the loop they were made in.
+            self._loop, self._running, self._next = loop, None, None
+            self._drop_connection()
+        if self._running is None:
+            look = self._running = loop.create_future()
+            loop.create_task(self._look(look))
+        else:
+            if self._next is None:
+                self._next = loop.create_future()
+            look = self._next
+        # Shielded: a request that goes away (cancelled) must not cancel the others' look.
+        moved = await asyncio.shield(look)
+        if moved and self._told is not look:
+            self._told = look
+            return True
+        return False
+
+    async def _look(self, look: asyncio.Future[bool]) -> None:
+        try:
+            look.set_result(self._take(await self._read_postgres()))
+        except Exception as exc:  # noqa: BLE001 - every request waiting on it meets it
+            look.set_exception(exc)
+            look.exception()  # retrieved: no "never retrieved" log when every waiter went away
+        finally:
+            if self._running is look:  # not replaced by another loop's meanwhile
+                self._running, self._next = self._next, None
+                if self._running is not None:
+                    asyncio.get_running_loop().create_task(self._look(self._running))
 
     async def moved(self) -> bool:
         if self.db.inline_reads:
