@@ -27,6 +27,16 @@ from rebill.db.engine import Database
 REVISION = "SELECT value FROM revisions WHERE id = 1"
 
 
+class _Look(asyncio.Future):  # type: ignore[type-arg]
+    """A look's answer, awaited by every request that waits for it. A request that goes away
+    (cancelled) must not cancel the others' look: refusing ``cancel`` leaves its task to be
+    cancelled when the look answers (asyncio's rule for a future that will not cancel), at
+    the cost of ``asyncio.shield``'s extra future for every request."""
+
+    def cancel(self, msg: object = None) -> bool:
+        return False
+
+
 class Freshness:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -76,14 +86,13 @@ class Freshness:
             self._loop, self._running, self._next = loop, None, None
             self._drop_connection()
         if self._running is None:
-            look = self._running = loop.create_future()
+            look = self._running = _Look(loop=loop)
             loop.create_task(self._look(look))
         else:
             if self._next is None:
-                self._next = loop.create_future()
+                self._next = _Look(loop=loop)
             look = self._next
-        # Shielded: a request that goes away (cancelled) must not cancel the others' look.
-        moved = await asyncio.shield(look)
+        moved = await look
         if moved and self._told is not look:
             self._told = look
             return True
