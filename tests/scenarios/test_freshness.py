@@ -337,6 +337,32 @@ def test_a_failed_look_fails_its_requests_and_the_next_request_looks_again(datab
     assert "never retrieved" not in caplog.text
 
 
+def test_a_look_that_hangs_fails_its_requests_as_an_outage_and_lets_a_cancelled_one_end(database, monkeypatch):
+    from rebill.db.engine import unavailable
+    from rebill.http import freshness as module
+    monkeypatch.setattr(module, "LOOK_SECONDS", 0.2)
+    freshness = Freshness(database)
+
+    async def hang() -> int:
+        await asyncio.sleep(60)  # a PostgreSQL that accepts and never answers
+        return 0
+
+    freshness._read_postgres = hang  # type: ignore[method-assign]
+
+    async def story() -> tuple[list[Any], float]:
+        began = asyncio.get_running_loop().time()
+        waiting = [asyncio.create_task(freshness.moved_postgres()) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        waiting[0].cancel()
+        answers = await asyncio.gather(*waiting, return_exceptions=True)
+        return answers, asyncio.get_running_loop().time() - began
+
+    answers, took = asyncio.run(story())
+    assert took < 1.0  # bounded by the look's time, not by the database
+    assert isinstance(answers[0], asyncio.CancelledError)
+    assert all(unavailable(a) for a in answers[1:]), answers  # TokenResolver: quiet, caches dropped
+
+
 async def _get(app: Any, path: str, token: str) -> int:
     """One GET straight through the ASGI app, on the running loop; its status."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",

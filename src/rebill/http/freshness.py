@@ -22,16 +22,24 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
+
 from rebill.db.engine import Database
 
 REVISION = "SELECT value FROM revisions WHERE id = 1"
 
 
+# A look that takes longer fails its requests as a database away would (503 where a read
+# follows): the revision is one row, and a request cancelled meanwhile ends only when its look
+# does (``_Look``).
+LOOK_SECONDS = 5.0
+
+
 class _Look(asyncio.Future):  # type: ignore[type-arg]
     """A look's answer, awaited by every request that waits for it. A request that goes away
     (cancelled) must not cancel the others' look: refusing ``cancel`` leaves its task to be
-    cancelled when the look answers (asyncio's rule for a future that will not cancel), at
-    the cost of ``asyncio.shield``'s extra future for every request."""
+    cancelled when the look answers or fails (asyncio's rule for a future that will not
+    cancel), without ``asyncio.shield``'s extra future for every request."""
 
     def cancel(self, msg: object = None) -> bool:
         return False
@@ -100,7 +108,13 @@ class Freshness:
 
     async def _look(self, look: asyncio.Future[bool]) -> None:
         try:
-            look.set_result(self._take(await self._read_postgres()))
+            try:
+                async with asyncio.timeout(LOOK_SECONDS):
+                    value = await self._read_postgres()
+            except TimeoutError:
+                self._drop_connection()  # a statement may be under way on it
+                raise SQLAlchemyTimeout(f"no answer to the revision look within {LOOK_SECONDS:g} s") from None
+            look.set_result(self._take(value))
         except Exception as exc:  # noqa: BLE001 - every request waiting on it meets it
             look.set_exception(exc)
             look.exception()  # retrieved: no "never retrieved" log when every waiter went away
