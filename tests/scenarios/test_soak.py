@@ -45,7 +45,8 @@ def test_a_short_soak_of_two_api_processes_and_two_workers_loses_doubles_and_lea
     figures = report.figures
     assert report.requests >= 0.8 * options.rate * LOAD_SECONDS, summary
     assert report.days_moved >= 15 and report.statuses["POST /store/clock/advance"]["200"] >= 3, summary
-    assert figures["charges paid"] >= 50 and figures["failed attempts"] >= 1, summary
+    # 47 to 55 with the cap (retired subscribers' charges are never due): 30 leaves room for a slow machine.
+    assert figures["charges paid"] >= 30 and figures["failed attempts"] >= 1, summary
     assert figures["charges closed after max retries"] >= 1, summary
     assert figures["webhook deliveries"] >= 300 and set(figures["received by topic"]) >= {
         "customer/created", "charge/paid", "order/created", "subscription/created"}, summary
