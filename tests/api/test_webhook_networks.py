@@ -135,6 +135,18 @@ def _send(address: str, *, public_only: bool) -> Any:
     return asyncio.run(attempt())
 
 
+@pytest.mark.parametrize("host, why", [("127.1", "not a canonical IPv4 address"),
+                                       ("2130706433", "not a canonical IPv4 address"),
+                                       ("0x7f.0.0.1", "is not a public address")])
+def test_the_other_spellings_of_a_private_ip_never_reach_it(receiver, host, why):
+    # No IP to ``ipaddress``, so a save takes them as names. The HTTP client refuses a host
+    # that looks like a non-canonical IPv4 address; the hexadecimal one resolves to 127.0.0.1,
+    # which the resolver refuses.
+    refused = _send(receiver.url.replace("127.0.0.1", host), public_only=True)
+    assert refused.status_code is None and why in refused.error
+    assert receiver.received == []
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_a_public_only_send_never_connects_to_a_private_address(receiver, host):
     # An IP in the address is checked before anything; a name by what it resolves to (localhost:

@@ -44,8 +44,9 @@ def clock_advance(
             task = progress.add_task("advancing", total=None)
             now, summary = travel.advance(db, gateway, clock.now, found.id,
                                           days=days, to=target, hours=hours,
-                                          deliver=lambda moved: drain_now(db, clock.now, store_id=moved.id,
-                                                                              private_policy=settings.webhook_private_addresses),
+                                          deliver=lambda moved: drain_now(
+                                              db, clock.now, store_id=moved.id,
+                                              private_policy=settings.webhook_private_addresses),
                                           progress=lambda day: progress.update(task, description=str(day)))
     except ValidationFailed as exc:
         fail(exc)  # e.g. two of --days, --to and --hours: each one named

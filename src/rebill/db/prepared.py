@@ -22,15 +22,19 @@ def _asyncpg_fetch(conn: Connection, sql: str, args: list[Any], *, one: bool) ->
     straight on asyncpg's connection, whose own statement cache prepares each text once. The
     adapter's cursor would take a lock, rebuild the result's description and match the status
     text with a regular expression on every call: a fifth of a read's time (docs/performance.md).
-    asyncpg's errors become the adapter's DBAPI errors, as through its cursor."""
+    asyncpg's errors become SQLAlchemy's, as through the adapter's cursor."""
     adapted = conn.connection.dbapi_connection
+    dbapi = conn.dialect.loaded_dbapi
     try:
-        if one:
-            return await_(adapted._connection.fetchrow(sql, *args))
-        return await_(adapted._connection.fetch(sql, *args))
-    except Exception as error:
-        adapted._handle_exception(error)  # raises the DBAPI error of its kind
-        raise
+        try:
+            if one:
+                return await_(adapted._connection.fetchrow(sql, *args))
+            return await_(adapted._connection.fetch(sql, *args))
+        except Exception as error:
+            adapted._handle_exception(error)  # raises the adapter's DBAPI error of its kind
+            raise
+    except dbapi.Error as exc:
+        raise DBAPIError.instance(sql, None, exc, dbapi.Error) from exc
 
 
 class _Compiled:
@@ -68,13 +72,10 @@ class _Compiled:
         """The first row's values in column order, decoded, or None."""
         # On the event loop (Database.read_on_loop) no transaction is open yet: a lone
         # statement is its own consistent snapshot in SQLite, so it needs no BEGIN/ROLLBACK.
-        dbapi = conn.dialect.loaded_dbapi
         if conn.dialect.driver == "asyncpg":
-            try:
-                row = _asyncpg_fetch(conn, self.sql, self.arguments(params), one=True)
-            except dbapi.Error as exc:
-                raise DBAPIError.instance(self.sql, None, exc, dbapi.Error) from exc
+            row = _asyncpg_fetch(conn, self.sql, self.arguments(params), one=True)
             return None if row is None else self._decode(row)
+        dbapi = conn.dialect.loaded_dbapi
         cursor = conn.connection.dbapi_connection.cursor()
         try:
             cursor.execute(self.sql, self.arguments(params))
@@ -98,6 +99,9 @@ class _Compiled:
 
     def execute(self, conn: Connection, params: dict[str, Any], *, fetch: bool) -> tuple[list[list[Any]], int]:
         """Every row, decoded (``fetch``), and the row count."""
+        if fetch and conn.dialect.driver == "asyncpg":  # a read on a read connection
+            rows = _asyncpg_fetch(conn, self.sql, self.arguments(params), one=False)
+            return [self._decode(row) for row in rows], len(rows)
         dbapi = conn.dialect.loaded_dbapi
         cursor = conn.connection.dbapi_connection.cursor()
         try:

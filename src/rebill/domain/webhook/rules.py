@@ -38,10 +38,14 @@ def is_public(ip: str) -> bool:
     return (mapped or found).is_global
 
 
+def _local_name(host: str) -> bool:
+    return host in LOCAL_HOSTS or host.endswith(".localhost")
+
+
 def _names_private(host: str) -> bool:
     """The host names a non-public network outright: a literal IP that is not public, or
     `localhost` (names that resolve are the sender's to check)."""
-    if host in LOCAL_HOSTS or host.endswith(".localhost"):
+    if _local_name(host):
         return True
     try:
         return not is_public(host)
@@ -50,7 +54,7 @@ def _names_private(host: str) -> bool:
 
 
 def _is_local(host: str) -> bool:
-    if host in LOCAL_HOSTS or host.endswith(".localhost"):
+    if _local_name(host):
         return True
     try:
         return ip_address(host).is_loopback
