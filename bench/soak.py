@@ -20,9 +20,10 @@ PostgreSQL database (dropped at the end): one sandbox store and a token of every
   a real day coming would), and one move in four through `POST /store/clock/advance`, whose own
   billing run then races the workers' for the same charges. Payment tokens: most pay, some are
   declined, short of funds or meet a processor error, and go through the store's dunning retries;
-- with `--steady N`, at most N subscribers: a new one first retires the oldest (every
-  subscription of it cancelled, one in retry included), so that the store's active
-  subscriptions, and each day's billing run, stop growing once N is reached;
+- with `--steady N`, at most N paying subscribers: a new one first retires the oldest of them
+  (every subscription of it cancelled), and a failing card's subscriptions end with the
+  dunning's last retry, so that the store's active subscriptions, and each day's billing run,
+  stop growing once N is reached;
 - the RSS of every API and worker process, every few seconds (/proc/<pid>/status).
 
 Then it quiesces (no load, no clock move; waits until no work of the store is due, no charge is
@@ -124,7 +125,7 @@ class Options:
     quiesce_seconds: float = 180.0
     redis_url: str | None = None
     seed: int = 18
-    # With a cap, a new subscriber first retires the oldest one (its subscriptions cancelled), so
+    # With a cap, a new subscriber first retires the oldest paying one (its subscriptions cancelled), so
     # that the billing day stops growing with the run: memory that follows the data levels off,
     # memory that follows the requests does not (docs/performance.md, "Soak").
     steady_subscribers: int | None = None
@@ -309,6 +310,11 @@ class Subscriber:
     address_ids: list[int] = field(default_factory=list)
     subscription_ids: list[int] = field(default_factory=list)
 
+    @property
+    def paying(self) -> bool:
+        """A card that pays: the sandbox's paying token, or a declined card since replaced."""
+        return self.token == "pm_ok" or self.token.startswith("pm_fixed_")
+
 
 class Load:
     """The client tasks, the batches, the clock and the RSS samples, on one event loop."""
@@ -390,10 +396,11 @@ class Load:
     def _pick(self) -> Subscriber | None:
         return self.random.choice(self.subscribers) if self.subscribers else None
 
-    async def retire(self) -> None:
-        """The oldest subscriber leaves: each of its subscriptions not cancelled yet is cancelled
-        (the dunning's last retry may have been first: its 422 is expected)."""
-        leaving = self.subscribers.pop(0)
+    async def retire(self, leaving: Subscriber) -> None:
+        """A paying subscriber leaves: each of its subscriptions not cancelled yet is cancelled
+        (a replaced card's charge may still be in retry, and is deleted with it; a cancel the
+        client made before answers 422, expected)."""
+        self.subscribers.remove(leaving)
         for subscription_id in leaving.subscription_ids:
             if subscription_id not in self.cancelled:
                 self.cancelled.add(subscription_id)
@@ -401,9 +408,14 @@ class Load:
                                 {"cancellation_reason": "soak: retired"}, expected=(422,))
 
     async def subscribe(self) -> None:
+        # The cap counts paying subscribers and retires the oldest of them: a failing card's
+        # subscriber stays until its dunning's last retry cancels its subscriptions, so that
+        # every run still sees charges go through every retry to the last one.
         cap = self.options.steady_subscribers
-        if cap is not None and len(self.subscribers) >= cap:
-            await self.retire()
+        if cap is not None:
+            paying = [s for s in self.subscribers if s.paying]
+            if len(paying) >= cap:
+                await self.retire(paying[0])
         n = next(self.names)
         body = {"email": f"soak{n}-{uuid.uuid4().hex[:6]}@example.com", "first_name": "Soak", "last_name": f"Test{n}"}
         key = {"Idempotency-Key": uuid.uuid4().hex}
@@ -896,7 +908,7 @@ def main() -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0",
                         help="Redis shared by the API processes, used when it answers ('off': none)")
     parser.add_argument("--steady", type=int, metavar="N", default=STEADY_SUBSCRIBERS,
-                        help="at most N subscribers: a new one retires the oldest (a store of constant size "
+                        help="at most N paying subscribers: a new one retires the oldest (a store of constant size "
                              "once N is reached, about 2 minutes into the default load); 0: no cap, the store "
                              f"grows all along (default {STEADY_SUBSCRIBERS})")
     parser.add_argument("--logs", type=Path, help="where the processes' logs go (default: a temporary folder)")
