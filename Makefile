@@ -42,8 +42,8 @@ bench: $(STAMP)
 
 # The soak of issue 18 (bench/soak.py): 10 minutes of mixed load on 2 API processes and 2 workers
 # on a new PostgreSQL database (dropped at the end); fails on a 5xx, a lost or doubled charge or
-# delivery, or a process whose memory grew 10% after the warm-up. Past 400 subscribers (the warm-up)
-# a new one retires the oldest, so the store's billing days keep one size; `--steady 0` lets it grow.
+# delivery, or a process whose memory grew 10% after the warm-up. Past 400 paying subscribers (the
+# warm-up) a new one retires the oldest of them, so the billing days keep one size; `--steady 0` lets it grow.
 soak: $(STAMP)
 	$(BIN)/python -m bench.soak --minutes 10
 
