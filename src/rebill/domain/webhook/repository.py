@@ -49,6 +49,11 @@ def held(conn: Connection, store_id: int, webhook_ids: set[int]) -> set[int]:
     written for a webhook deleted meanwhile (its foreign key would refuse the whole change)."""
     if not webhook_ids:
         return set()
+    if conn.dialect.name == "sqlite":
+        # One writer at a time (BEGIN IMMEDIATE, db/engine.py): the webhooks this transaction
+        # read are the ones that exist until it commits. The look cost a create with five
+        # webhooks a third of its fan-out (an IN list compiled per call).
+        return set(webhook_ids)
     stmt = (select(webhooks.c.id).where(webhooks.c.store_id == store_id, webhooks.c.id.in_(sorted(webhook_ids)))
             .order_by(webhooks.c.id).with_for_update(key_share=True, read=True))
     return set(conn.execute(stmt).scalars())
