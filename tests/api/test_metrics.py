@@ -172,6 +172,37 @@ def test_a_request_moves_its_counter_by_route_template_version_and_status(observ
     assert {"/customers/{customer_id}", "unmatched", "/customers", "/metrics"} <= routes
 
 
+def test_a_client_gone_before_its_body_is_counted_499_and_logged_as_no_error(observed, mapi, caplog):
+    """A client that closed the connection while its POST's body was on the way (wrk stopping
+    mid-request) was an "unhandled error" with a traceback and a 500 in the figures."""
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [(b"x-service-access-token", mapi.token.encode()), (b"x-service-version", V11.encode()),
+               (b"content-type", b"application/json"), (b"content-length", b"60")]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/customers", "raw_path": b"/customers", "query_string": b"", "root_path": "",
+             "headers": headers, "client": ("127.0.0.1", 5000), "server": ("rebill.test", 80)}
+    before = scrape(observed)
+    count = len(mapi.get("/customers", params={"limit": 250}).json()["customers"])
+    with caplog.at_level(logging.INFO, logger="rebill"):
+        observed.portal.call(observed.app, scope, receive, send)
+    assert sent == []  # nobody to answer
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert "closed the connection before its body arrived" in caplog.text
+    after = scrape(observed)
+    requests = "rebill_http_requests_total"
+    labels = {"method": "POST", "route": "/customers", "version": V11}
+    assert value(after, requests, **labels, status="499") - value(before, requests, **labels, status="499") == 1
+    assert value(after, requests, **labels, status="500") == value(before, requests, **labels, status="500")
+    assert len(mapi.get("/customers", params={"limit": 250}).json()["customers"]) == count
+
+
 def test_a_billing_run_moves_the_billing_figures(observed, mapi):
     paid = _due_charge(mapi, "pm_ok")
     declined = _due_charge(mapi, "pm_declined")

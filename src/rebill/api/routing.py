@@ -29,7 +29,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.routing import compile_path
 from starlette.types import Message, Receive, Scope, Send
 
@@ -249,6 +249,13 @@ class Api:
             key = idempotency.key_of(scope["headers"]) if operation.method == "POST" else None
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)
+            return
+        except ClientDisconnect:
+            # Nobody is left to answer, and nothing was done: no 500 and no error in the log
+            # (a load generator stopping mid-request, a client's timeout).
+            ctx.closed = True
+            logger.info("%s %s: the client closed the connection before its body arrived (request %s)",
+                        scope["method"], scope["path"], ctx.request_id)
             return
         except Exception as exc:
             await send_error(send, _unexpected(exc, scope, ctx), ctx.headers)

@@ -19,6 +19,9 @@ class RequestContext:
     # The template of the route the API matched (``/customers/{id}``): what metrics and logs
     # name a request by (http/observe.py); None until matched, or when nothing matched.
     route: str | None = None
+    # The client went away before its request's body arrived: nothing was done and nothing is
+    # answered; metrics and the log line say 499 (api/routing.py).
+    closed: bool = False
 
     @property
     def request_id(self) -> str:

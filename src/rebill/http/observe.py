@@ -38,6 +38,7 @@ from .processor_events import endpoint_key
 _CONVERTOR = re.compile(r"\{(\w+):\w+\}")
 _REQUEST_ID = b"x-request-id"
 _VERSION = b"x-service-version"
+CLIENT_CLOSED = 499
 _EVENTS_ROUTE = EVENTS_PATH + "{key}"
 _ASSETS_ROUTE = DOCS_ASSETS + "{name}"
 
@@ -85,7 +86,8 @@ class Observed:
                 elif name == _VERSION:
                     version = value.decode("latin-1")
         route = self._names.get(route) or self._name(route)
-        status = start["status"]
+        # nginx's "client closed request": the client left before its body arrived (api/routing.py).
+        status = CLIENT_CLOSED if ctx is not None and ctx.closed else start["status"]
         if self.metrics is not None:
             self.metrics.request(scope["method"], route, version, status, seconds)
         if self.log_requests:
