@@ -252,3 +252,20 @@ def test_0017_empties_null_store_contacts_numbers_the_orders_of_each_store_and_k
             assert conn.execute(select(back["revisions"].c.value)).scalar_one() == revision + 1
     finally:
         engine.dispose()
+
+
+def test_0020_indexes_the_payload_each_delivery_names_and_the_downgrade_drops_it(fresh_url):
+    """The retention purge asks whether any delivery still names a payload (domain/webhook/retention.py)."""
+    def indexes() -> set[str]:
+        engine = create_engine(normalize_url(fresh_url))
+        try:
+            return {index["name"] for index in inspect(engine).get_indexes("webhook_deliveries")}
+        finally:
+            engine.dispose()
+
+    config = alembic_config(fresh_url)
+    command.upgrade(config, "0020")
+    assert "ix_webhook_deliveries_payload" in indexes()
+    command.downgrade(config, "0019")
+    assert "ix_webhook_deliveries_payload" not in indexes()
+    assert "ix_webhook_deliveries_store" in indexes()

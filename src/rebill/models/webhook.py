@@ -71,6 +71,9 @@ webhook_deliveries = Table(
           sqlite_where=PENDING),
     Index("ix_webhook_deliveries_store", "store_id", "id"),
     Index("ix_webhook_deliveries_webhook", "webhook_id", "id"),
+    # Whether any delivery still names a payload: the retention purge deletes a payload once
+    # none does (domain/webhook/retention.py), and a webhook's delete likewise.
+    Index("ix_webhook_deliveries_payload", "payload_id"),
     sqlite_autoincrement=True,
 )
 
