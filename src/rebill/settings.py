@@ -66,6 +66,18 @@ def webhook_private_addresses(text: str) -> str:
     return _one_of("webhook private addresses", WEBHOOK_PRIVATE_POLICIES, text)
 
 
+def _days(name: str, text: str) -> float:
+    """A number of days to keep rows, 0 forever; a negative, infinite or non-number value is
+    refused: a typo must not purge everything, nor turn a purge off unnoticed."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a number of days, 0 or more (0 keeps them forever), not {text!r}")
+    return value
+
+
 def _switch(name: str, text: str) -> bool:
     """``on``/``off`` (and the usual spellings); anything else is a mistake worth stopping for:
     a typo must not leave an unauthenticated endpoint on, or metrics silently off."""
@@ -93,8 +105,15 @@ class Settings:
     claim_stale_seconds: float = 60.0
     # Seconds between two billing runs inside `rebill serve`; 0 switches them off.
     bill_every: float = 60.0
-    # Seconds between two purges of expired idempotency keys (decisions §9.2); 0 switches it off.
+    # Seconds between two purges of expired idempotency keys (decisions §9.2), processor event
+    # ids, old webhook deliveries and old events; 0 switches it off.
     purge_every: float = 3600.0
+    # Days a finished webhook delivery (with its attempts and payload) is kept after its last
+    # change; 0 keeps them forever. A pending delivery is never purged (domain/webhook/retention.py).
+    delivery_retention_days: float = 30.0
+    # Days an event is kept; 0 (the default) keeps them forever: `GET /events` is part of the
+    # API, so forgetting events is the operator's choice (domain/event/retention.py).
+    event_retention_days: float = 0.0
     # Whether `rebill serve` sends webhook deliveries (decisions §8.4); off in processes that
     # leave them to others.
     deliver_webhooks: bool = True
@@ -155,6 +174,11 @@ class Settings:
             values["bill_every"] = float(env["REBILL_BILL_EVERY"])
         if env.get("REBILL_PURGE_EVERY"):
             values["purge_every"] = float(env["REBILL_PURGE_EVERY"])
+        if env.get("REBILL_DELIVERY_RETENTION_DAYS"):
+            values["delivery_retention_days"] = _days("REBILL_DELIVERY_RETENTION_DAYS",
+                                                      env["REBILL_DELIVERY_RETENTION_DAYS"])
+        if env.get("REBILL_EVENT_RETENTION_DAYS"):
+            values["event_retention_days"] = _days("REBILL_EVENT_RETENTION_DAYS", env["REBILL_EVENT_RETENTION_DAYS"])
         if env.get("REBILL_DELIVER_WEBHOOKS"):
             values["deliver_webhooks"] = env["REBILL_DELIVER_WEBHOOKS"] not in {"0", "false", "no", "off"}
         if env.get("REBILL_DELIVERY_LEASE_SECONDS"):

@@ -4,8 +4,11 @@ server's event loop, started and stopped with the ASGI lifespan (docs/dependenci
 - every ``regenerate_every`` seconds: the deferred regenerations whose window has passed
   (decisions §5.3, jobs/regenerate.py);
 - every ``bill_every`` seconds: the billing run of every store (decisions §6.5);
-- every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2), and
-  the ids of processor events applied more than 30 days ago;
+- every ``purge_every`` seconds: the idempotency keys past their 24 hours go (decisions §9.2),
+  the ids of processor events applied more than 30 days ago, webhook deliveries finished more
+  than ``delivery_retention_days`` ago with their attempts and payloads, and, when
+  ``event_retention_days`` says so, old events (domain/webhook/retention.py,
+  domain/event/retention.py);
 - all the time: webhook deliveries (jobs/deliver.py), a loop of its own on the event loop,
   woken by every write that queues one and polling twice a second besides.
 - every ``batch_every`` seconds, and at once when this process accepts a batch's processing:
@@ -46,9 +49,11 @@ from rebill.db.engine import Database
 from rebill.domain.batch import service as batches
 from rebill.domain.billing import inbound
 from rebill.domain.billing import run as billing
+from rebill.domain.event import retention as event_retention
 from rebill.domain.payment.gateway import Gateway
 from rebill.domain.store import clock as store_clock
 from rebill.domain.store import repository as stores
+from rebill.domain.webhook import retention as delivery_retention
 from rebill.observability import record
 from rebill.settings import Settings
 
@@ -241,8 +246,13 @@ class Jobs:
 
     def _purge(self) -> int:
         # Real time, never a store's test clock (decisions §6.12); the processor events' ids
-        # past their 30 days too (domain/billing/inbound.py).
-        return idempotency.purge_expired(self.db, self.clock.now()) + inbound.purge(self.db, self.clock.now())
+        # past their 30 days too (domain/billing/inbound.py), finished webhook deliveries and
+        # events past their settings' days. Still counted as the `idempotency purge` job, the
+        # name its metrics have always had.
+        now, settings = self.clock.now(), self.settings
+        return (idempotency.purge_expired(self.db, now) + inbound.purge(self.db, now)
+                + delivery_retention.purge(self.db, now, settings.delivery_retention_days)
+                + event_retention.purge(self.db, now, settings.event_retention_days))
 
     async def _run(self, name: str, job: Any, *args: Any) -> None:
         # Known to stop(), which waits for it (a cancelled run still waits for its thread).
