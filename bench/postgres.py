@@ -147,18 +147,17 @@ def processes(url: str, sched: dict[str, Any], address_range: tuple[int, int], r
             wrk("/subscriptions", token, 2, connections, script, args, port=port)  # warm-up: every process
         out = []
         for number in range(rounds):
-            cpu_before = {n: _cpu_seconds(url, servers[n].pid) for n in (1, 2)}
+            # CPU of the server processes and of PostgreSQL's backends per request, each taken
+            # around its own run: the backends of both servers are counted (one database), so a
+            # snapshot taken before both runs counted the first run's backends in the second's.
+            before = _cpu_seconds(url, servers[1].pid)
             one = wrk("/subscriptions", token, seconds, connections, script, args, port=SERVE_PORTS[1])
-            cpu_one = _cpu_seconds(url, servers[1].pid)
+            cpu_one = _per_request(before, _cpu_seconds(url, servers[1].pid), one["rps"] * seconds)
+            before = _cpu_seconds(url, servers[2].pid)
             two = wrk("/subscriptions", token, seconds, connections, script, args, port=SERVE_PORTS[2])
-            cpu_two = _cpu_seconds(url, servers[2].pid)
+            cpu_two = _per_request(before, _cpu_seconds(url, servers[2].pid), two["rps"] * seconds)
             out.append({"one": one["rps"], "two": two["rps"], "ratio": two["rps"] / one["rps"],
-                        "non_2xx": one["non_2xx"] + two["non_2xx"],
-                        # CPU of the server processes and of PostgreSQL's backends per request.
-                        "one_cpu_ms": {k: (cpu_one[k] - cpu_before[1][k]) / (one["rps"] * seconds) * 1e3
-                                       for k in cpu_one},
-                        "two_cpu_ms": {k: (cpu_two[k] - cpu_before[2][k]) / (two["rps"] * seconds) * 1e3
-                                       for k in cpu_two}})
+                        "non_2xx": one["non_2xx"] + two["non_2xx"], "one_cpu_ms": cpu_one, "two_cpu_ms": cpu_two})
             print(f"  writes round {number + 1}: one process {one['rps']:,.0f} req/s, two {two['rps']:,.0f} "
                   f"({out[-1]['ratio']:.2f}x); CPU per request, one: server {out[-1]['one_cpu_ms']['server']:.2f} ms "
                   f"+ PostgreSQL {out[-1]['one_cpu_ms']['postgres']:.2f} ms", flush=True)
@@ -166,6 +165,11 @@ def processes(url: str, sched: dict[str, Any], address_range: tuple[int, int], r
         for process in servers.values():
             _stop(process)
     return {"rounds": out, "ratio": median(r["ratio"] for r in out)}
+
+
+def _per_request(before: dict[str, float], after: dict[str, float], requests: float) -> dict[str, float]:
+    """ms of CPU per request, of the server and of PostgreSQL's backends."""
+    return {k: (after[k] - before[k]) / requests * 1e3 for k in after}
 
 
 def _cpu_seconds(url: str, server_pid: int) -> dict[str, float]:
@@ -250,12 +254,14 @@ def main() -> None:
           f"{'met' if write['ratio'] >= 1.6 else 'NOT met'} ({write['ratio']:.2f}x: "
           f"{median(r['two'] for r in write['rounds']):,.0f} against {median(r['one'] for r in write['rounds']):,.0f} "
           f"req/s)")
+    one_rps = median(r["one"] for r in write["rounds"])
     for n, key in ((1, "one_cpu_ms"), (2, "two_cpu_ms")):
         server = median(r[key]["server"] for r in write["rounds"])
         backends = median(r[key]["postgres"] for r in write["rounds"])
+        most = os.cpu_count() * 1e3 / (server + backends)
         print(f"  {n} process(es): {server:.2f} ms of server CPU and {backends:.2f} ms of PostgreSQL's per request; "
-              f"{os.cpu_count()} cores at full use would serve at most {os.cpu_count() * 1e3 / (server + backends):,.0f} "
-              f"req/s (wrk's own share not counted)")
+              f"{os.cpu_count()} cores at full use would serve at most {most:,.0f} req/s, {most / one_rps:.2f}x what "
+              f"one process served (wrk's own share not counted)")
     if day is not None:
         print(f"workers target (a billing day, two workers at least 1.6x one): "
               f"{'met' if day['ratio'] >= 1.6 else 'NOT met'} ({day['ratio']:.2f}x: "
