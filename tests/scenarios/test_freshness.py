@@ -246,6 +246,44 @@ def test_on_sqlite_a_new_read_connection_is_never_taken_for_an_unchanged_one(api
         db.dispose()
 
 
+def test_on_sqlite_the_requests_one_pass_of_the_loop_starts_share_its_look(api):
+    """Every request started in a pass arrived before that pass's look (its task was made when
+    its bytes were read, earlier): one ``PRAGMA data_version`` tells them all, and a request of
+    a later pass looks again, so a commit made meanwhile is seen by it."""
+    if not api.db.inline_reads:
+        pytest.skip("SQLite's data_version")
+    db = Database.from_url(_url(api))
+    try:
+        freshness = Freshness(db)
+        raw = db.read_on_loop().conn.connection.dbapi_connection
+        statements: list[str] = []
+        raw.set_trace_callback(statements.append)
+
+        def change_the_store(email: str) -> None:  # another connection's commit
+            with api.db.write() as conn:
+                conn.execute(update(stores).where(stores.c.id == api.store.id).values(email=email))
+
+        async def passes() -> list[bool]:
+            told = [freshness.moved_sqlite()]  # the first look learns the revision
+            await asyncio.sleep(0)  # the next pass
+            told.append(freshness.moved_sqlite())
+            change_the_store("pass@example.com")
+            told.append(freshness.moved_sqlite())  # started in the pass of the look before it
+            await asyncio.sleep(0)
+            told += [freshness.moved_sqlite(), freshness.moved_sqlite()]
+            return told
+
+        assert asyncio.run(passes()) == [False, False, False, True, False]
+        assert len([s for s in statements if "data_version" in s]) == 3
+        # Off any event loop (a direct call), every call looks.
+        change_the_store("direct@example.com")
+        assert [freshness.moved_sqlite(), freshness.moved_sqlite()] == [True, False]
+        assert len([s for s in statements if "data_version" in s]) == 5
+        raw.set_trace_callback(None)
+    finally:
+        db.dispose()
+
+
 # 5. The cost on PostgreSQL: one look per wave of requests
 
 
