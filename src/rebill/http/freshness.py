@@ -8,7 +8,8 @@ request sees the change.
 - SQLite: ``PRAGMA data_version`` on the event loop's read connection changes only when
   another connection committed; the revision row is read only then (a read-only load never
   reads it). The number is the connection's own and starts afresh on a new connection, so a
-  replaced read connection is always read.
+  replaced read connection is always read. One look answers the requests that one pass of the
+  event loop starts (``_hold_for_this_pass``).
 - PostgreSQL: one query on an asyncpg connection of its own, shared by the requests that
   arrive while it runs (each request waits for a look that started after it arrived: never a
   stale answer, and never one query per request under load). The requests wait on one future
