@@ -279,6 +279,22 @@ def test_on_sqlite_the_requests_one_pass_of_the_loop_starts_share_its_look(api):
         change_the_store("direct@example.com")
         assert [freshness.moved_sqlite(), freshness.moved_sqlite()] == [True, False]
         assert len([s for s in statements if "data_version" in s]) == 5
+
+        # A loop that closed before its next pass leaves a hold no other loop takes for its own.
+        closed, told = asyncio.new_event_loop(), []
+
+        def last_callback() -> None:
+            told.append(freshness.moved_sqlite())
+            closed.stop()  # the callbacks it queued never run
+        closed.call_soon(last_callback)
+        closed.run_forever()
+        closed.close()
+        assert told == [False] and freshness._pass_of is closed
+        change_the_store("another-loop@example.com")
+
+        async def look() -> bool:
+            return freshness.moved_sqlite()
+        assert asyncio.run(look()) is True
         raw.set_trace_callback(None)
     finally:
         db.dispose()

@@ -59,7 +59,7 @@ class Freshness:
         self._next: asyncio.Future[bool] | None = None  # the look after it, if anyone waits for one
         self._told: asyncio.Future[bool] | None = None  # the last look whose move was told
         self._async_conn: Any = None
-        self._looked_this_pass = False  # SQLite: a look was made in this pass of the loop
+        self._pass_of: asyncio.AbstractEventLoop | None = None  # SQLite: the loop whose pass looked
 
     def moved_sqlite(self) -> bool:
         """SQLite, on the event loop: whether the revision moved since the last look.
@@ -67,8 +67,12 @@ class Freshness:
         Asked on the loop writer's connection once it has one: `data_version` stays the same
         for a connection's own commits, so this process's request writes cost no read of the
         revision (other connections' commits, another process's or a job thread's, do)."""
-        if self._looked_this_pass:
-            return False  # told already, to a request of this pass (below)
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None  # not on a loop (a direct call): every call looks
+        if loop is not None and self._pass_of is loop:
+            return False  # told already, to a request of this pass (``_hold_for_this_pass``)
         writer = self.db.loop_writer
         raw = writer.driver_connection if writer is not None else None
         if raw is None:
@@ -81,30 +85,31 @@ class Freshness:
         except Exception:
             self._held = None  # a connection replaced under its holder: find it again next time
             raise
-        self._hold_for_this_pass()
+        if loop is not None:
+            self._hold_for_this_pass(loop)
         if version == self._data_version and raw is self._raw:
             return False
         self._data_version, self._raw = version, raw
         row = raw.execute(REVISION).fetchone()
         return self._take(row[0] if row else 0)
 
-    def _hold_for_this_pass(self) -> None:
+    def _hold_for_this_pass(self, loop: asyncio.AbstractEventLoop) -> None:
         """The look answers every request that starts in the same pass of the event loop. Each
         of them arrived before the look: a request's task is made when its bytes are read (an
         I/O callback of this pass, or of an earlier one) and starts on a later callback, while a
         request read after the look starts in a later pass, behind ``_next_pass``, which was
         queued first. So none is told less than a look begun after it arrived would tell it
         (the rule of ``moved_postgres`` too), and under load one ``PRAGMA data_version`` serves
-        the requests a pass starts together: it was a quarter of a cached read's time."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # not on a loop (a direct call): every call looks
-        self._looked_this_pass = True
+        the requests a pass starts together: it was a quarter of a cached read's time.
+
+        The hold names its loop: another loop's requests (a test client without its ``with``
+        block runs each request on a loop of its own) look for themselves, even when a loop
+        closed before it ran ``_next_pass``."""
+        self._pass_of = loop
         loop.call_soon(self._next_pass)
 
     def _next_pass(self) -> None:
-        self._looked_this_pass = False
+        self._pass_of = None  # at worst one look too many, never one too few
 
     async def moved_postgres(self) -> bool:
         """Waits for a look that began after this request arrived: the one it starts when none
