@@ -42,6 +42,12 @@ class BadRequest(ServiceError):
     status, default = 400, "Bad Request"
 
 
+# The HTTP server's own 400, for a request it cannot parse (http/protocol.py): no ServiceError
+# is raised for it, since no app sees the request; the message is the same everywhere it is named.
+NOT_READABLE_HTTP = ("The request could not be read as HTTP: a request line (method, path and query) over "
+                     "64 KiB, or a malformed request line or header")
+
+
 class Unauthorized(ServiceError):
     status, default = 401, "Invalid or missing API token"
 

@@ -11,6 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from rebill.api import openapi
+from rebill.errors import NOT_READABLE_HTTP
 from tests.builders import make_customer
 
 V01, V11 = "2021-01", "2021-11"
@@ -94,16 +95,19 @@ def test_a_plan_s_external_ids_take_the_same_forms_in_bulk_too():
 
 @pytest.mark.parametrize("version", [V01, V11])
 def test_every_operation_documents_the_http_server_s_own_400(version):
-    """uvicorn answers a request target over 64 KiB (or a request it cannot parse) with a plain
-    text 400 before Rebill sees it: every operation documents it (tests/fuzz/ sends one)."""
+    """The HTTP server answers a request target over 64 KiB (or a request it cannot parse) with
+    a 400 before the API sees it, in the error shape (http/protocol.py): every operation documents
+    it (tests/fuzz/ sends one, tests/api/test_http_protocol.py others)."""
+    not_http = openapi.document(version)["components"]["responses"]["NotReadableHttp"]
     for method, path, operation in _operations(version):
         answer = operation["responses"]["400"]
         if "$ref" in answer:
             assert answer == {"$ref": "#/components/responses/NotReadableHttp"}, (method, path)
-        else:  # an edge path that answers 400 itself too
-            assert "text/plain" in answer["content"], (method, path)
-    response = openapi.document(version)["components"]["responses"]["NotReadableHttp"]
-    assert list(response["content"]) == ["text/plain"] and "headers" not in response
+        else:  # an edge path that answers 400 itself too: the same shape, both named
+            assert answer["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+            assert answer["description"].endswith(not_http["description"]), (method, path)
+    assert list(not_http["content"]) == ["application/json"] and list(not_http["headers"]) == ["X-Request-Id"]
+    assert not_http["content"]["application/json"]["example"] == {"errors": NOT_READABLE_HTTP}
 
 
 def test_metrics_documents_what_it_answers_when_metrics_are_off(client):

@@ -44,6 +44,8 @@ def serve(
 
     import uvicorn
 
+    from rebill.http.protocol import HttpProtocol
+
     try:
         settings = settings_for(database)
         if rate_limit is not None:
@@ -99,8 +101,10 @@ def serve(
         err.print(line, soft_wrap=True)  # one line, whatever the terminal's width
     try:
         # Rebill writes its own line per request (observability/logs.py): uvicorn's access log stays off.
+        # httptools' protocol with the error shape for a request it cannot parse (http/protocol.py).
         uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
-                    access_log=False, log_config=logging_config(settings.log_format, requests=settings.request_lines))
+                    access_log=False, log_config=logging_config(settings.log_format, requests=settings.request_lines),
+                    http=HttpProtocol)
     finally:
         if metrics_dir is not None:
             remove_directory(metrics_dir)

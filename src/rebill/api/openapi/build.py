@@ -328,12 +328,13 @@ class Builder:
 
 
 def _not_readable_http(responses: dict[str, Any]) -> None:
-    """The HTTP server's own 400 (components.NOT_HTTP) beside an edge path's replies: its
-    plain text under a 400 the path answers itself too."""
+    """The HTTP server's own 400 (components.NOT_HTTP) beside an edge path's replies: under a
+    400 the path answers itself too (the same error shape), its description says both."""
     if "400" not in responses:
         responses["400"] = c.error_ref(400)
     else:
-        responses["400"]["content"].update(c.NOT_HTTP_RESPONSE["content"])
+        own = responses["400"]
+        responses["400"] = {**own, "description": f"{own['description']} Or: {c.NOT_HTTP_RESPONSE['description']}"}
 
 
 def _items_everywhere(shape: Any) -> Any:

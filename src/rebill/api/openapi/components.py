@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rebill.errors import (
+    NOT_READABLE_HTTP,
     Conflict,
     Forbidden,
     MethodNotAllowed,
@@ -121,14 +122,15 @@ def error_responses() -> dict[str, Any]:
     return out
 
 
-# What the HTTP server (uvicorn) answers itself, before Rebill sees the request, when it cannot
-# read it as HTTP: a request line (method, path and query) past 64 KiB, a header it refuses.
-# Plain text and no headers of ours: no request id was made for it.
+# What the HTTP server answers itself, before the app sees the request, when it cannot read it as
+# HTTP: a request line (method, path and query) past 64 KiB, a header it refuses. The error shape
+# with a request id (http/protocol.py), but no version or limit: nothing read the headers.
 NOT_HTTP = "NotReadableHttp"
 NOT_HTTP_RESPONSE = {
     "description": "The HTTP server could not read the request (a path and query over 64 KiB, a malformed "
-                   "request line or header) and answered before Rebill saw it: plain text, not the error shape.",
-    "content": {"text/plain": {"schema": {"type": "string"}, "example": "Invalid HTTP request received."}},
+                   "request line or header) and answered before the API saw it; the connection closes.",
+    "headers": {"X-Request-Id": header("X-Request-Id")},
+    "content": {JSON: {"schema": {"$ref": "#/components/schemas/Error"}, "example": {"errors": NOT_READABLE_HTTP}}},
 }
 
 

@@ -1,0 +1,58 @@
+"""What a real `rebill serve` answers to bytes its HTTP parser refuses (http/protocol.py): the
+error shape with a request id, never uvicorn's plain-text 400, and the server goes on serving.
+Raw sockets: an HTTP client would refuse to send most of these."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+
+from rebill.errors import NOT_READABLE_HTTP
+from tests.served import Server, serve
+
+BAD = {
+    "a request target over 64 KiB": b"GET /customers?ids=" + b"1," * 40_000 + b"1 HTTP/1.1\r\nHost: x\r\n\r\n",
+    "a header line without a colon": b"GET /customers HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n",
+    "a space inside the method": b"G ET /customers HTTP/1.1\r\nHost: x\r\n\r\n",
+    "a control character in the target": b"GET /cust\x01omers HTTP/1.1\r\nHost: x\r\n\r\n",
+    "not HTTP at all": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(32)) + b"\r\n\r\n",
+    "a chunk size that is no number": (b"POST /customers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                       b"Content-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serve(tmp_path_factory.mktemp("protocol")) as running:
+        yield running
+
+
+def _exchange(server: Server, sent: bytes) -> bytes:
+    """Everything the server answers before it closes the connection."""
+    where = urlsplit(server.base_url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
+        try:
+            conn.sendall(sent)
+        except OSError:
+            pass  # it may answer and close before reading everything sent
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("what", list(BAD))
+def test_bytes_the_parser_refuses_answer_400_in_the_error_shape(server, what):
+    head, _, body = _exchange(server, BAD[what]).partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines)
+    assert status == "HTTP/1.1 400 Bad Request", (what, head)
+    assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+    assert len(headers["x-request-id"]) == 32 and int(headers["content-length"]) == len(body)
+    assert json.loads(body) == {"errors": NOT_READABLE_HTTP}
+    # The server goes on: the next request is answered as usual.
+    assert server.request("GET", "/store")[0] == 200
