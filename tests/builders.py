@@ -4,6 +4,8 @@ services as the API, so built data obeys every rule."""
 from __future__ import annotations
 
 import itertools
+import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
@@ -181,3 +183,13 @@ def concurrently(api: Any, requests: list[tuple[str, str, Any]]) -> list[Any]:
         async with httpx.AsyncClient(transport=transport, base_url="http://rebill.test", headers=headers) as http:
             return list(await asyncio.gather(*(http.request(m, p, json=b) for m, p, b in requests)))
     return asyncio.run(main())
+
+
+def wait_for(check: Callable[[], object], seconds: float = 10.0) -> bool:
+    """Whether ``check`` came true within ``seconds`` (a background job of a running app)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False

@@ -30,7 +30,7 @@ from rebill.jobs import worker as jobs_worker
 from rebill.models import events, webhook_attempts, webhook_deliveries, webhook_payloads
 from rebill.settings import RateLimit, Settings
 from tests.api.test_webhooks import ADDRESS, create
-from tests.builders import make_customer
+from tests.builders import make_customer, wait_for
 
 d = webhook_deliveries
 _years_back = itertools.count()
@@ -273,7 +273,7 @@ def test_the_server_purges_old_deliveries_and_events_by_itself(api, at):
                         regenerate_every=0, bill_every=0, deliver_webhooks=False, batch_every=0, purge_every=0.1,
                         delivery_retention_days=3650, event_retention_days=3650)
     with TestClient(create_app(settings, db=api.db, clock=api.clock)):
-        assert _wait_for(lambda: kept(api) == {pending: "pending"} and not old & events_of_store(api))
+        assert wait_for(lambda: kept(api) == {pending: "pending"} and not old & events_of_store(api))
     assert recent <= events_of_store(api)
     assert payloads(api) == {payload_of(api, pending)}
 
@@ -287,18 +287,9 @@ def test_the_server_keeps_events_by_default_and_deliveries_30_days(api, at):
     settings = Settings(database_url="unused", rate_limit=RateLimit(enabled=False), token_cache_seconds=0.0,
                         regenerate_every=0, bill_every=0, deliver_webhooks=False, batch_every=0, purge_every=0.1)
     with TestClient(create_app(settings, db=api.db, clock=api.clock)):
-        assert _wait_for(lambda: kept(api) == {recent: "failed"})
+        assert wait_for(lambda: kept(api) == {recent: "failed"})
     # The runs that purged the delivery (stopping waits for them) left the year 2000's events.
     assert old <= events_of_store(api)
-
-
-def _wait_for(check: Any, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # Settings ----------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ lifespan, bill what is due and run deferred regenerations by themselves, and sto
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 from starlette.testclient import TestClient
@@ -11,7 +10,7 @@ from starlette.testclient import TestClient
 from rebill.app import create_app
 from rebill.jobs.scheduler import Jobs, bill_every_store
 from rebill.settings import RateLimit, Settings
-from tests.builders import charges_of, make_address, make_customer, make_payment_method, make_subscription
+from tests.builders import charges_of, make_address, make_customer, make_payment_method, make_subscription, wait_for
 
 
 def _settings(**kw):
@@ -28,14 +27,6 @@ def _due_charge(api):
     return address, charge
 
 
-def _wait_for(check, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
-
 
 def test_the_server_bills_due_charges_by_itself_while_it_runs(api):
     address, charge = _due_charge(api)
@@ -43,7 +34,7 @@ def test_the_server_bills_due_charges_by_itself_while_it_runs(api):
     assert isinstance(app, Jobs)
     with TestClient(app):
         assert app.scheduler is not None and app.scheduler.running
-        paid = _wait_for(lambda: [c.status for c in charges_of(api, address.id) if c.id == charge.id] == ["success"])
+        paid = wait_for(lambda: [c.status for c in charges_of(api, address.id) if c.id == charge.id] == ["success"])
     assert paid
     assert app.scheduler is None  # stopped with the lifespan
 
@@ -82,4 +73,4 @@ def test_the_server_purges_expired_idempotency_keys_by_itself(api):
                                     .where(idempotency_keys.c.store_id == api.store.id)).scalars())
     app = create_app(_settings(regenerate_every=0, bill_every=0, purge_every=0.1), db=api.db, clock=api.clock)
     with TestClient(app):
-        assert _wait_for(lambda: keys() == {"kept"})
+        assert wait_for(lambda: keys() == {"kept"})

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
-
 from rebill.db.engine import Database
+from rebill.db.purge import delete_old
 from rebill.models import events
 
 PURGE_BATCH = 5000
@@ -34,23 +33,9 @@ def cutoff(now: datetime, days: float) -> datetime | None:
 
 
 def purge(db: Database, now: datetime, days: float) -> int:
-    """Deletes the events created more than ``days`` before ``now`` (real time); returns how
-    many went."""
+    """Deletes the events created more than ``days`` before ``now`` (real time), a batch per
+    transaction (db/purge.py); returns how many went."""
     before = cutoff(now, days)
     if before is None:
         return 0
-    old = events.c.created_at < before
-    removed, after = 0, 0
-    while True:
-        # No index on `created_at`: each batch starts past the last one's ids (the primary
-        # key), so that a run reads the table about once, never again the rows it deleted
-        # (PostgreSQL keeps them until its vacuum); the last, short batch reads the rest and
-        # ends the run. Once an hour, that costs less than an index every event written pays.
-        batch = select(events.c.id).where(events.c.id > after, old).order_by(events.c.id).limit(PURGE_BATCH)
-        with db.write() as conn:
-            gone = conn.execute(delete(events).where(events.c.id.in_(batch.scalar_subquery()), old)
-                                .returning(events.c.id)).scalars().all()
-        removed += len(gone)
-        if len(gone) < PURGE_BATCH:
-            return removed
-        after = max(gone)
+    return delete_old(db, events, events.c.created_at < before, batch=PURGE_BATCH)

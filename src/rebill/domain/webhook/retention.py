@@ -21,10 +21,12 @@ whose test clock moved ahead keeps its deliveries until real time passes their c
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, exists, select
+from sqlalchemy import Connection, delete, exists
 
 from rebill.db.engine import Database
+from rebill.db.purge import delete_old
 from rebill.models import webhook_deliveries, webhook_payloads
 
 from ..event.retention import cutoff
@@ -36,29 +38,14 @@ PURGE_BATCH = 5000
 def purge(db: Database, now: datetime, days: float) -> int:
     """Deletes the deliveries finished and unchanged for ``days`` before ``now`` (real time),
     their attempts and the payloads no delivery names any more; returns how many deliveries
-    went."""
+    went. A delivery a replay made pending meanwhile stays (db/purge.py)."""
     before = cutoff(now, days)
     if before is None:
         return 0
     d, p = webhook_deliveries, webhook_payloads
-    old = (d.c.status != PENDING) & (d.c.updated_at < before)
-    unused = ~exists().where(d.c.payload_id == p.c.id)  # ix_webhook_deliveries_payload
-    removed, after = 0, 0
-    while True:
-        # No index for the look (one on `updated_at` of finished deliveries would cost every
-        # delivery's last write, the hot path, for a read once an hour): each batch starts past
-        # the last one's ids (the primary key), so that a run reads the table about once and
-        # never again the rows it deleted (PostgreSQL keeps them until its vacuum); the last,
-        # short batch reads the rest and ends the run. A row a replay changed meanwhile is left
-        # out of its batch, which may end the run early: the next one takes the rest.
-        batch = select(d.c.id).where(d.c.id > after, old).order_by(d.c.id).limit(PURGE_BATCH)
-        with db.write() as conn:
-            gone = conn.execute(delete(d).where(d.c.id.in_(batch.scalar_subquery()), old)
-                                .returning(d.c.id, d.c.payload_id)).all()
-            payload_ids = sorted({row.payload_id for row in gone})
-            if payload_ids:
-                conn.execute(delete(p).where(p.c.id.in_(payload_ids), unused))
-        removed += len(gone)
-        if len(gone) < PURGE_BATCH:
-            return removed
-        after = max(row.id for row in gone)
+
+    def payloads(conn: Connection, gone: Any) -> None:
+        unused = ~exists().where(d.c.payload_id == p.c.id)  # ix_webhook_deliveries_payload
+        conn.execute(delete(p).where(p.c.id.in_(sorted({row.payload_id for row in gone})), unused))
+    return delete_old(db, d, (d.c.status != PENDING) & (d.c.updated_at < before), batch=PURGE_BATCH,
+                      returning=[d.c.payload_id], then=payloads)
