@@ -43,6 +43,32 @@ class UtcDateTime(TypeDecorator[datetime]):
             value = value.astimezone(timezone.utc).replace(tzinfo=None)
         return value
 
+    def bind_processor(self, dialect: Any) -> Any:
+        """On SQLite, one function from an aware datetime to SQLAlchemy's stored text, instead
+        of TypeDecorator's chain (a dict built per value), remembering the last value: a
+        write's timestamps are mostly one ``now`` (created_at, updated_at, its event's
+        created_at), formatted once. The memo is one tuple, swapped whole, so threads sharing
+        the processor never see a value with another's text; it holds its datetime, whose
+        identity therefore cannot be reused by another object."""
+        standard = super().bind_processor(dialect)
+        if dialect.name != "sqlite":
+            return standard
+        utc = timezone.utc
+        memo: list[tuple[Any, Any]] = [(None, None)]
+
+        def process(value: Any) -> Any:
+            last = memo[0]
+            if value is last[0]:
+                return last[1]
+            if type(value) is not datetime:
+                return standard(value)  # None, or anything else, as SQLAlchemy takes it
+            naive = value if value.tzinfo is None else value.astimezone(utc).replace(tzinfo=None)
+            # SQLAlchemy's SQLite storage format: microseconds always written.
+            text = naive.isoformat(" ", "microseconds")
+            memo[0] = (value, text)
+            return text
+        return process
+
     def result_processor(self, dialect: Any, coltype: Any) -> Any:
         """Returns aware UTC, with one function per value rather than TypeDecorator's chain
         (every row of every read decodes two or three of these)."""
