@@ -512,6 +512,11 @@ def test_a_charge_makes_the_customer_address_subscription_charge_and_order_at_on
     assert (customer["email"], customer["first_name"], customer["phone"]) == \
         ("ada@example.com", "Ada", "+14155550199")
     assert customer["analytics_data"] == {"utm_params": [{"utm_source": "news"}]}
+    # NOTE: spec 02 Checkout `analytics_data`: copied to the customer, the subscription and the
+    # charge; in both versions, and not to the charges the subscription renews with.
+    for version in (V01, V11):
+        paid = vapi.get(f"/charges/{result['charge_id']}", version=version).json()["charge"]
+        assert paid["analytics_data"] == {"utm_params": [{"utm_source": "news"}]}, version
     address = vapi.get(f"/addresses/{charge['address_id']}", version=V11).json()["address"]
     assert (address["address1"], address["order_note"], address["order_attributes"]) == \
         ("101 Market St", "Ring twice", [{"name": "gift", "value": "yes"}])
@@ -528,6 +533,8 @@ def test_a_charge_makes_the_customer_address_subscription_charge_and_order_at_on
     assert vapi.get("/onetimes", version=V11).json()["onetimes"] == []  # one-time lines: the order only
     [queued] = vapi.get("/charges", params={"status": "queued"}, version=V11).json()["charges"]
     assert (queued["scheduled_at"], queued["total_price"]) == (str(_months_on(today, 1)), "31.81")
+    assert subscription["analytics_data"] == {"utm_params": [{"utm_source": "news"}]}
+    assert queued["analytics_data"] == {"utm_params": []}
 
     assert topics(vapi, since) == [
         "customer/created", "customer/payment_method_updated", "address/created", "subscription/created",

@@ -62,6 +62,9 @@ charges = Table(
     Column("claimed_at", UtcDateTime(), nullable=True),
     # The date `charge/upcoming` was told for (issue 14): told again when the date moves.
     Column("upcoming_told_for", Date, nullable=True),
+    # NOTE: spec 02 Checkout `analytics_data`, copied to the charge its payment creates; other
+    # charges have none (rendered as an empty `utm_params`; 0021).
+    Column("analytics_data", JsonType, nullable=True),
     *timestamps(),
     # The status inside the address index: a replan reads one address's open charges (0004).
     Index("ix_charges_store_address_status_date", "store_id", "address_id", "status", "scheduled_at"),

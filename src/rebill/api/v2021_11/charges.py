@@ -14,7 +14,7 @@ from rebill.domain.charge.model import STATUSES, Charge
 from rebill.domain.geo import country_name
 from rebill.domain.money import format_amount
 
-from .serializers import ts
+from .serializers import _analytics, ts
 
 NO_IMAGES = {"large": None, "medium": None, "original": None, "small": None}
 
@@ -79,7 +79,7 @@ def charge(c: Charge) -> dict[str, Any]:
     return {
         "id": c.id,
         "address_id": c.address_id,
-        "analytics_data": {"utm_params": []},
+        "analytics_data": _analytics(c.analytics_data),
         "billing_address": address(c.billing_address),
         "browser_ip": None,  # NOTE: 03-real-fields, schema only (as client_details.browser_ip)
         "charge_attempts": c.charge_attempts,

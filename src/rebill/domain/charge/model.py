@@ -73,6 +73,7 @@ class Charge(msgspec.Struct):
     payment_method_id: int | None
     authorized_at: datetime | None
     claimed_by: str | None
+    analytics_data: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
     customer_email: str | None

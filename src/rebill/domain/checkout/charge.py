@@ -361,7 +361,8 @@ def _insert_charge(unit: Unit, checkout: Checkout, attempt: dict[str, Any], resu
         "payment_processor": attempt["payment_processor"], "has_uncommitted_changes": False, "merged_at": None,
         "original_scheduled_at": None, "lock_version": 1, "payment_method_id": method_id,
         "authorized_at": unit.now if authorized else None, "claimed_by": None, "claimed_at": None,
-        "upcoming_told_for": None, "created_at": unit.now, "updated_at": unit.now,
+        "upcoming_told_for": None, "analytics_data": checkout.analytics_data,
+        "created_at": unit.now, "updated_at": unit.now,
     }
     charge_id = charges.insert_many(unit.conn, [values])[0]
     charges.change_items(unit.conn, unit.store_id, [(charge_id, item.id) for item in subscriptions if item], [])
