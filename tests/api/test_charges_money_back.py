@@ -218,3 +218,14 @@ def test_refunding_needs_the_write_orders_scope(tier_a):
     reply = tier_a.post(f"/charges/{charge['id']}/refund", json={"amount": "1.00"},
                         token=tier_a.token_with("read_orders"))
     assert reply.status_code == 403
+
+
+def test_a_full_refund_of_a_charge_paid_at_nothing_names_full_refund_not_amount(tier_a):
+    """decisions §6.12: with full_refund, `amount` is ignored, so it is not the field at fault
+    when nothing is left (found by a conformance audit: the 422 named `amount`)."""
+    charge = _processed(tier_a, price="0.00")
+    assert Decimal(charge["total_price"]) == 0
+    reply = tier_a.post(f"/charges/{charge['id']}/refund", json={"full_refund": True})
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["errors"] == {"full_refund": ["nothing is left to refund on this charge"]}
+    assert _ledger(tier_a, "refund") == []

@@ -67,7 +67,11 @@ def _refund_amount(charge: Charge, amount: Decimal | None, full: bool) -> Decima
         raise ValidationFailed.field("status", f"only a paid charge can be refunded; this one is {charge.status}")
     left = charge.total_price - charge.total_refunds
     if full:
-        amount = left  # NOTE: decisions §6.12, `amount` is then ignored
+        # NOTE: decisions §6.12, `amount` is then ignored: nothing left is the charge's state,
+        # not a fault of a field that was not sent (a charge paid at 0.00, or refunded whole).
+        if left <= 0:
+            raise ValidationFailed.field("full_refund", "nothing is left to refund on this charge")
+        amount = left
     if amount is None:
         raise ValidationFailed.field("amount", "is required unless full_refund is true")
     problem = places_problem(amount, charge.currency)

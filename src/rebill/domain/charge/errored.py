@@ -18,6 +18,7 @@ from collections.abc import Collection
 
 from sqlalchemy import select
 
+from rebill.errors import ValidationFailed
 from rebill.models import charge_items, charges
 
 from ..address import repository as addresses
@@ -46,6 +47,18 @@ def holding(unit: Unit, item_id: int) -> list[int]:
             .where(charge_items.c.purchase_item_id == item_id, charges.c.store_id == unit.store_id,
                    charges.c.status == ERROR))
     return sorted(unit.conn.execute(stmt).scalars())
+
+
+def check_not_waiting(unit: Unit, item_id: int, field: str) -> None:
+    """A subscription on a charge in error waits for that charge: a retry advances it from the
+    charge's date (decisions §6.3), so a next date set meanwhile would show a date no charge
+    has and then be overwritten. Refused, naming the charge (as a skip by date is)."""
+    found = repository.many(unit.conn, unit.store_id, holding(unit, item_id))
+    for charge in found.values():
+        if charge.retry_date is not None:
+            raise ValidationFailed.field(field, f"purchase item {item_id} waits for the retry of charge {charge.id}")
+        raise ValidationFailed.field(field, f"purchase item {item_id} is held by charge {charge.id}, whose last "
+                                            "retry failed: process that charge first")
 
 
 def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (),

@@ -62,6 +62,11 @@ def activate(unit: Unit, subscription_id: int) -> PurchaseItem:
                           "cancellation_reason_comments": None, "cancelled_next_date": None,
                           "next_charge_scheduled_at": when, "max_retries_reached": False}, "subscription/activated")
     activity.refresh(unit, current.customer_id)
+    # Cancelled by its last failed retry (decisions §6.4), it is still on that closed charge,
+    # which would hold it out of the plan for good: it leaves it, as a cancel takes an item out
+    # of a charge in retry, so that the queued charge of §5.16 follows (the closed charge keeps
+    # the rest of what it holds, or is deleted when it held only this).
+    errored.recompute(unit, errored.holding(unit, subscription_id), leaving={subscription_id})
     replan(unit, [current.address_id])
     return get(unit, subscription_id)
 
@@ -76,6 +81,7 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
         # now would be overwritten. A lost race: 409.
         raise Conflict("The subscription's charge is being paid; try again in a moment")
     if when != current.next_charge_scheduled_at:
+        errored.check_not_waiting(unit, subscription_id, "date")
         # Later charges follow the new date: it becomes the anchor of a monthly cadence.
         anchor = intervals.anchor_for(current.order_interval_unit or "", when, None)
         intervals.check_room("date", when, current.order_interval_unit, current.charge_interval_frequency, anchor)
@@ -101,6 +107,7 @@ def change_address(unit: Unit, subscription_id: int, address_id: int, when: date
             raise ValidationFailed.field("next_charge_scheduled_at", "the subscription is not active")
         intervals.check_future("next_charge_scheduled_at", when, unit.today)
         if when != current.next_charge_scheduled_at:
+            errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
             changes["next_charge_scheduled_at"] = when
             changes["anchor_day"] = intervals.anchor_for(current.order_interval_unit or "", when, None)
             intervals.check_room("next_charge_scheduled_at", when, current.order_interval_unit,

@@ -243,6 +243,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
                            for n in (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week"))
     if "next_charge_scheduled_at" in changes:
         intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], today)
+        if changes["next_charge_scheduled_at"] != current.next_charge_scheduled_at:
+            errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
     elif interval_changed and current.status == ACTIVE:
         # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
         since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()

@@ -1,0 +1,112 @@
+"""A subscription and the charge in error that holds it (decisions §6.3, §6.4, §5.16; found by
+a conformance audit): activating a subscription that its last failed retry cancelled gives it
+a queued charge again, and a next date set while a charge in error holds the subscription is
+refused, naming the charge, instead of showing a date no charge has."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from sqlalchemy import update
+
+from rebill.domain.charge.model import item_ids
+from rebill.models import payment_methods, stores
+from tests.builders import charges_of
+from tests.scenarios.conftest import advance, subscriber
+
+
+def _dunning(api, action):
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(
+            dunning={"first_retry_days": 1, "retry_every_days": 2, "max_attempts": 3, "on_max_retries": action}))
+
+
+def _new_card(api):
+    with api.db.write() as conn:
+        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
+                     .values(processor_payment_method_token="pm_new_card", status="valid"))
+
+
+def test_a_subscription_cancelled_by_its_last_retry_is_charged_again_once_activated(api, at):
+    _dunning(api, "cancel_subscriptions")
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    assert advance(api, to="2027-02-10")["failed"] == 3  # Feb 1, 2 and 4: closed
+    [closed] = charges_of(api, address.id)
+    assert (closed.status, closed.error_type, closed.retry_date) == ("error", "CLOSED_MAX_RETRIES_REACHED", None)
+    assert api.get(f"/subscriptions/{subscription.id}").json()["subscription"]["status"] == "cancelled"
+
+    _new_card(api)
+    reply = api.post(f"/subscriptions/{subscription.id}/activate", json={})
+    assert reply.status_code == 200, reply.text
+    item = reply.json()["subscription"]
+    assert item["status"] == "active" and item["next_charge_scheduled_at"].startswith("2027-02-11")
+    assert item["has_queued_charges"] is True
+    # It left the closed charge, which held nothing else (so it is gone, charge/deleted), and
+    # a queued charge on the restored date follows.
+    [queued] = charges_of(api, address.id)
+    assert (queued.status, queued.scheduled_at, item_ids(queued.line_items)) == \
+        ("queued", date(2027, 2, 11), [subscription.id])
+    assert advance(api, to="2027-02-12")["paid"] == 1
+    after = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert after["status"] == "active" and after["has_queued_charges"] is True
+    assert after["next_charge_scheduled_at"] > "2027-02-12"
+
+
+def test_a_closed_charge_holding_two_subscriptions_keeps_the_one_not_activated(api, at):
+    from tests.builders import make_subscription
+
+    _dunning(api, "cancel_subscriptions")
+    at(date(2027, 1, 20))
+    address, first = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1), price="10.00")
+    second = make_subscription(api, address, next_charge_scheduled_at=date(2027, 2, 1), price="7.00")
+    assert advance(api, to="2027-02-10")["failed"] == 3
+    [closed] = charges_of(api, address.id)
+    assert sorted(item_ids(closed.line_items)) == sorted([first.id, second.id])
+    assert api.post(f"/subscriptions/{first.id}/activate", json={}).status_code == 200
+    by_status = {c.status: c for c in charges_of(api, address.id)}
+    assert by_status["error"].id == closed.id and item_ids(by_status["error"].line_items) == [second.id]
+    assert by_status["error"].subtotal_price < closed.subtotal_price  # its money without the first
+    assert item_ids(by_status["queued"].line_items) == [first.id]
+
+
+@pytest.mark.parametrize("how", ["set_next_charge_date", "update", "change_address"])
+def test_a_next_date_is_refused_while_a_charge_in_retry_holds_the_subscription(api, at, how):
+    at(date(2027, 1, 10))
+    address, subscription = subscriber(api, token="pm_insufficient_funds", next_charge_scheduled_at=date(2027, 1, 12))
+    assert advance(api, to="2027-01-12")["failed"] == 1
+    [charge] = charges_of(api, address.id)
+    assert charge.status == "error" and charge.retry_date == date(2027, 1, 13)
+    if how == "set_next_charge_date":
+        reply, field = api.post(f"/subscriptions/{subscription.id}/set_next_charge_date",
+                                json={"date": "2027-01-20"}), "date"
+    elif how == "update":
+        reply, field = api.put(f"/subscriptions/{subscription.id}",
+                               json={"next_charge_scheduled_at": "2027-01-20"}), "next_charge_scheduled_at"
+    else:
+        reply, field = api.post(f"/subscriptions/{subscription.id}/change_address",
+                                json={"address_id": address.id, "next_charge_scheduled_at": "2027-01-20"}), \
+            "next_charge_scheduled_at"
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["errors"] == {field: [f"purchase item {subscription.id} waits for the retry of charge "
+                                              f"{charge.id}"]}
+    item = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert item["next_charge_scheduled_at"].startswith("2027-01-12")
+    # The retry pays it and the cadence goes on from the charge's date (decisions §6.3).
+    _new_card(api)
+    assert advance(api, to="2027-01-14")["paid"] == 1
+    after = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert after["next_charge_scheduled_at"].startswith("2027-02-12")
+
+
+def test_with_do_nothing_a_next_date_names_the_closed_charge_to_process(api, at):
+    _dunning(api, "do_nothing")
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    assert advance(api, to="2027-02-10")["failed"] == 3
+    [closed] = charges_of(api, address.id)
+    reply = api.post(f"/subscriptions/{subscription.id}/set_next_charge_date", json={"date": "2027-03-01"})
+    assert reply.status_code == 422
+    assert reply.json()["errors"] == {"date": [f"purchase item {subscription.id} is held by charge {closed.id}, "
+                                               "whose last retry failed: process that charge first"]}
