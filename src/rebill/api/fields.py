@@ -54,6 +54,9 @@ class Field:
     decimals: int | None = 2
     # money: whether a leading minus is allowed (amounts are non-negative unless stated).
     signed: bool = False
+    # What an absent optional field is stored as when the whole object is given (a create, a
+    # list item); MISSING leaves it out. An attribute sent without `value` keeps the key.
+    default: Any = MISSING
 
     @property
     def target(self) -> str:
@@ -193,6 +196,8 @@ class Schema:
             if raw is MISSING:
                 if field.required and not partial:
                     errors[field.name] = ["is required"]
+                elif field.default is not MISSING and not partial:
+                    clean[field.target] = field.default
                 continue
             if raw is None:
                 if field.required or not field.nullable:

@@ -21,8 +21,10 @@ def _currency(value: str) -> str:
     return value.strip().upper()
 
 
+# NOTE: spec 03, `order_attributes[].value` and `properties[].value` are in every reply: a
+# `value` not sent is stored as null, never left out.
 ATTRIBUTE = Schema(Field("name", "str", required=True, nullable=False),
-                   Field("value", "str", max_length=4096))
+                   Field("value", "str", max_length=4096, default=None))
 SHIPPING_LINE = Schema(
     Field("code", "str"),
     Field("price", "decimal", required=True, nullable=False),

@@ -50,7 +50,7 @@ customer = obj({
 })
 
 # An order attribute as the client sent it: `value` may be null or left out.
-ATTRIBUTE = obj({"name": string()}, {"value": nullable(string())})
+ATTRIBUTE = obj({"name": string(), "value": nullable(string())})
 SHIPPING_LINE = obj({"code": nullable(string()), "price": money(), "title": nullable(string())})
 DISCOUNT_REF = obj({"id": integer(), "code": string(), "value": string(), "value_type": string()})
 
