@@ -1,22 +1,26 @@
 """Customers, both versions (spec 02 Customers; 2021-11 per the public contract), and the
 2021-11 delivery schedule (decisions §5.15, §5.16)."""
 
+from collections.abc import Callable
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 
 from rebill.domain.customer import service
 from rebill.domain.customer.model import CustomerCreate, CustomerUpdate
 from rebill.domain.money import format_amount
+from rebill.domain.payment_method.model import CUSTOMER_TOKEN_TYPES
 from rebill.domain.schedule import delivery
 from rebill.domain.schedule.plan import shipping_address
-from rebill.errors import ValidationFailed
+from rebill.errors import Forbidden, ValidationFailed
 
 from .. import query as q
-from ..call import Call, Reply
+from ..call import Call, Reply, convert
 from ..declared import count, created, deleted, one, page, update, whole
 from ..routing import Endpoints
 from ..v2021_11.payment_methods import billing_fields
+from . import payment_methods
 
+T = TypeVar("T")
 endpoints = Endpoints()
 READ, WRITE = "read_customers", "write_customers"
 # NOTE: decisions §5.15, the delivery schedule's query (read by the handler itself, below).
@@ -43,11 +47,37 @@ def count_customers(call: Call) -> Reply:
         return Reply({"count": service.count(unit, filters)})
 
 
+# NOTE: spec 02 Customers, the deprecated processor token fields of a 2021-01 customer body
+# (api/v2021_01/changes.py CustomerProcessorTokens; 2021-11 declares none), by processor.
+TOKEN_FIELDS = {f"{processor}_customer_token": processor for processor in CUSTOMER_TOKEN_TYPES}
+
+
+def _command(call: Call, schema: str, cls: type[T], *, partial: bool = False) -> tuple[T, dict[str, str]]:
+    """The body as ``cls``, and the processor customer tokens it gives (processor -> token;
+    null gives none)."""
+    if not any(name in call.body for name in TOKEN_FIELDS):
+        return call.command(schema, cls, partial=partial), {}
+    clean = call.version.schemas[schema].parse(call.body, partial=partial)
+    sent = {TOKEN_FIELDS[name]: clean.pop(name) for name in TOKEN_FIELDS if name in clean}
+    return convert(clean, cls), {processor: token for processor, token in sent.items() if token is not None}
+
+
+def _token_scope_check(call: Call) -> Callable[[], None]:
+    """NOTE: spec 02 Customers, "a write permission on payments is needed only when payment
+    token data is created or changed": the domain calls this before it writes a token, and the
+    403 rolls back the whole request (docs/scopes.md)."""
+    def check() -> None:
+        if not call.token.allows(payment_methods.WRITE):
+            raise Forbidden(f"This token lacks the scope a customer token needs: {payment_methods.WRITE}")
+    return check
+
+
 @endpoints.post("/customers", scope=WRITE, body="customer.create", reply=created("customer"))
 def create_customer(call: Call) -> Reply:
-    command = call.command("customer.create", CustomerCreate)
+    command, tokens = _command(call, "customer.create", CustomerCreate)
     with call.write() as unit:
-        return call.created("customer", service.create(unit, command))
+        return call.created("customer", service.create(unit, command, tokens=tokens,
+                                                       authorize=_token_scope_check(call)))
 
 
 @endpoints.get("/customers/{customer_id:id}", scope=READ, reply=one("customer", include="customers"))
@@ -59,9 +89,10 @@ def get_customer(call: Call) -> Reply:
 
 @endpoints.put("/customers/{customer_id:id}", scope=WRITE, body=update("customer.update"), reply=one("customer"))
 def update_customer(call: Call) -> Reply:
-    command = call.command("customer.update", CustomerUpdate, partial=True)
+    command, tokens = _command(call, "customer.update", CustomerUpdate, partial=True)
     with call.write() as unit:
-        return call.one("customer", service.update(unit, call.path["customer_id"], command))
+        return call.one("customer", service.update(unit, call.path["customer_id"], command, tokens=tokens,
+                                                   authorize=_token_scope_check(call)))
 
 
 @endpoints.delete("/customers/{customer_id:id}", scope=WRITE, reply=deleted())

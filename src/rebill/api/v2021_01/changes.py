@@ -15,6 +15,7 @@ from rebill.api.contract import Change, Rename
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11.serializers import store_domain
 from rebill.domain.geo import country_code_for_name, country_name
+from rebill.domain.payment_method.model import CUSTOMER_TOKEN_TYPES, card_data_problem
 
 
 def _country_to_code(value: str) -> str:
@@ -212,11 +213,18 @@ class CustomerStatusAndCounts(Change):
 class CustomerProcessorTokens(Change):
     """Customers still show the deprecated processor tokens `stripe_customer_token`,
     `braintree_customer_token` and `paypal_customer_token` (payment methods hold them,
-    decisions §6.1: the default method's customer token, when it is that processor's); they
-    have no `apply_credit_to_next_*` flags."""
+    decisions §6.1: the default method's customer token, when it is that processor's), and
+    create and update take them (spec 02 Customers): a tokenized customer, not card data, kept on
+    the customer's payment method of that processor; writing one needs `write_payment_methods`
+    (api/resources/customers.py). They have no `apply_credit_to_next_*` flags."""
 
     kinds = ("customer",)
-    TOKENS = ("stripe", "braintree", "paypal")
+    TOKENS = tuple(CUSTOMER_TOKEN_TYPES)
+
+    def request(self, schema: Schema) -> Schema:
+        # Null is taken as no token (docs/api-choices.md, Customers): nothing is written or removed.
+        return schema.plus(*(Field(f"{p}_customer_token", "str", min_length=1, check=card_data_problem)
+                             for p in self.TOKENS))
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         for processor in self.TOKENS:

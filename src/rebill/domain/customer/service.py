@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -15,6 +16,7 @@ from ..address import repository as addresses
 from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
+from ..payment_method import service as payment_methods
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
@@ -95,7 +97,12 @@ def get(unit: Unit, customer_id: int) -> Customer:
     return customer
 
 
-def create(unit: Unit, command: CustomerCreate) -> Customer:
+def create(unit: Unit, command: CustomerCreate, *, tokens: Mapping[str, str] | None = None,
+           authorize: Callable[[], None] | None = None) -> Customer:
+    """``tokens``: processor -> customer token, what the deprecated 2021-01 token fields give
+    (spec 02 Customers), kept on the customer's payment methods in the same transaction
+    (domain/payment_method/service.py ``put_customer_tokens``); ``authorize`` runs before they
+    write anything, and only when they do, and raises to refuse (the request's scope check)."""
     check_analytics(command.analytics_data)
     _check_email(unit, command.email)
     values = msgspec.structs.asdict(command)
@@ -115,13 +122,19 @@ def create(unit: Unit, command: CustomerCreate) -> Customer:
     except IntegrityError as exc:
         raise _email_race(exc) from None
     unit.record("customer/created", customer_id)
+    if tokens and payment_methods.put_customer_tokens(unit, customer_id, tokens, authorize=authorize):
+        # A token made the customer's first payment method, its default: the payment fields
+        # derive from it, so this answer is read back.
+        return get(unit, customer_id)
     # The answer is what was written, not a re-read: a new customer has no payment method,
     # subscription, charge or order yet, so every derived field keeps its default (issue 18;
     # tests/api/test_customers_created.py checks it against a GET).
     return Customer(customer_id, **{name: values[name] for name in _WRITTEN})
 
 
-def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
+def update(unit: Unit, customer_id: int, command: CustomerUpdate, *, tokens: Mapping[str, str] | None = None,
+           authorize: Callable[[], None] | None = None) -> Customer:
+    """``tokens`` and ``authorize``: as ``create``'s, after the customer's own fields."""
     current = get(unit, customer_id)
     changes = command.changes()
     if "analytics_data" in changes:
@@ -148,6 +161,8 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate) -> Customer:
             # The customer's billing address is the billing address of its queued charges.
             from ..schedule.reconcile import replan
             replan(unit, addresses.ids_of_customer(unit.conn, unit.store_id, customer_id))
+    if tokens:
+        payment_methods.put_customer_tokens(unit, customer_id, tokens, authorize=authorize)
     return get(unit, customer_id)
 
 

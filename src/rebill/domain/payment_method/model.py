@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,21 @@ DEFAULT_PROCESSOR = "sandbox"
 # The processor fields: changing one points the method at another instrument, whose outcome
 # is unknown until it is charged (decisions §6.12: a new method is `unvalidated`).
 PROCESSOR_FIELDS = ("processor_name", "processor_customer_token", "processor_payment_method_token")
+# NOTE: spec 02 Customers, the deprecated 2021-01 customer token fields (`<processor>_customer_token`):
+# the processors they name, and the payment type of a method one of them makes (a Stripe or
+# Braintree customer is a vaulted card holder; a PayPal customer pays with PayPal).
+CUSTOMER_TOKEN_TYPES = {"stripe": "CREDIT_CARD", "braintree": "CREDIT_CARD", "paypal": "PAYPAL"}
+_CARD_SEPARATORS = re.compile(r"[\s-]")
+
+
+def card_data_problem(token: str) -> str | None:
+    """NOTE: spec 02 Customers, "a customer payment token must be a tokenized customer, not card
+    data": a value that reads as a card number (13 to 19 digits, spaces or dashes allowed
+    between them) is refused before anything stores it; None when the value is fine."""
+    digits = _CARD_SEPARATORS.sub("", token)
+    if digits.isascii() and digits.isdigit() and 13 <= len(digits) <= 19:
+        return "must be a tokenized customer, not card data"
+    return None
 
 
 class PaymentMethod(msgspec.Struct):

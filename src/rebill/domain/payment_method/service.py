@@ -7,15 +7,20 @@ customer keeps exactly one default method while it has any (also a unique index,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import msgspec
 
-from rebill.errors import NotFound, ValidationFailed
+from rebill.errors import NotFound, ValidationFailed, add_error
 
 from ..customer import repository as customers
 from ..listing import ListQuery, PageResult
+from ..payment import processors
 from ..unit import Unit
 from . import repository
 from .model import (
+    CUSTOMER_TOKEN_TYPES,
     DEFAULT_PROCESSOR,
     PROCESSOR_FIELDS,
     UNVALIDATED,
@@ -23,12 +28,15 @@ from .model import (
     PaymentMethodCreate,
     PaymentMethodUpdate,
     PaymentSource,
+    card_data_problem,
 )
 
 # NOTE: spec 01 and 02 Events, payment methods have no topics of their own; a change to one
 # is the customer's `customer/payment_method_updated` (resource: the customer).
 TOPIC = "customer/payment_method_updated"
 SHOWN_ADDRESSES = 10  # address ids named in the "in use" error
+STRIPE_STORE = ("cannot be set on the customer of a store whose payments go through Stripe: add a payment "
+                "method with its Stripe customer and payment method (POST /payment_methods, 2021-11)")
 
 
 def get(unit: Unit, payment_method_id: int) -> PaymentMethod:
@@ -72,6 +80,13 @@ def create(unit: Unit, command: PaymentMethodCreate) -> PaymentMethod:
     if not customers.exists_in_store(unit.conn, unit.store_id, command.customer_id, lock="update"):
         raise ValidationFailed.field("customer_id", "customer not found")
     _check_tokens(command.processor_payment_method_token, command.processor_customer_token)
+    payment_method_id = _insert(unit, command)
+    unit.record(TOPIC, command.customer_id)
+    return get(unit, payment_method_id)
+
+
+def _insert(unit: Unit, command: PaymentMethodCreate) -> int:
+    """The new method's row, under its customer's lock (taken by the caller)."""
     values = msgspec.structs.asdict(command)
     wanted = values.pop("default")
     # NOTE: decisions §6.12, a customer's first method becomes its default, whatever was
@@ -89,13 +104,19 @@ def create(unit: Unit, command: PaymentMethodCreate) -> PaymentMethod:
         created_at=unit.now,
         updated_at=unit.now,
     )
-    payment_method_id = repository.insert_payment_method(unit.conn, values)
-    unit.record(TOPIC, command.customer_id)
-    return get(unit, payment_method_id)
+    return repository.insert_payment_method(unit.conn, values)
 
 
 def update(unit: Unit, payment_method_id: int, command: PaymentMethodUpdate) -> PaymentMethod:
     current = _locked(unit, payment_method_id)
+    if _change(unit, current, command):
+        unit.record(TOPIC, current.customer_id)
+    return get(unit, payment_method_id)
+
+
+def _change(unit: Unit, current: PaymentMethod, command: PaymentMethodUpdate) -> bool:
+    """Writes what ``command`` changes of ``current`` (read under its customer's lock); whether
+    anything changed."""
     changes = command.changes()
     if "default" in changes:
         wanted = changes.pop("default")
@@ -113,13 +134,71 @@ def update(unit: Unit, payment_method_id: int, command: PaymentMethodUpdate) -> 
     if any(name in changes for name in PROCESSOR_FIELDS):
         # Another instrument: its outcome is unknown until it is charged (decisions §6.12).
         changes.update(status=UNVALIDATED, status_reason=None)
-    if changes:
-        if changes.get("is_default"):
-            repository.clear_default(unit.conn, unit.store_id, current.customer_id, unit.now)
-        changes["updated_at"] = unit.now
-        repository.update_payment_method(unit.conn, unit.store_id, payment_method_id, changes)
-        unit.record(TOPIC, current.customer_id)
-    return get(unit, payment_method_id)
+    if not changes:
+        return False
+    if changes.get("is_default"):
+        repository.clear_default(unit.conn, unit.store_id, current.customer_id, unit.now)
+    changes["updated_at"] = unit.now
+    repository.update_payment_method(unit.conn, unit.store_id, current.id, changes)
+    return True
+
+
+def _of_processor(methods: list[PaymentMethod], processor: str) -> PaymentMethod | None:
+    """The method that holds ``processor``'s customer token: the default when it is that
+    processor's (the one the 2021-01 customer shows), else the oldest of that processor."""
+    mine = [m for m in methods if m.processor_name.lower() == processor]
+    if not mine:
+        return None
+    return next((m for m in mine if m.is_default), None) or min(mine, key=lambda m: (m.created_at, m.id))
+
+
+def put_customer_tokens(unit: Unit, customer_id: int, tokens: Mapping[str, str], *,
+                        authorize: Callable[[], None] | None = None) -> bool:
+    """NOTE: spec 02 Customers, the deprecated 2021-01 customer token fields; ``tokens`` maps a
+    processor of ``CUSTOMER_TOKEN_TYPES`` to its customer token (docs/api-choices.md, Customers).
+
+    Processor tokens live on payment methods (decisions §6.1): each token is kept on the
+    customer's method of that processor (``_of_processor``), changed as `PUT /payment_methods/{id}`
+    with that `processor_customer_token` changes it (`unvalidated` again, its other fields kept);
+    without one, a new `unvalidated` method of that processor with the token alone, which is the
+    default when it is the customer's first (decisions §6.12). A token the method already holds
+    changes nothing. ``authorize`` runs before the first write and may refuse it: spec 02 asks a
+    write permission on payments "only when payment token data is created or changed". A store
+    whose payments go through Stripe takes methods only with Stripe's check (issue 16), so there a
+    token that would be written answers 422. Several are written in the order of
+    ``CUSTOMER_TOKEN_TYPES`` (on a customer without methods the first is the default), with one
+    `customer/payment_method_updated` for the call. Returns whether anything was written."""
+    unknown = set(tokens) - set(CUSTOMER_TOKEN_TYPES)
+    if unknown:
+        raise ValueError(f"no customer token field for {', '.join(sorted(unknown))}")
+    tokens = {processor: tokens[processor] for processor in CUSTOMER_TOKEN_TYPES if processor in tokens}
+    errors: dict[str, Any] = {}
+    for processor, token in tokens.items():
+        problem = "cannot be blank" if not token.strip() else card_data_problem(token)
+        if problem:
+            add_error(errors, f"{processor}_customer_token", problem)
+    if errors:
+        raise ValidationFailed(errors)
+    if not customers.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update"):
+        raise NotFound()
+    methods = repository.of_customers(unit.conn, unit.store_id, [customer_id])
+    writes = [(processor, token, _of_processor(methods, processor)) for processor, token in tokens.items()]
+    writes = [(p, token, method) for p, token, method in writes
+              if method is None or method.processor_customer_token != token]
+    if not writes:
+        return False
+    if authorize is not None:
+        authorize()
+    if processors.processor_of(unit.conn, unit.store_id) == processors.STRIPE:
+        raise ValidationFailed({f"{p}_customer_token": [STRIPE_STORE] for p, _, _ in writes})
+    for processor, token, method in writes:
+        if method is None:
+            _insert(unit, PaymentMethodCreate(customer_id=customer_id, payment_type=CUSTOMER_TOKEN_TYPES[processor],
+                                              processor_name=processor, processor_customer_token=token))
+        else:
+            _change(unit, method, PaymentMethodUpdate(processor_customer_token=token))
+    unit.record(TOPIC, customer_id)
+    return True
 
 
 def _in_use(address_ids: list[int]) -> str:
