@@ -1042,6 +1042,23 @@ def test_processor_fields_of_the_customer_come_from_its_default_method(api):
     assert _customer(api, customer, V01)["stripe_customer_token"] is None
 
 
+def test_the_two_authorize_net_profile_ids_come_from_an_authorize_net_default_method(api):
+    """spec 02 Customer (2021-01): "two authorize-type profile ids", shown null until the
+    default method is Authorize.Net's: its customer profile and its payment profile."""
+    customer = make_customer(api)
+    empty = _customer(api, customer, V01)
+    assert (empty["authorizedotnet_profile_id"], empty["authorizedotnet_payment_profile_id"]) == (None, None)
+    create(api, customer, processor_name="AuthorizeDotNet", processor_customer_token="1504372",
+           processor_payment_method_token="1503945")
+    old = _customer(api, customer, V01)
+    assert (old["authorizedotnet_profile_id"], old["authorizedotnet_payment_profile_id"]) == ("1504372", "1503945")
+    assert old["stripe_customer_token"] is None
+    assert "authorizedotnet_profile_id" not in _customer(api, customer, V11)  # 2021-01 fields only
+    create(api, customer, processor_name="stripe", processor_customer_token="cus_s", default=True)
+    again = _customer(api, customer, V01)
+    assert (again["authorizedotnet_profile_id"], again["authorizedotnet_payment_profile_id"]) == (None, None)
+
+
 def test_a_processor_type_the_customer_was_given_wins_over_its_methods(api):
     response = api.post("/customers", version=V01, json={
         "email": "pt@example.com", "first_name": "A", "last_name": "B", "processor_type": "paypal",

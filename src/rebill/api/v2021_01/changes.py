@@ -210,13 +210,20 @@ class CustomerStatusAndCounts(Change):
                               "reason_payment_method_not_valid": sh.nullable(sh.string())})
 
 
+AUTHORIZE = "authorizedotnet"
+AUTHORIZE_FIELDS = ("authorizedotnet_profile_id", "authorizedotnet_payment_profile_id")
+
+
 class CustomerProcessorTokens(Change):
     """Customers still show the deprecated processor tokens `stripe_customer_token`,
     `braintree_customer_token` and `paypal_customer_token` (payment methods hold them,
     decisions §6.1: the default method's customer token, when it is that processor's), and
     create and update take them (spec 02 Customers): a tokenized customer, not card data, kept on
     the customer's payment method of that processor; writing one needs `write_payment_methods`
-    (api/resources/customers.py). They have no `apply_credit_to_next_*` flags."""
+    (api/resources/customers.py). The "two authorize-type profile ids" of spec 02 are shown
+    (not taken) as `authorizedotnet_profile_id` and `authorizedotnet_payment_profile_id` (the
+    names clients of the real service send; spec 02 leaves them out): an Authorize.Net default
+    method's customer and payment method tokens. They have no `apply_credit_to_next_*` flags."""
 
     kinds = ("customer",)
     TOKENS = tuple(CUSTOMER_TOKEN_TYPES)
@@ -229,13 +236,16 @@ class CustomerProcessorTokens(Change):
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         for processor in self.TOKENS:
             data[f"{processor}_customer_token"] = obj.customer_token(processor)
+        data["authorizedotnet_profile_id"] = obj.customer_token(AUTHORIZE)
+        data["authorizedotnet_payment_profile_id"] = obj.payment_token(AUTHORIZE)
         data.pop("apply_credit_to_next_checkout_charge", None)
         data.pop("apply_credit_to_next_recurring_charge", None)
         return data
 
     def response_shape(self, shape: sh.Shape) -> sh.Shape:
         sh.drop(shape, "apply_credit_to_next_checkout_charge", "apply_credit_to_next_recurring_charge")
-        return sh.add(shape, {f"{p}_customer_token": sh.nullable(sh.string()) for p in self.TOKENS})
+        names = [*(f"{p}_customer_token" for p in self.TOKENS), *AUTHORIZE_FIELDS]
+        return sh.add(shape, {name: sh.nullable(sh.string()) for name in names})
 
 
 # NOTE: spec 03 shop (2021-01), `enabled_presentment_currencies_symbols[].symbol`. Currencies not

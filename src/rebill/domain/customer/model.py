@@ -41,6 +41,7 @@ class Customer(msgspec.Struct):
     # The customer's default payment method (decisions §6.12: it pays where an address names none).
     default_method_processor: str | None = None
     default_method_customer_token: str | None = None
+    default_method_payment_token: str | None = None
     default_method_status: str | None = None
     default_method_status_reason: str | None = None
     orders_count: int = 0
@@ -51,6 +52,13 @@ class Customer(msgspec.Struct):
         if (self.default_method_processor or "").lower() != processor:
             return None
         return self.default_method_customer_token
+
+    def payment_token(self, processor: str) -> str | None:
+        """The default method's payment method token, when that method is the processor's (an
+        Authorize.Net payment profile, as the 2021-01 `authorizedotnet_payment_profile_id`)."""
+        if (self.default_method_processor or "").lower() != processor:
+            return None
+        return self.default_method_payment_token
 
     @property
     def reason_payment_method_not_valid(self) -> str | None:

@@ -52,6 +52,7 @@ _derived = (
     _in_dunning,
     _default.c.processor_name.label("default_method_processor"),
     _default.c.processor_customer_token.label("default_method_customer_token"),
+    _default.c.processor_payment_method_token.label("default_method_payment_token"),
     _default.c.status.label("default_method_status"),
     _default.c.status_reason.label("default_method_status_reason"),
     _orders_count,
