@@ -100,8 +100,8 @@ def test_a_write_that_meets_an_outage_answers_503_and_applies_nothing(api, monke
     before = _count(api)
     real = customer_service.create
 
-    def create_then_lose_the_connection(unit, command):
-        real(unit, command)  # the row is written in the request's transaction...
+    def create_then_lose_the_connection(unit, command, **kw):
+        real(unit, command, **kw)  # the row is written in the request's transaction...
         raise _outage()  # ...which goes with the connection
     monkeypatch.setattr(customer_service, "create", create_then_lose_the_connection)
     _assert_503(api.post("/customers", json={"email": "gone@example.com", "first_name": "G", "last_name": "O"}))
@@ -113,7 +113,7 @@ def test_an_idempotent_write_that_meets_an_outage_frees_its_key_for_the_retry(ap
     body = {"email": "retry@example.com", "first_name": "R", "last_name": "E"}
     headers = {"Idempotency-Key": "outage-1"}
     with monkeypatch.context() as patched:
-        patched.setattr(customer_service, "create", lambda unit, command: (_ for _ in ()).throw(_outage()))
+        patched.setattr(customer_service, "create", lambda unit, command, **kw: (_ for _ in ()).throw(_outage()))
         _assert_503(api.post("/customers", json=body, headers=headers))
     # The 503 is no answer to keep: the same request again runs, once.
     again = api.post("/customers", json=body, headers=headers)

@@ -43,9 +43,9 @@ def _count(api: Any) -> int:
 def test_a_transaction_given_up_for_another_runs_again_and_succeeds(pg_api, monkeypatch, sqlstate):
     real, calls = customer_service.create, []
 
-    def flaky(unit, command):
+    def flaky(unit, command, **kw):
         calls.append(1)
-        made = real(unit, command)  # written, then given up on: rolled back with the unit
+        made = real(unit, command, **kw)  # written, then given up on: rolled back with the unit
         if len(calls) < 3:
             raise _given_up(sqlstate)
         return made
@@ -58,7 +58,7 @@ def test_a_transaction_given_up_for_another_runs_again_and_succeeds(pg_api, monk
 def test_it_gives_up_after_four_runs_with_a_500(pg_api, monkeypatch):
     calls = []
 
-    def always(unit, command):
+    def always(unit, command, **kw):
         calls.append(1)
         raise _given_up("40P01")
     monkeypatch.setattr(customer_service, "create", always)
@@ -69,7 +69,7 @@ def test_it_gives_up_after_four_runs_with_a_500(pg_api, monkeypatch):
 def test_other_database_errors_and_handlers_that_call_out_run_once(pg_api, monkeypatch):
     calls = []
 
-    def broken(unit, command):
+    def broken(unit, command, **kw):
         calls.append(1)
         raise _given_up("23505")  # a unique violation is no lost race to retry
     monkeypatch.setattr(customer_service, "create", broken)

@@ -5,13 +5,15 @@ refused, naming the charge, instead of showing a date no charge has."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 from sqlalchemy import update
 
 from rebill.domain.charge.model import item_ids
 from rebill.models import payment_methods, stores
+from tests.api.test_charges import only
+from tests.api.test_charges_skip import next_date, skip_date
 from tests.builders import charges_of
 from tests.scenarios.conftest import advance, subscriber
 
@@ -110,3 +112,20 @@ def test_with_do_nothing_a_next_date_names_the_closed_charge_to_process(api, at)
     assert reply.status_code == 422
     assert reply.json()["errors"] == {"date": [f"purchase item {subscription.id} is held by charge {closed.id}, "
                                                "whose last retry failed: process that charge first"]}
+
+
+def test_a_renewal_passes_over_a_date_skipped_ahead(api, at):
+    """Skipping a later date (POST /addresses/{id}/charges/skip) and then paying the current
+    charge: the subscription's next date is the first cadence date not skipped, the date of its
+    queued charge."""
+    at(date(2027, 1, 10))
+    address, sub = subscriber(api, order_interval_unit="day", charge_interval_frequency=7, order_interval_frequency=7,
+                              next_charge_scheduled_at=date(2027, 1, 17))
+    first = date(2027, 1, 17)
+    ahead = skip_date(api, address.id, {"date": (first + timedelta(days=7)).isoformat(), "subscription_ids": [sub.id]})
+    assert ahead.status_code == 200, ahead.text
+    assert advance(api, to=first.isoformat())["paid"] == 1
+    after = first + timedelta(days=14)
+    assert next_date(api, sub.id).startswith(after.isoformat())
+    assert only(api, address.id).scheduled_at == after
+    assert only(api, address.id, "skipped").scheduled_at == first + timedelta(days=7)

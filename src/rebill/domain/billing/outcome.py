@@ -14,6 +14,7 @@ transaction with every event, and only by the run that holds the charge's claim.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -37,6 +38,7 @@ from ..payment.gateway import AUTHORIZED, CAPTURED, CARD_EXPIRED, CUSTOMER_NEEDS
 from ..schedule.dates import add_interval
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
+from ..subscription.intervals import next_unskipped
 from ..subscription.model import ACTIVE, CANCELLED, EXPIRED, PROCESSED, SUBSCRIPTION, PurchaseItem
 from ..subscription.model import API_NAMES as ITEM_NAMES
 from ..unit import Unit
@@ -80,6 +82,7 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
     held = items.many(unit.conn, unit.store_id, [i for c, _, _ in mine for i in c.purchase_item_ids])
     batch = _Batch(unit)
     batch.applied = _applied_to_charges(unit, [c for c, _, _ in mine])
+    batch.skipped = _skipped_ahead(unit, held.values())
     recorded = []
     for charge, result, method_id in mine:
         recorded.append(batch.add(charge, result, method_id, processor,
@@ -113,6 +116,8 @@ class _Batch:
         self.uses: list[dict[str, Any]] = []
         self.applied: dict[int, dict[date, int]] = {}
         self.made: list[int] = []  # the orders, numbered last (number_orders)
+        # The dates each held subscription has skipped ahead: its next date passes over them.
+        self.skipped: dict[int, set[date]] = {}
 
     def add(self, charge: Charge, result: Result, method_id: int | None, processor: str,
             held: list[PurchaseItem]) -> Recorded:
@@ -174,7 +179,7 @@ class _Batch:
                 # Cancelled while this charge was being paid (a charge being paid does not
                 # change): the charge still paid for it. It counts, and the date an activation
                 # would restore moves past the paid one, so the cycle is never billed twice.
-                after = _next_date(charge, item)
+                after = _next_date(charge, item, self.skipped.get(item.id, ()))
                 row.update(charges_count=item.charges_count + 1,
                            cancelled_next_date=max(item.cancelled_next_date or after, after) if after else None)
                 self._item_updated(item, row)
@@ -189,7 +194,7 @@ class _Batch:
                 if limit is not None and row["charges_count"] >= limit:
                     row.update(status=EXPIRED, next_charge_scheduled_at=None)
                     self.refresh.add(item.customer_id)
-                elif (after := _next_date(charge, item)) is None:
+                elif (after := _next_date(charge, item, self.skipped.get(item.id, ()))) is None:
                     # No date after this one in the calendar (a date set by hand at its very
                     # end): the subscription is done, as after its last charge.
                     row.update(status=EXPIRED, next_charge_scheduled_at=None)
@@ -254,18 +259,30 @@ _ITEM_ADVANCE = Prepared(update(purchase_items).where(purchase_items.c.id == bin
     | {"lock_version": purchase_items.c.lock_version + 1}))
 
 
+def _skipped_ahead(unit: Unit, held: Iterable[PurchaseItem]) -> dict[int, set[date]]:
+    """Per held subscription, the dates it has skipped (one read for the batch's addresses)."""
+    mine = {i.id: i.address_id for i in held if i.kind == SUBSCRIPTION}
+    found: dict[int, set[date]] = defaultdict(set)
+    if mine:
+        for _, item_id, when in items.skips_of(unit.conn, sorted(set(mine.values()))):
+            if item_id in mine:
+                found[item_id].add(when)
+    return found
+
+
 def _columns(row: dict[str, Any]) -> dict[str, Any]:
     """A row of the statements above without its key (``_id``): the columns it sets."""
     return {k: v for k, v in row.items() if k != "_id"}
 
 
-def _next_date(charge: Charge, item: PurchaseItem) -> date | None:
-    """The subscription's next charge date after ``charge`` (one charge interval on), or None
-    past the end of the calendar: the payment is already taken, so this never raises."""
+def _next_date(charge: Charge, item: PurchaseItem, skipped: Collection[date] = ()) -> date | None:
+    """The subscription's next charge date after ``charge`` (one charge interval on, past the
+    dates it has skipped ahead, decisions §5.12), or None past the end of the calendar: the
+    payment is already taken, so this never raises."""
     assert item.order_interval_unit and item.charge_interval_frequency
     try:
-        return add_interval(charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency,
-                            item.anchor_day)
+        return next_unskipped(charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency,
+                              item.anchor_day, skipped)
     except (OverflowError, ValueError):
         return None
 

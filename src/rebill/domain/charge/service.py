@@ -12,11 +12,12 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 from ..address import repository as addresses
 from ..event import attributes
 from ..listing import ListQuery, PageResult
-from ..schedule.dates import add_interval, occurrences
+from ..schedule.dates import occurrences
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
-from ..subscription.intervals import check_room, has_room
+from ..subscription.intervals import check_room, has_room, next_unskipped
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION, PurchaseItem
+from ..subscription.service import check_not_skipped
 from ..unit import Unit
 from . import repository
 from .model import ERROR, QUEUED, SKIPPED, Charge
@@ -81,11 +82,7 @@ def _skippable(item: PurchaseItem, field: str) -> None:
 def _next_after(item: PurchaseItem, when: date, skipped: set[date]) -> date:
     """The item's first cadence date after ``when`` that is not skipped."""
     assert item.order_interval_unit and item.charge_interval_frequency
-    current = when
-    while True:
-        current = add_interval(current, item.order_interval_unit, item.charge_interval_frequency, item.anchor_day)
-        if current not in skipped:
-            return current
+    return next_unskipped(when, item.order_interval_unit, item.charge_interval_frequency, item.anchor_day, skipped)
 
 
 def _skip_items(unit: Unit, chosen: list[PurchaseItem], when: date, field: str) -> None:
@@ -117,7 +114,10 @@ def skip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "p
     for item in chosen.values():
         _skippable(item, field)
     _skip_items(unit, list(chosen.values()), charge.scheduled_at, field)
-    return _skipped(unit, replan(unit, [charge.address_id]), (charge.address_id, charge.scheduled_at, SKIPPED))
+    key = (charge.address_id, charge.scheduled_at, SKIPPED)
+    # NOTE: decisions §5.16, a whole skip keeps the charge's id, also onto a skipped charge of the date.
+    whole = set(chosen) == set(charge.purchase_item_ids)
+    return _skipped(unit, replan(unit, [charge.address_id], keep={key: charge.id} if whole else None), key)
 
 
 def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "purchase_item_ids") -> Charge:
@@ -159,6 +159,7 @@ def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
     if when < unit.today:
         raise ValidationFailed.field("next_charge_date", "must not be in the past")
     if when != charge.scheduled_at:
+        check_not_skipped(unit, charge.purchase_item_ids, when, "next_charge_date")
         for item in items.many(unit.conn, unit.store_id, charge.purchase_item_ids).values():
             changes: dict[str, Any] = {"next_charge_scheduled_at": when, "updated_at": unit.now}
             if item.order_interval_unit in ("month", "week"):

@@ -115,25 +115,28 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
 
 
 def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] | None = None,
-           locked: Address | None = None) -> dict[Key, int]:
+           locked: Address | None = None, keep: dict[Key, int] | None = None) -> dict[Key, int]:
     """Reconcile the charges of ``address_ids``; returns the charge id of every planned key.
     ``moved`` maps (address, old date) to the new date of a charge whose date the caller moved.
     ``locked``: an address the caller has locked and read in this unit, unchanged since, which
     the replan takes as it is instead of locking and reading it again (a create's).
+    ``keep`` names the stored charge a planned key must take, when it is still there: a whole
+    skip keeps its charge's id (decisions §5.16) even where a skipped charge of the date was
+    already stored (that one is then merged into it and deleted).
     A unit that collects its replans (``Unit.replans``) gets them run later by its owner, and
     an empty result: only use cases that ignore the result run in such a unit."""
-    if unit.replans is not None and not moved:
+    if unit.replans is not None and not moved and not keep:
         unit.replans.update(address_ids)
         return {}
     ids = sorted(set(address_ids))
     result: dict[Key, int] = {}
     for start in range(0, len(ids), BATCH):
-        result.update(_replan_batch(unit, ids[start:start + BATCH], moved or {}, locked))
+        result.update(_replan_batch(unit, ids[start:start + BATCH], moved or {}, locked, keep or {}))
     return result
 
 
 def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date],
-                  locked: Address | None) -> dict[Key, int]:
+                  locked: Address | None, keep: dict[Key, int]) -> dict[Key, int]:
     known = {locked.id: locked} if locked is not None and locked.id in ids else {}
     rest = [i for i in ids if i not in known]
     addresses.lock(unit.conn, unit.store_id, rest)
@@ -150,6 +153,12 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
 
     taken: dict[Key, OpenCharge] = {}
     used: set[int] = set()
+    planned_keys = {plan.key for plan in planned}
+    for key, charge_id in keep.items():
+        charge = next((c for c in by_date.get(key[:2], ()) if c.id == charge_id), None)
+        if charge is not None and key in planned_keys:
+            taken[key] = charge
+            used.add(charge.id)
     # Same address, date and status first; then same address and date.
     for exact in (True, False):
         for plan in planned:

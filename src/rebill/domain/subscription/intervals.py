@@ -113,3 +113,13 @@ def after_interval_change(values: dict[str, Any], since: date, today: date) -> d
     if candidate > today:
         return candidate
     return first_after(start, unit, frequency, anchor, today)
+
+
+def next_unskipped(when: date, unit: str, frequency: int, anchor_day: int | None, skipped: Any) -> date:
+    """The first cadence date after ``when`` that is not in ``skipped`` (a date skipped ahead is
+    passed over, decisions §5.12); raises OverflowError or ValueError past the calendar."""
+    current = when
+    while True:
+        current = add_interval(current, unit, frequency, anchor_day)
+        if current not in skipped:
+            return current

@@ -4,6 +4,7 @@ ends by replanning the charges of the addresses it touched (domain/schedule)."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 import msgspec
@@ -51,6 +52,16 @@ def locked(unit: Unit, item_id: int, kind: str = SUBSCRIPTION, *, also: int | No
     if again.address_id != current.address_id:
         raise Conflict("The item moved to another address meanwhile; try again")
     return again
+
+
+def check_not_skipped(unit: Unit, item_ids: list[int], when: date, field: str) -> None:
+    """A next date set onto a date an item has skipped (decisions §5.12) would show a date on
+    which it has no queued charge, the skip winning in the plan: refused, pointing at the
+    skipped charge to unskip instead."""
+    for item_id in item_ids:
+        if when in repository.skipped_dates(unit.conn, item_id):
+            raise ValidationFailed.field(field, f"purchase item {item_id} is skipped on {when}: unskip that "
+                                                "charge instead")
 
 
 def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Address:
@@ -245,6 +256,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], today)
         if changes["next_charge_scheduled_at"] != current.next_charge_scheduled_at:
             errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
+            check_not_skipped(unit, [subscription_id], changes["next_charge_scheduled_at"],
+                              "next_charge_scheduled_at")
     elif interval_changed and current.status == ACTIVE:
         # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
         since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
