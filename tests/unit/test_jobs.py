@@ -56,6 +56,33 @@ def test_one_billing_pass_covers_every_store_each_on_its_own_clock(api):
     assert {c.status for c in charges_of(other, theirs.id) if c.id == second.id} == {"success"}
 
 
+def test_a_store_whose_billing_fails_does_not_keep_the_others_from_being_billed(api, monkeypatch):
+    """Found by an audit: one store's error (a row PostgreSQL refused) left every store after
+    it unbilled, run after run. Now the others are billed, and the run still ends failed,
+    naming the store, so that the failure is counted and logged."""
+    import pytest
+
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.jobs import scheduler
+
+    other = api.other_store()
+    mine, first = _due_charge(api)
+    theirs, second = _due_charge(other)
+    real = billing.run_store
+
+    def broken_for_mine(db, gateway, store, *args, **kw):
+        if store.id == api.store.id:
+            raise RuntimeError("this store's run fails")
+        return real(db, gateway, store, *args, **kw)
+    monkeypatch.setattr(billing, "run_store", broken_for_mine)
+    with pytest.raises(scheduler.StoresFailed) as failed:
+        bill_every_store(api.db, SandboxGateway(api.db, api.clock.now), api.clock, timedelta(seconds=60))
+    assert failed.value.store_ids == [api.store.id] and failed.value.processed >= 1
+    assert {c.status for c in charges_of(other, theirs.id) if c.id == second.id} == {"success"}
+    assert {c.status for c in charges_of(api, mine.id) if c.id == first.id} == {"queued"}
+
+
 def test_the_server_purges_expired_idempotency_keys_by_itself(api):
     from sqlalchemy import insert, select
 

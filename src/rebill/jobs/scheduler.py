@@ -76,15 +76,35 @@ def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: 
     with db.read() as conn:
         found = stores.all_stores(conn)
     processed = 0
+    failed: list[int] = []
     for store in found:
         if stop is not None and stop():
             break
-        summary = billing.run_store(db, gateway, store, store_clock.clock_for(store, clock.now), stale_after=stale_after,
-                                    stop=stop)
+        try:
+            summary = billing.run_store(db, gateway, store, store_clock.clock_for(store, clock.now),
+                                        stale_after=stale_after, stop=stop)
+        except Exception:
+            # One store's failure must not keep the stores after it from being billed: it is
+            # logged here, and the run ends failed once every other store had its turn.
+            logger.exception("billing run: store %s failed", store.id)
+            failed.append(store.id)
+            continue
         record.billing_store(store.id, summary)  # issue 18: its figures and log line
         processed += summary.processed
     record.billing_run(time.monotonic() - began)
+    if failed:
+        raise StoresFailed(failed, processed)
     return processed
+
+
+class StoresFailed(Exception):
+    """Some stores of a billing run failed (each logged with its traceback); the others were
+    billed (``processed`` charges)."""
+
+    def __init__(self, store_ids: list[int], processed: int) -> None:
+        super().__init__(f"the billing run of {len(store_ids)} store(s) failed: {store_ids}; "
+                         f"{processed} charge(s) of the others processed")
+        self.store_ids, self.processed = store_ids, processed
 
 
 class Jobs:

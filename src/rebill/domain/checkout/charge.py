@@ -142,6 +142,9 @@ def ready(unit: Unit, verifier: AddressVerifier, checkout: Checkout) -> dict[str
     errors: dict[str, Any] = {}
     if not checkout.email:
         errors["email"] = [service.SOON]
+    elif problem := customer_service.email_problem(checkout.email):
+        # Checked before any money moves: the customer the payment makes takes this e-mail.
+        errors["email"] = [problem]
     if not checkout.line_items:
         errors["line_items"] = [service.SOON]
     address, validations = checkout.shipping_address, None

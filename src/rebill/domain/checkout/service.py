@@ -14,7 +14,7 @@ from rebill.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from ..address.rules import check_location
 from ..address.verifier import AddressVerifier
 from ..customer import repository as customers
-from ..customer.service import check_analytics
+from ..customer.service import check_analytics, email_problem
 from ..discount import rules
 from ..event import attributes
 from ..geo import country, zip_problem
@@ -147,6 +147,8 @@ def _state(unit: Unit, verifier: AddressVerifier, current: dict[str, Any], comma
     for name in ("email", "phone", "note", "external_checkout_id", "external_checkout_source", "external_customer_id"):
         if name in changes:
             state[name] = changes[name]
+    if changes.get("email") is not None and (problem := email_problem(changes["email"])):
+        errors["email"] = [problem]  # the e-mail its payment gives a customer
     if "analytics_data" in changes:
         collect(errors, check_analytics, changes["analytics_data"])
         state["analytics_data"] = changes["analytics_data"]

@@ -23,6 +23,7 @@ from . import repository
 from .model import BILLING_FIELDS, Customer, CustomerCreate, CustomerUpdate
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+EMAIL_LENGTH = 255  # the column's, and its case-insensitive key's (models/customer.py)
 # NOTE: spec 03 customer, `analytics_data.utm_params[]` objects with these string fields.
 UTM_FIELDS = ("utm_campaign", "utm_content", "utm_data_source", "utm_medium", "utm_source", "utm_term",
               "utm_timestamp")
@@ -59,11 +60,24 @@ def check_analytics(data: dict[str, Any] | None) -> None:
 _WRITTEN = Customer.__struct_fields__[1:Customer.__struct_fields__.index("updated_at") + 1]
 
 
+def email_problem(email: str) -> str | None:
+    """Why ``email`` cannot be a customer's e-mail, or None. Checkouts ask it too: the customer
+    their payment makes is given the checkout's e-mail (domain/checkout)."""
+    if not EMAIL.match(email.strip()):
+        return "is invalid"
+    # The case-insensitive key is the lower-cased e-mail, which may be longer than what was
+    # sent ('İ' lower-cases to two characters): PostgreSQL would refuse it in its column.
+    if len(email.strip().lower()) > EMAIL_LENGTH:
+        return f"is too long (at most {EMAIL_LENGTH} characters)"
+    return None
+
+
 def _check_email(unit: Unit, email: str, *, other_than: int | None = None) -> None:
     # The API checks the format too, to report it with the other bad fields; the rule lives
     # here so it holds for every caller.
-    if not EMAIL.match(email.strip()):
-        raise ValidationFailed.field("email", "is invalid")
+    problem = email_problem(email)
+    if problem:
+        raise ValidationFailed.field("email", problem)
     # NOTE: spec 02 Customers, email is unique per store.
     if repository.email_taken(unit.conn, unit.store_id, email, other_than=other_than):
         raise ValidationFailed.field("email", "has already been taken")
