@@ -129,3 +129,32 @@ def test_a_renewal_passes_over_a_date_skipped_ahead(api, at):
     assert next_date(api, sub.id).startswith(after.isoformat())
     assert only(api, address.id).scheduled_at == after
     assert only(api, address.id, "skipped").scheduled_at == first + timedelta(days=7)
+
+
+def test_a_closed_charge_processed_by_hand_and_failing_again_is_not_told_closed_twice(api, at):
+    """decisions §6.4: `charge/max_retries_reached` and the store's action come when the last
+    allowed attempt fails, once (found by an audit: every later failed manual process of the
+    closed charge told it again)."""
+    from sqlalchemy import func, select
+
+    from rebill.models import events
+
+    tier = api.other_store(plan_tier="premium_a")
+    _dunning(tier, "do_nothing")
+    at(date(2027, 1, 20))
+    address, _ = subscriber(tier, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    assert advance(tier, to="2027-02-10")["failed"] == 3
+    [closed] = charges_of(tier, address.id)
+    reply = tier.post(f"/charges/{closed.id}/process", json={})
+    assert reply.status_code == 200, reply.text
+    charge = reply.json()["charge"]
+    assert (charge["status"], charge["error_type"], charge["charge_attempts"]) == \
+        ("error", "CLOSED_MAX_RETRIES_REACHED", 4)
+    with tier.db.read() as conn:
+        told = conn.execute(select(func.count()).select_from(events).where(
+            events.c.store_id == tier.store.id, events.c.topic == "charge/max_retries_reached",
+            events.c.resource_id == closed.id)).scalar()
+        failed = conn.execute(select(func.count()).select_from(events).where(
+            events.c.store_id == tier.store.id, events.c.topic == "charge/failed",
+            events.c.resource_id == closed.id)).scalar()
+    assert (told, failed) == (1, 4)

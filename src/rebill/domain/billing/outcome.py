@@ -154,6 +154,9 @@ class _Batch:
         if result.error_type in INVALIDATING:
             _method_status(unit, method_id, "invalid", result.error)
         self.events["charge/failed"].append(charge.id)
+        # A charge whose retries were already over, processed by hand and failing again, was
+        # told and closed once (decisions §6.4: when the last allowed attempt fails).
+        closed = closed and not (charge.status == ERROR and charge.error_type == dunning.CLOSED_MAX_RETRIES_REACHED)
         if closed:
             self.events["charge/max_retries_reached"].append(charge.id)
             self.closing.append(charge)
