@@ -92,6 +92,22 @@ def test_a_skipped_charge_is_not_processed(tier_a):
     assert tier_a.post(f"/charges/{charge.id}/process", json={}).status_code == 422
 
 
+def test_a_charge_skipped_while_the_process_was_claiming_it_answers_422_naming_its_status(tier_a, monkeypatch):
+    """Found by an audit: a process that lost the race to a skip answered 409 "being processed
+    by another request", though nothing processes it; its status says why (as a retry would)."""
+    from rebill.domain.billing import manual
+    charge, _ = _queued(tier_a)
+    real = manual.run.process
+
+    def skipped_first(*args, **kw):
+        assert tier_a.post(f"/charges/{charge.id}/skip", json={}).status_code == 200  # the skip wins
+        return real(*args, **kw)
+    monkeypatch.setattr(manual.run, "process", skipped_first)
+    reply = tier_a.post(f"/charges/{charge.id}/process", json={})
+    assert (reply.status_code, reply.json()) == (422, {"errors": {"status": [
+        "only a queued or error charge can be processed; this one is skipped"]}})
+
+
 def test_a_charge_claimed_by_a_running_billing_run_answers_409(tier_a):
     from rebill.domain.billing.claim import claim
     charge, _ = _queued(tier_a)

@@ -76,6 +76,20 @@ def test_a_code_whose_lower_case_is_longer_than_the_column_is_refused(api):
         "code": ["is too long (at most 255 characters)"]}
 
 
+@pytest.mark.parametrize("version", [V01, V11])
+def test_a_create_that_loses_the_race_for_its_code_answers_422_not_500(api, monkeypatch, version):
+    """Found by an audit: concurrent creates of one code on PostgreSQL answered 500 to the
+    losers. The race is made here by a check that saw no holder: the unique key refuses the
+    insert, and the answer is the check's own 422, nothing written."""
+    from rebill.domain.discount import repository as discount_repository
+    assert api.post("/discounts", json=body(V11, code="RACE")).status_code == 201
+    monkeypatch.setattr(discount_repository, "find", lambda *args, **kw: None)
+    reply = api.post("/discounts", json=body(version, code="race"), version=version)
+    assert errors_of(reply) == {"code": ["has already been taken"]}
+    codes = [d["code"] for d in api.get("/discounts", params={"limit": 250}).json()["discounts"]]
+    assert codes.count("RACE") == 1 and "race" not in codes
+
+
 # Authorized (pending) charges -----------------------------------------------------------
 
 def _authorizing(api: Any) -> tuple[Any, Any]:

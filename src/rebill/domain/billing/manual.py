@@ -27,9 +27,14 @@ def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
         charge_service.check_next_dates(Unit(conn, store, now), charge_id)
     mine = uuid.uuid4().hex
     if not run.process(db, gateway, store, [charge_id], now, run=mine):
-        if visible(db, store, charge_id, now).claimed_by in (mine, claim.unanswered(mine)):
+        now_is = visible(db, store, charge_id, now)
+        if now_is.claimed_by in (mine, claim.unanswered(mine)):
             # Claimed by this call but unanswered: it stays claimed, and the next call or run
             # (once the claim is stale) asks again with the same key (decisions §6.5).
             raise ServiceUnavailable()
+        if now_is.claimed_by is None and now_is.status not in (QUEUED, ERROR):
+            # Not claimed, but changed meanwhile (skipped, paid by another): its status says why.
+            raise ValidationFailed.field("status", f"only a queued or error charge can be processed; this one is "
+                                                   f"{now_is.status}")
         raise Conflict("The charge is being processed by another request or billing run")
     return visible(db, store, charge_id, now)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import msgspec
+from sqlalchemy.exc import IntegrityError
 
 from rebill.errors import NotFound, ValidationFailed, add_error
 
@@ -161,7 +162,14 @@ def create(unit: Unit, command: DiscountCreate) -> Discount:
         add_error(errors, "status", "must be enabled or disabled")
     _check(unit, values, errors)
     values.update(store_id=unit.store_id, times_used=0, created_at=unit.now, updated_at=unit.now)
-    discount_id = repository.insert_discount(unit.conn, values)
+    try:
+        discount_id = repository.insert_discount(unit.conn, values)
+    except IntegrityError as exc:
+        # A concurrent create of the same code (any case) won after our check passed; the
+        # request ends here and its unit rolls back. Any other integrity failure stays a bug.
+        if "uq_discounts_store_code_key" in str(exc.orig) or "discounts.code_key" in str(exc.orig):
+            raise ValidationFailed.field("code", "has already been taken") from None
+        raise
     unit.record("discount/created", discount_id)
     return get(unit, discount_id)
 
