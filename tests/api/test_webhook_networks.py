@@ -201,3 +201,44 @@ def test_a_sandbox_stores_delivery_to_its_own_machine_follows_the_setting(api, r
     make_customer(api)
     assert drain_now(api.db, api.clock.now, store_id=api.store.id, private_policy=policy) == 1
     assert len(receiver.received) == delivered
+
+
+def test_an_answer_after_the_five_seconds_is_a_timeout_not_a_success():
+    """decisions §8.4: a 2xx counts "within 5 seconds" (found by an audit: aiohttp rounded the
+    5 s total up to the loop's next whole second, so a 5.4 s answer succeeded)."""
+    import socket
+    import threading
+    import time as clock
+
+    from rebill.domain.webhook.sender import TIMEOUT_SECONDS
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+
+    def slow() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            clock.sleep(TIMEOUT_SECONDS + 0.4)
+            try:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            except OSError:  # the sender closed it at its timeout
+                pass
+    threading.Thread(target=slow, daemon=True).start()
+
+    async def attempt() -> Any:
+        sender = HttpSender()  # the real timeout, TIMEOUT_SECONDS
+        # Sent just after a whole second of the loop's clock: the rounding lent almost a whole
+        # second then, so the answer at 5.4 s succeeded every time (not only sometimes).
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(1.05 - loop.time() % 1)
+        try:
+            return await sender.send(f"http://127.0.0.1:{port}/hook", b"{}", {"webhook-id": "msg_1"}, None)
+        finally:
+            await sender.close()
+    outcome = asyncio.run(attempt())
+    listener.close()
+    assert not outcome.succeeded and outcome.status_code is None
+    assert TIMEOUT_SECONDS * 1000 - 50 <= outcome.latency_ms < (TIMEOUT_SECONDS + 0.3) * 1000

@@ -101,3 +101,37 @@ def test_the_server_purges_expired_idempotency_keys_by_itself(api):
     app = create_app(_settings(regenerate_every=0, bill_every=0, purge_every=0.1), db=api.db, clock=api.clock)
     with TestClient(app):
         assert wait_for(lambda: keys() == {"kept"})
+
+
+def test_a_batch_submitted_through_the_api_lends_its_request_to_no_background_job(api):
+    """Found by an audit: the wake-up a batch submission sends the job runner ran in the
+    submitting request's context, and every job it set off after that (any store's billing run,
+    the batch's own tasks) recorded its changes as that request's token's. Here store A submits
+    a batch through the API while the server's jobs run; store B's due charge is then paid by
+    the billing run, as the billing run's, and A's batch tasks record the source `batch`."""
+    import dataclasses
+
+    from sqlalchemy import select
+
+    from rebill.models import events
+    from tests.api.test_async_batches import add, new_batch, submit
+
+    other = api.other_store()
+    theirs, charge = _due_charge(other)
+    app = create_app(_settings(regenerate_every=0, bill_every=1.0, batch_every=0.5, purge_every=0,
+                               deliver_webhooks=False), db=api.db, clock=api.clock)
+    with TestClient(app, base_url="http://rebill.test") as client:
+        mine = dataclasses.replace(api, client=client)
+        batch = new_batch(mine, "discount_create")
+        add(mine, batch["id"], [{"code": "LEAK1", "value": "5", "value_type": "percentage"}])
+        submit(mine, batch["id"])
+        assert wait_for(lambda: [c.status for c in charges_of(other, theirs.id) if c.id == charge.id] == ["success"])
+        assert wait_for(lambda: mine.get(f"/async_batches/{batch['id']}").json()["async_batch"]["status"]
+                        == "completed")
+    with api.db.read() as conn:
+        paid = conn.execute(select(events.c.origin, events.c.token_id).where(
+            events.c.store_id == other.store.id, events.c.topic == "charge/paid")).all()
+        tasks = conn.execute(select(events.c.origin).where(
+            events.c.store_id == api.store.id, events.c.topic == "discount/created")).scalars().all()
+    assert [tuple(row) for row in paid] == [("billing_run", None)]
+    assert tasks == ["batch"]

@@ -15,6 +15,7 @@ the HTTP exchanges run on the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections import Counter, defaultdict, deque
@@ -92,7 +93,7 @@ class DeliveryRunner:
         if loop is None or wake is None or loop.is_closed():
             return
         try:
-            loop.call_soon_threadsafe(wake.set)
+            loop.call_soon_threadsafe(wake.set, context=contextvars.Context())  # not the caller's
         except RuntimeError:  # the loop closed meanwhile
             pass
 

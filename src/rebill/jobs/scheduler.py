@@ -32,6 +32,7 @@ batches, unsent deliveries are released to other workers.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import threading
@@ -233,7 +234,10 @@ class Jobs:
         if loop is None or loop.is_closed():
             return
         try:
-            loop.call_soon_threadsafe(self._look_for_batches)
+            # In a context of its own: a callback runs in the context it is scheduled from,
+            # here the submitting request's (its token as the source of changes, its
+            # Idempotency-Key), and the jobs this wakes would inherit it, for every store.
+            loop.call_soon_threadsafe(self._look_for_batches, context=contextvars.Context())
         except RuntimeError:  # the loop closed meanwhile
             pass
 

@@ -98,7 +98,10 @@ class HttpSender:
             resolver = PublicResolver() if public_only else None
             session = self._sessions[public_only] = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.connections, ttl_dns_cache=60, resolver=resolver),
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                # NOTE: decisions §8.4, 2xx "within 5 seconds": aiohttp rounds a timeout of at
+                # least `ceil_threshold` (5 s by default) up to the loop's next whole second,
+                # which let answers of up to 6 s succeed; above the timeout, it keeps it exact.
+                timeout=aiohttp.ClientTimeout(total=self.timeout, ceil_threshold=self.timeout + 1),
                 headers={"User-Agent": "Rebill-Webhooks/1"}, auto_decompress=False)
         return session
 
