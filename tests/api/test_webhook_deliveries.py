@@ -353,6 +353,8 @@ def test_twenty_failures_over_the_schedule_disable_the_webhook_and_enable_sends_
         [event] = api.get("/events", params={"verb": "disabled"}).json()["events"]
         assert event["object_type"] == "webhook" and event["object_id"] == made["id"]
         assert event["source"]["origin"] == "webhook"
+        assert event["description"] == (f"webhook {made['id']} disabled after delivery {first['id']} "
+                                        "(customer/updated) failed every attempt")
         make_customer(api)
         rename(api, customer.id, "Third")  # no delivery while disabled
         assert len(deliveries(api, webhook_id=made["id"])) == 2

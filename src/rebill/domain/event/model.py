@@ -37,5 +37,9 @@ class Event(msgspec.Struct):
 
     @property
     def description(self) -> str:
-        """A line for people: "subscription 12 cancelled", "customer 4 payment method updated"."""
-        return f"{self.resource} {self.resource_id} {self.verb.replace('_', ' ')}"
+        """A line for people: "subscription 12 cancelled", "customer 4 payment method updated";
+        a disabled webhook names the delivery that failed its last attempt and its topic."""
+        line = f"{self.resource} {self.resource_id} {self.verb.replace('_', ' ')}"
+        if self.topic == "webhook/disabled" and self.data and self.data.get("delivery_id") is not None:
+            line += f" after delivery {self.data['delivery_id']} ({self.data.get('topic')}) failed every attempt"
+        return line
