@@ -343,6 +343,25 @@ def test_a_subscription_cancelled_while_its_charge_is_paid_counts_the_charge_and
     assert len(_ledger(api)) == 1  # nothing more was due
 
 
+@pytest.mark.parametrize("write", ["cancel", "delete"])
+def test_a_subscription_cancelled_while_its_charge_fails_leaves_the_charge_in_retry(tier_a, at, write):
+    """The failed charge waits for its retry; the subscription cancelled (or deleted) while it
+    was being paid must not be charged by that retry (decisions §5.16, as a cancel takes an
+    item out of a charge in retry; the claim kept the charge unchanged then)."""
+    api = tier_a
+    at(START)
+    customer, address, subscription = _subscriber(api, token="pm_declined")
+    other = make_subscription(api, address, next_charge_scheduled_at=START)
+    gateway = _Meanwhile(_gateway(api), lambda: WRITES[write](api, subscription, address, None, None))
+    _bill(api, gateway)
+    assert gateway.replies[0].status_code in (200, 204), gateway.replies[0].text
+    [charge] = [c for c in charges_of(api, address.id) if c.status == "error"]
+    assert [line["purchase_item_id"] for line in charge.line_items] == [other.id]
+    # Nothing of it left: the charge in retry is deleted with it.
+    api.delete(f"/subscriptions/{other.id}")
+    assert [c for c in charges_of(api, address.id) if c.status == "error"] == []
+
+
 @pytest.mark.parametrize("change", ["delete", "update"])
 def test_a_claim_waits_for_a_replan_that_read_the_charge_before_it(tier_a, at, change):
     """A replan that read an address's charges before a run's claim must not rewrite or delete

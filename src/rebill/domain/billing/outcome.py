@@ -27,6 +27,7 @@ from rebill.models import charges, customers, payment_methods, purchase_items
 
 from ..address import repository as addresses
 from ..bundle import order_lines as bundle_lines
+from ..charge import errored
 from ..charge import repository as charge_repo
 from ..charge.model import API_NAMES as CHARGE_NAMES
 from ..charge.model import ERROR, PENDING, SUCCESS, Charge
@@ -88,6 +89,7 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
         recorded.append(batch.add(charge, result, method_id, processor,
                                   [held[i] for i in charge.purchase_item_ids if i in held]))
     batch.write()
+    _release_gone(unit, mine, held)
     replan(unit, sorted({c.address_id for c, _, _ in mine} | {i.address_id for i in held.values()}))
     # The orders' numbers last: taking them locks the store's order counter until the COMMIT
     # (order/repository.py), so the runs of several workers billing one store each hold it for
@@ -260,6 +262,21 @@ _ITEM_ADVANCE = Prepared(update(purchase_items).where(purchase_items.c.id == bin
     {name: bindparam(name) for name in ("status", "charges_count", "last_charge_date", "max_retries_reached",
                                         "next_charge_scheduled_at", "cancelled_next_date", "updated_at")}
     | {"lock_version": purchase_items.c.lock_version + 1}))
+
+
+def _release_gone(unit: Unit, mine: list[tuple[Charge, Result, int | None]], held: dict[int, PurchaseItem]) -> None:
+    """A charge that failed and waits for a retry must not take the money of an item cancelled
+    or deleted while it was being paid (the charge did not change then, decisions §6.3): now
+    that it is no longer claimed, the items leave it, as a cancel takes an item out of a
+    charge in retry (decisions §5.16; emptied, it is deleted). A paid charge keeps them: it
+    paid for them (_advance)."""
+    for charge, result, _ in mine:
+        if result.outcome in (CAPTURED, AUTHORIZED):
+            continue
+        gone = {i for i in charge.purchase_item_ids
+                if i not in held or (held[i].kind == SUBSCRIPTION and held[i].status == CANCELLED)}
+        if gone:
+            errored.recompute(unit, [charge.id], leaving=gone)
 
 
 def _skipped_ahead(unit: Unit, held: Iterable[PurchaseItem]) -> dict[int, set[date]]:
