@@ -124,7 +124,8 @@ def test_a_partial_skip_leaves_the_rest_queued_under_the_same_id(vapi):
     assert schedule(vapi, address.id) == [(days(vapi, 7).isoformat(), "queued", [kept.id]),
                                           (days(vapi, 7).isoformat(), "skipped", [skipped.id]),
                                           (days(vapi, 14).isoformat(), "queued", [skipped.id])]
-    assert events_of(vapi, body["id"]) == [("charge/created", body["id"])]
+    # Ids are per table: another resource's events may share the number.
+    assert [e for e in events_of(vapi, body["id"]) if e[0].startswith("charge/")] == [("charge/created", body["id"])]
     assert ("subscription/skipped", skipped.id) in events_of(vapi, skipped.id)
     assert ("subscription/skipped", kept.id) not in events_of(vapi, kept.id)
 

@@ -421,3 +421,23 @@ def test_a_method_whose_status_a_charge_set_follows_the_existing_rules(api: Any)
     updated = api.put(f"/customers/{customer.id}", json={"stripe_customer_token": "cus_2"}, version=V01).json()
     assert (updated["customer"]["has_valid_payment_method"],
             updated["customer"]["reason_payment_method_not_valid"]) == (True, None)
+
+
+def test_twenty_token_writes_at_once_leave_one_method_holding_a_token_one_of_them_sent(api: Any) -> None:
+    """Twenty `PUT /customers/{id}` with a Stripe token each, at once (both databases): every
+    answer is 200 or a 409 lost race, never a 500, and the customer ends with one Stripe
+    method, the default, holding the token of a write that answered 200."""
+    from tests.builders import concurrently
+
+    customer = make_customer(api)
+    api.version = V01
+    replies = concurrently(api, [("PUT", f"/customers/{customer.id}", {"stripe_customer_token": f"cus_{n}"})
+                                 for n in range(20)])
+    statuses = [r.status_code for r in replies]
+    assert set(statuses) <= {200, 409}, [r.text for r in replies if r.status_code not in (200, 409)]
+    assert 200 in statuses
+    stripe = [m for m in methods_of(api, customer.id) if m["processor_name"] == "stripe"]
+    assert len(stripe) == 1 and stripe[0]["default"] is True
+    won = {f"cus_{n}" for n, r in enumerate(replies) if r.status_code == 200}
+    assert stripe[0]["processor_customer_token"] in won
+    assert customer01(api, customer.id)["stripe_customer_token"] == stripe[0]["processor_customer_token"]

@@ -9,6 +9,7 @@ reads on one held connection (``Database.read_on_loop``) and writes in the loop'
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -137,9 +138,16 @@ class Call:
 
     def command(self, schema: str, cls: type[T], *, partial: bool = False, **extra: Any) -> T:
         """The body, validated by this version's schema, as a domain command."""
+        return self.command_apart(schema, cls, (), partial=partial, **extra)[0]
+
+    def command_apart(self, schema: str, cls: type[T], apart: Iterable[str], *, partial: bool = False,
+                      **extra: Any) -> tuple[T, dict[str, Any]]:
+        """``command``, with the validated fields named in ``apart`` taken out of it: those the
+        body sent, by name (fields the schema knows and the command does not)."""
         clean = self.version.schemas[schema].parse(self.body, partial=partial)
+        taken = {name: clean.pop(name) for name in apart if name in clean}
         clean.update(extra)
-        return convert(clean, cls)
+        return convert(clean, cls), taken
 
     def contract(self, plural: str) -> ListContract:
         return self.version.lists[plural]

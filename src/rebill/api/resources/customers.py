@@ -14,7 +14,7 @@ from rebill.domain.schedule.plan import shipping_address
 from rebill.errors import Forbidden, ValidationFailed
 
 from .. import query as q
-from ..call import Call, Reply, convert
+from ..call import Call, Reply
 from ..declared import count, created, deleted, one, page, update, whole
 from ..routing import Endpoints
 from ..v2021_11.payment_methods import billing_fields
@@ -55,11 +55,8 @@ TOKEN_FIELDS = {f"{processor}_customer_token": processor for processor in CUSTOM
 def _command(call: Call, schema: str, cls: type[T], *, partial: bool = False) -> tuple[T, dict[str, str]]:
     """The body as ``cls``, and the processor customer tokens it gives (processor -> token;
     null gives none)."""
-    if not any(name in call.body for name in TOKEN_FIELDS):
-        return call.command(schema, cls, partial=partial), {}
-    clean = call.version.schemas[schema].parse(call.body, partial=partial)
-    sent = {TOKEN_FIELDS[name]: clean.pop(name) for name in TOKEN_FIELDS if name in clean}
-    return convert(clean, cls), {processor: token for processor, token in sent.items() if token is not None}
+    command, sent = call.command_apart(schema, cls, TOKEN_FIELDS, partial=partial)
+    return command, {TOKEN_FIELDS[name]: token for name, token in sent.items() if token is not None}
 
 
 def _token_scope_check(call: Call) -> Callable[[], None]:

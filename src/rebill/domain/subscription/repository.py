@@ -122,6 +122,14 @@ def skipped_dates(conn: Connection, item_id: int) -> list[date]:
                              .order_by(skips.c.date)).scalars())
 
 
+def skipped_on(conn: Connection, item_ids: list[int], when: date) -> list[int]:
+    """Which of these items have skipped ``when``, in id order (one statement)."""
+    if not item_ids:
+        return []
+    return list(conn.execute(select(skips.c.purchase_item_id).where(
+        skips.c.purchase_item_id.in_(item_ids), skips.c.date == when).order_by(skips.c.purchase_item_id)).scalars())
+
+
 def add_skip(conn: Connection, store_id: int, address_id: int, item_id: int, when: date) -> None:
     conn.execute(insert(skips).values(store_id=store_id, address_id=address_id, purchase_item_id=item_id, date=when))
 

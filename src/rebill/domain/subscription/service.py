@@ -58,10 +58,10 @@ def check_not_skipped(unit: Unit, item_ids: list[int], when: date, field: str) -
     """A next date set onto a date an item has skipped (decisions §5.12) would show a date on
     which it has no queued charge, the skip winning in the plan: refused, pointing at the
     skipped charge to unskip instead."""
-    for item_id in item_ids:
-        if when in repository.skipped_dates(unit.conn, item_id):
-            raise ValidationFailed.field(field, f"purchase item {item_id} is skipped on {when}: unskip that "
-                                                "charge instead")
+    skipped = repository.skipped_on(unit.conn, item_ids, when)
+    if skipped:
+        raise ValidationFailed.field(field, f"purchase item {skipped[0]} is skipped on {when}: unskip that "
+                                            "charge instead")
 
 
 def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Address:
