@@ -55,15 +55,25 @@ def test_a_transaction_given_up_for_another_runs_again_and_succeeds(pg_api, monk
     assert len(calls) == 3 and _count(pg_api) == 1  # the given-up attempts left nothing
 
 
-def test_it_gives_up_after_four_runs_with_a_500(pg_api, monkeypatch):
-    calls = []
+@pytest.mark.parametrize("sqlstate", ["40P01", "40001"])
+def test_it_gives_up_after_four_runs_with_a_409_that_leaves_nothing(pg_api, monkeypatch, sqlstate):
+    """decisions §4.6: the loser of overlapping writes answers 409, nothing half written; the
+    key of an Idempotency-Key request stays free (409 is never stored), so a repeat runs."""
+    real, calls = customer_service.create, []
 
     def always(unit, command, **kw):
         calls.append(1)
-        raise _given_up("40P01")
+        real(unit, command, **kw)  # written, then given up on: rolled back with the unit
+        raise _given_up(sqlstate)
     monkeypatch.setattr(customer_service, "create", always)
-    reply = pg_api.post("/customers", json={"email": "never@example.com", "first_name": "R", "last_name": "T"})
-    assert reply.status_code == 500 and len(calls) == 4
+    body = {"email": "never@example.com", "first_name": "R", "last_name": "T"}
+    reply = pg_api.post("/customers", json=body, headers={"Idempotency-Key": "lost-races"})
+    assert reply.status_code == 409, reply.text
+    assert "retry" in reply.json()["errors"] and len(calls) == 4 and _count(pg_api) == 0
+    monkeypatch.setattr(customer_service, "create", real)
+    again = pg_api.post("/customers", json=body, headers={"Idempotency-Key": "lost-races"})
+    assert again.status_code == 201, again.text
+    assert _count(pg_api) == 1
 
 
 def test_other_database_errors_and_handlers_that_call_out_run_once(pg_api, monkeypatch):

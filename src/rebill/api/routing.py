@@ -39,6 +39,7 @@ from rebill.db.read_lanes import ReadLanes
 from rebill.domain.store.model import API_VERSIONS
 from rebill.domain.unit import REQUEST_KEY, REQUEST_SOURCE
 from rebill.errors import (
+    Conflict,
     DatabaseUnavailable,
     Forbidden,
     MethodNotAllowed,
@@ -301,8 +302,14 @@ class Api:
             try:
                 return await run_in_threadpool(operation.handler, call)
             except DBAPIError as exc:
-                if operation.calls_out or attempt == RETRIES or not retryable(exc):
+                if operation.calls_out or not retryable(exc):
                     raise
+                if attempt == RETRIES:
+                    # NOTE: decisions §4.6: the loser of overlapping writes answers 409, nothing
+                    # half written (every attempt was rolled back); it was a 500.
+                    logger.warning("%s %s lost %d races in a row (%s): 409", operation.method, operation.path,
+                                   RETRIES, type(exc.orig).__name__)
+                    raise Conflict() from exc
                 logger.info("retrying %s %s after %s (attempt %d)", operation.method, operation.path,
                             type(exc.orig).__name__, attempt)
                 await asyncio.sleep(random.uniform(0.005, 0.03) * attempt)

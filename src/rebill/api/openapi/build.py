@@ -242,8 +242,9 @@ class Builder:
 
     def error_statuses(self, op: Operation) -> list[int]:
         """What the edge and the dispatcher can answer for the operation besides its replies."""
-        # 500: a failure the server could not answer otherwise (the database gave up after its
-        # retries, a bug); its body is the error shape and its transaction was rolled back.
+        # 500: a failure the server could not answer otherwise (a bug); its body is the error
+        # shape and its transaction was rolled back. A write that PostgreSQL gave up on for a
+        # concurrent one's sake at every retry answers 409 (api/routing.py Api._in_thread).
         # 400: the HTTP server's own answer to a request it cannot read (components.NOT_HTTP).
         # 503: the database could not be reached (errors.DatabaseUnavailable), on any endpoint.
         statuses = {400, 401, 403, 426, 429, 500, 503, *op.errors}

@@ -96,8 +96,8 @@ DESCRIPTIONS = {
     422: "Bad fields or parameters, each named with its messages (decisions §2.3).",
     426: "An unknown API version in X-Service-Version.",
     429: "Rate limited: the token's bucket is full (decisions §2.8).",
-    500: "An unexpected failure (the database still refused after the retries, or a bug): nothing of the "
-         "request was kept (its transaction rolled back); repeat it with the same Idempotency-Key.",
+    500: "An unexpected failure (a bug): nothing of the request was kept (its transaction rolled back); "
+         "repeat it with the same Idempotency-Key.",
     501: "The endpoint exists in the other API version only (decisions §2.1).",
     503: "The database could not be reached (a restart, a failover; `Retry-After` says when to try again, "
          "nothing of the request was applied) or, on endpoints that charge, the payment processor did not "
