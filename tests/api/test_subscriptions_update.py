@@ -208,9 +208,36 @@ def test_update_to_an_unknown_or_another_stores_plan_answers_422(vapi):
 
 
 def test_update_to_a_plan_of_the_store_links_it(api):
-    sub = create_sub(api)
-    _, plan_id = make_catalog(api, title="Ours")
+    product_id, plan_id = make_catalog(api, title="Ours")
+    sub = create_sub(api, external_product_id={"ecommerce": product_id}, product_title=None, variant_title=None,
+                     price=None)
     assert api.put(f"/subscriptions/{sub['id']}", json={"plan_id": plan_id}).json()["subscription"]["plan_id"] == plan_id
+
+
+def test_update_to_a_plan_of_another_product_or_variant_answers_422_and_changes_nothing(api):
+    """A plan is a plan of one product, of some of its variants when it names any (decisions
+    §5.8, §7.7 item 8 as bundles apply it)."""
+    product_id, _ = make_catalog(api)
+    _, other_plan = make_catalog(api, title="Other product's")
+    made = api.post("/plans", json={
+        "external_product_id": product_id, "title": "Only 1 kg", "type": "subscription",
+        "external_variant_ids": [f"{product_id}-2"],
+        "subscription_preferences": {"interval_unit": "week", "order_interval_frequency": 2,
+                                     "charge_interval_frequency": 2}})
+    assert made.status_code == 201, made.text
+    restricted = made.json()["plan"]["id"]
+    sub = create_sub(api, external_product_id={"ecommerce": product_id}, product_title=None, variant_title=None,
+                     price=None)
+    assert sub["external_variant_id"] == {"ecommerce": f"{product_id}-1"}
+    assert errors_of(api.put(f"/subscriptions/{sub['id']}", json={"plan_id": other_plan})) == {
+        "plan_id": [f"is not a plan of the product {product_id}"]}
+    assert errors_of(api.put(f"/subscriptions/{sub['id']}", json={"plan_id": restricted})) == {
+        "plan_id": [f"does not apply to the variant {product_id}-1"]}
+    # With a swap to the variant it applies to, in the same request, it fits.
+    moved = api.put(f"/subscriptions/{sub['id']}", json={
+        "plan_id": restricted, "external_variant_id": {"ecommerce": f"{product_id}-2"}})
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["subscription"]["plan_id"] == restricted
 
 
 def test_moving_to_a_product_outside_the_catalog_keeps_the_titles_and_price(vapi):

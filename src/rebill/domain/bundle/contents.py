@@ -21,6 +21,7 @@ from rebill.errors import ValidationFailed
 
 from ..catalog import repository as catalog
 from ..catalog.model import Plan, Product
+from ..catalog.rules import plan_price
 from ..collection import repository as collections
 from ..money import quantize
 from ..unit import Unit
@@ -43,16 +44,6 @@ def plan_for(unit: Unit, variant: BundleVariant, plan_id: int | None) -> Plan | 
     if plan.external_product_id != variant.external_product_id:
         raise ValidationFailed.field("plan_id", f"is not a plan of the bundle's product {variant.external_product_id}")
     return plan
-
-
-def discounted(price: Decimal, plan: Plan, currency: str) -> Decimal:
-    """The price less the plan's discount (decisions §5.8), never below zero."""
-    amount = plan.discount_amount or Decimal(0)
-    if plan.discount_type == "percentage":
-        return quantize(price * (100 - amount) / 100, currency)
-    if plan.discount_type == "fixed_amount":
-        return max(quantize(price - amount, currency), Decimal(0))
-    return quantize(price, currency)
 
 
 def _bounds(low: int | None, high: int | None) -> str:
@@ -89,7 +80,7 @@ class _Catalog:
     def best(self, item: ItemInput, price: Decimal, currency: str) -> Decimal:
         """NOTE: decisions §7.7 item 8, the greatest discount among the plans of the item's product."""
         product = self.products[item.external_product_id]
-        return min((discounted(price, plan, currency) for plan in self.plans.get(product.id, [])),
+        return min((plan_price(price, plan, currency) for plan in self.plans.get(product.id, [])),
                    default=quantize(price, currency))
 
 
@@ -134,7 +125,7 @@ def checked(unit: Unit, variant: BundleVariant, items: list[ItemInput], plan: Pl
         assert collection_id is not None
         base = price or Decimal(0)
         if dynamic:
-            base = discounted(base, plan, currency) if plan is not None else known.best(item, base, currency)
+            base = plan_price(base, plan, currency) if plan is not None else known.best(item, base, currency)
         rows.append({"collection_id": collection_id, "collection_source": item.collection_source or DEFAULT_SOURCE,
                      "external_product_id": item.external_product_id,
                      "external_variant_id": item.external_variant_id, "quantity": item.quantity,

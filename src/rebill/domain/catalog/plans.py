@@ -42,8 +42,12 @@ class _Products:
         return product
 
 
-def _checked(unit: Unit, products_: _Products, values: dict[str, Any]) -> dict[str, Any]:
-    """The stored row of a complete plan; errors of the product and of the plan together."""
+def _checked(unit: Unit, products_: _Products, values: dict[str, Any], current: Plan | None = None) -> dict[str, Any]:
+    """The stored row of a complete plan; errors of the product and of the plan together.
+    ``current``: the plan an update changes. The variants it is restricted to stay valid while
+    it stays on its product, even those a product update has removed since: they are the plan's
+    own record (they restrict it to no variant now), and an update that does not touch them, or
+    sends them back unchanged, is not refused for them."""
     try:
         product: Product | None = products_.get(values["external_product_id"])
     except ValidationFailed as exc:
@@ -52,7 +56,9 @@ def _checked(unit: Unit, products_: _Products, values: dict[str, Any]) -> dict[s
     else:
         missing = {}
     try:
-        clean = checked_plan(values, product, unit.store.currency)
+        kept = (current.external_variant_ids
+                if current is not None and product is not None and product.id == current.product_id else ())
+        clean = checked_plan(values, product, unit.store.currency, kept=kept)
     except ValidationFailed as exc:
         raise ValidationFailed({**exc.errors, **missing}) from None  # type: ignore[dict-item]
     if product is None:
@@ -129,7 +135,7 @@ def create(unit: Unit, command: PlanCreate) -> Plan:
 
 def update(unit: Unit, plan_id: int, command: PlanUpdate) -> Plan:
     current = get_plan(unit, plan_id)
-    clean = _checked(unit, _Products(unit), _merged(current, command.changes()))
+    clean = _checked(unit, _Products(unit), _merged(current, command.changes()), current)
     if write_changes(unit, current, clean):
         _products_changed(unit, [(current.product_id, current.external_product_id),
                                  (clean["product_id"], clean["external_product_id"])])
@@ -191,7 +197,7 @@ def bulk_update(unit: Unit, commands: list[PlanUpdate]) -> list[Plan]:
         else:
             seen.add(command.id)
             try:
-                checked.append((plan, _checked(unit, found, _merged(plan, command.changes()))))
+                checked.append((plan, _checked(unit, found, _merged(plan, command.changes()), plan)))
             except ValidationFailed as exc:
                 errors[str(index)] = exc.errors
     if errors:

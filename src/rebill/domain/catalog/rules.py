@@ -5,13 +5,14 @@ Errors name the head (2021-11) fields."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
 from rebill.errors import ValidationFailed, add_error
 
-from ..money import minor_digits
-from .model import CHANNELS, DISCOUNT_TYPES, INTERVAL_UNITS, PLAN_TYPES, PREFERENCES, Product
+from ..money import minor_digits, quantize
+from .model import CHANNELS, DISCOUNT_TYPES, INTERVAL_UNITS, PLAN_TYPES, PREFERENCES, Plan, Product
 
 PERCENT = Decimal("0.01")
 # NOTE: the bounds subscriptions take (domain/subscription/intervals.py), so any plan can
@@ -133,10 +134,12 @@ def variant_ids(known: set[str] | None, given: list[str]) -> list[str]:
     return list(given)
 
 
-def checked_plan(values: dict[str, Any], product: Product | None, currency: str) -> dict[str, Any]:
+def checked_plan(values: dict[str, Any], product: Product | None, currency: str,
+                 kept: Iterable[str] = ()) -> dict[str, Any]:
     """The complete plan ``values`` (head names) as stored, every rule checked; all the bad
-    fields at once. Without a product (not in the catalog) its variants are not checked."""
-    known = None if product is None else {v.external_variant_id for v in product.variants}
+    fields at once. Without a product (not in the catalog) its variants are not checked;
+    ``kept``: variant ids the plan already had on this product, valid even if gone from it."""
+    known = None if product is None else {v.external_variant_id for v in product.variants} | set(kept)
     errors: dict[str, Any] = {}
     clean = dict(values)
     plan_type = (values["type"] or "").lower()
@@ -163,3 +166,26 @@ def checked_plan(values: dict[str, Any], product: Product | None, currency: str)
     if errors:
         raise ValidationFailed(errors)
     return clean
+
+
+def plan_price(price: Decimal, plan: Plan, currency: str) -> Decimal:
+    """NOTE: decisions §5.8, the price less the plan's discount, never below zero (a fixed
+    amount larger than the price makes it 0.00): the price of a subscription made from the
+    plan, and of a dynamic bundle's contents priced by it."""
+    amount = plan.discount_amount or Decimal(0)
+    if plan.discount_type == "percentage":
+        return quantize(price * (100 - amount) / 100, currency)
+    if plan.discount_type == "fixed_amount":
+        return max(quantize(price - amount, currency), Decimal(0))
+    return quantize(price, currency)
+
+
+def plan_fits(plan: Plan, external_product_id: str | None, external_variant_id: str | None) -> str | None:
+    """Why ``plan`` cannot be the plan of an item of this product and variant, or None: a plan
+    is a plan of one product (decisions §5.8), restricted to some of its variants when it names
+    any (``external_variant_ids``)."""
+    if external_product_id != plan.external_product_id:
+        return f"is not a plan of the product {external_product_id}"
+    if plan.external_variant_ids and external_variant_id not in plan.external_variant_ids:
+        return f"does not apply to the variant {external_variant_id}"
+    return None

@@ -14,6 +14,7 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 from ..address import repository as addresses
 from ..address.model import Address
 from ..catalog import service as catalog
+from ..catalog.rules import plan_fits, plan_price
 from ..charge import errored
 from ..charge import repository as charges
 from ..customer import activity
@@ -148,6 +149,9 @@ def _apply_plan(unit: Unit, values: dict[str, Any]) -> Any:
     plan = _check_plan(unit, values["plan_id"])
     if values.get("external_product_id") is None:
         values["external_product_id"] = plan.external_product_id
+    if values.get("external_variant_id") is None and plan.external_variant_ids \
+            and values["external_product_id"] == plan.external_product_id:
+        values["external_variant_id"] = plan.external_variant_ids[0]  # a variant the plan applies to
     preferences = plan.subscription_preferences or {}
     if all(values.get(name) is None for name in intervals.INTERVAL_FIELDS):
         values["charge_interval_frequency"] = preferences.get("charge_interval_frequency")
@@ -160,14 +164,6 @@ def _apply_plan(unit: Unit, values: dict[str, Any]) -> Any:
     return plan
 
 
-def _plan_price(values: dict[str, Any], plan: Any, currency: str) -> None:
-    """NOTE: decisions §5.8, the plan's discount applies to a price taken from the catalog."""
-    if plan.discount_amount and plan.discount_type == "percentage":
-        values["price"] = quantize(values["price"] * (100 - plan.discount_amount) / 100, currency)
-    elif plan.discount_amount and plan.discount_type == "fixed_amount":
-        values["price"] = max(quantize(values["price"] - plan.discount_amount, currency), 0)
-
-
 def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) -> PurchaseItem:
     address = address_for(unit, command.address_id)
     values = msgspec.structs.asdict(command)
@@ -177,8 +173,14 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
     _check_quantity(command.quantity)
     values = intervals.check(values)
     values = catalog_values(unit, values, currency=address.presentment_currency)
-    if plan is not None and command.price is None:
-        _plan_price(values, plan, address.presentment_currency)
+    if plan is not None:
+        # A plan of another product, or one restricted to other variants, would give this item
+        # its discount and cadence: refused as bundles refuse it (decisions §7.7 item 8).
+        if problem := plan_fits(plan, values.get("external_product_id"), values.get("external_variant_id")):
+            raise ValidationFailed.field("plan_id", problem)
+        if command.price is None:
+            # NOTE: decisions §5.8, the plan's discount applies to a price taken from the catalog.
+            values["price"] = plan_price(values["price"], plan, address.presentment_currency)
     today = unit.today
     when = command.next_charge_scheduled_at
     if when is not None:
@@ -228,8 +230,10 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         raise ValidationFailed({name: ["must be sent with " + ", ".join(sent)] for name in missing})
     if "quantity" in changes:
         _check_quantity(changes["quantity"])
-    if changes.get("plan_id") is not None:
-        _check_plan(unit, changes["plan_id"])
+    # The plan it was made from stays named after that plan is deleted (the record of where it
+    # came from): a PUT that sends it back unchanged is no new plan to check.
+    new_plan = _check_plan(unit, changes["plan_id"]) if changes.get("plan_id") not in (None, current.plan_id) \
+        else None
     if current.status != ACTIVE and ({"next_charge_scheduled_at"} & set(changes)):
         raise ValidationFailed.field("next_charge_scheduled_at", "a cancelled or expired subscription has none")
     cadence = {name: changes.get(name, getattr(current, name)) for name in
@@ -243,6 +247,10 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
                 current.external_variant_id:
             raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
         swap_values(unit, current, changes)
+    if new_plan is not None and (problem := plan_fits(
+            new_plan, changes.get("external_product_id", current.external_product_id),
+            changes.get("external_variant_id", current.external_variant_id))):
+        raise ValidationFailed.field("plan_id", problem)
     if "price" in changes:
         if changes["price"] < 0:
             raise ValidationFailed.field("price", "must not be negative")
