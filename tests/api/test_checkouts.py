@@ -17,7 +17,7 @@ from rebill.domain.catalog import service as catalog
 from rebill.domain.catalog.model import ProductCreate, VariantInput
 from rebill.domain.checkout import charge as checkout_charge
 from rebill.domain.unit import Unit
-from rebill.models import checkouts, customers, events, sandbox_payments
+from rebill.models import checkouts, customers, events, orders, sandbox_payments
 from tests.api.test_charges_totals import set_rates
 from tests.api.test_real_fields import ARR, BOOL, INT, NULL, OBJ, STR, field_problems
 from tests.builders import make_customer, make_discount
@@ -388,6 +388,20 @@ def test_a_once_per_customer_code_is_refused_for_a_customer_who_used_it(api):
     assert api.post(f"/checkouts/{first['token']}/charge", json=CHARGE).status_code == 200
     second = ready(api, email="ONCE@example.com", discount_code="ONCE")
     assert second["applied_discount"]["non_applicable_reason"] == "discount can be used once per customer"
+
+
+def test_a_payment_token_that_reads_as_a_card_number_is_refused_and_nothing_is_charged(vapi):
+    """A checkout's payment token is kept as its customer's payment method token: a card number
+    there is card data stored as a token (spec 02 Customers; found by an audit)."""
+    priced_store(vapi)
+    checkout = ready(vapi)
+    before = count(vapi, orders)
+    response = vapi.post(f"/checkouts/{checkout['token']}/charge",
+                         json={**CHARGE, "payment_token": "4242 4242 4242 4242"})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"] == {"payment_token": ["must be a payment processor's token, not card data"]}
+    assert count(vapi, orders) == before
+    assert vapi.get(f"/checkouts/{checkout['token']}").json()["checkout"]["completed_at"] is None
 
 
 # Shipping and tax rates --------------------------------------------------------------------

@@ -441,3 +441,27 @@ def test_twenty_token_writes_at_once_leave_one_method_holding_a_token_one_of_the
     won = {f"cus_{n}" for n, r in enumerate(replies) if r.status_code == 200}
     assert stripe[0]["processor_customer_token"] in won
     assert customer01(api, customer.id)["stripe_customer_token"] == stripe[0]["processor_customer_token"]
+
+
+# The same rule on the endpoints that replaced these fields (found by an audit: a card number
+# was stored through them and shown back in 2021-01 as `stripe_customer_token`).
+TOKEN_CARD_DATA = "must be a payment processor's token, not card data"
+
+
+@pytest.mark.parametrize("name", ["processor_customer_token", "processor_payment_method_token"])
+@pytest.mark.parametrize("value", ["4242424242424242", "4242 4242 4242 4242", "4111-1111-1111-1111"])
+def test_a_payment_method_token_that_reads_as_a_card_number_is_refused(api: Any, name: str, value: str) -> None:
+    customer = make_customer(api)
+    body = {"customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_name": "stripe",
+            "processor_payment_method_token": "pm_ok", name: value}
+    response = api.post("/payment_methods", json=body, version=V11)
+    assert errors_of(response) == {name: [TOKEN_CARD_DATA]}
+    assert methods_of(api, customer.id) == []
+    method_id = make_payment_method(api, customer)
+    changed = api.put(f"/payment_methods/{method_id}", json={name: value}, version=V11)
+    assert errors_of(changed) == {name: [TOKEN_CARD_DATA]}
+    kept = methods_of(api, customer.id)[0]
+    assert (kept["processor_customer_token"], kept["processor_payment_method_token"]) == ("cus_1", "pm_ok")
+    # Tokens with digits in them, as processors make them, are no card number.
+    fine = api.put(f"/payment_methods/{method_id}", json={name: "cus_4242424242424242"}, version=V11)
+    assert fine.status_code == 200, fine.text

@@ -14,6 +14,7 @@ from rebill.domain.checkout.lines import MAX_LINES
 from rebill.domain.checkout.model import ADDRESS_FIELDS, PAYMENT_TYPES, SUBSCRIPTION, Checkout, CheckoutCharge
 from rebill.domain.customer.service import EMAIL
 from rebill.domain.money import format_amount
+from rebill.domain.payment_method.model import token_card_data_problem
 
 from .charges import NO_IMAGES
 from .parsers import ATTRIBUTE
@@ -217,7 +218,8 @@ SCHEMAS: dict[str, Schema] = {
     "checkout.update": Schema(Field("line_items", "list", nullable=False, items=LINE, check=_lines), *FIELDS),
     "checkout.charge": Schema(
         Field("payment_processor", "str", required=True, nullable=False, min_length=1, max_length=32),
-        Field("payment_token", "str", required=True, nullable=False, min_length=1, max_length=255),
+        Field("payment_token", "str", required=True, nullable=False, min_length=1, max_length=255,
+              check=token_card_data_problem),
         Field("payment_type", "str", convert=_payment_type),
     ),
 }

@@ -12,7 +12,13 @@ from rebill.api import query as q
 from rebill.api.contract import ListContract, Serializer
 from rebill.api.fields import Field, Schema
 from rebill.domain.geo import country, country_code_for_name, country_name
-from rebill.domain.payment_method.model import PAYMENT_TYPES, STATUSES, PaymentMethod, PaymentSource
+from rebill.domain.payment_method.model import (
+    PAYMENT_TYPES,
+    STATUSES,
+    PaymentMethod,
+    PaymentSource,
+    token_card_data_problem,
+)
 
 from .serializers import ts
 
@@ -122,8 +128,8 @@ PAYMENT_DETAILS = Schema(
 )
 FIELDS = (
     Field("payment_type", "str", required=True, nullable=False, convert=_payment_type),
-    Field("processor_customer_token", "str", min_length=1),
-    Field("processor_payment_method_token", "str", min_length=1),
+    Field("processor_customer_token", "str", min_length=1, check=token_card_data_problem),
+    Field("processor_payment_method_token", "str", min_length=1, check=token_card_data_problem),
     # NOTE: decisions §6.12, optional; null or absent names the built-in sandbox gateway.
     Field("processor_name", "str", min_length=1, max_length=32),
     Field("default", "bool"),

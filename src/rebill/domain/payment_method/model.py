@@ -29,14 +29,24 @@ CUSTOMER_TOKEN_TYPES = {"stripe": "CREDIT_CARD", "braintree": "CREDIT_CARD", "pa
 _CARD_SEPARATORS = re.compile(r"[\s-]")
 
 
+def _reads_as_card(token: str) -> bool:
+    """A card number: 13 to 19 digits, spaces or dashes allowed between them."""
+    digits = _CARD_SEPARATORS.sub("", token)
+    return digits.isascii() and digits.isdigit() and 13 <= len(digits) <= 19
+
+
 def card_data_problem(token: str) -> str | None:
     """NOTE: spec 02 Customers, "a customer payment token must be a tokenized customer, not card
-    data": a value that reads as a card number (13 to 19 digits, spaces or dashes allowed
-    between them) is refused before anything stores it; None when the value is fine."""
-    digits = _CARD_SEPARATORS.sub("", token)
-    if digits.isascii() and digits.isdigit() and 13 <= len(digits) <= 19:
-        return "must be a tokenized customer, not card data"
-    return None
+    data": a value that reads as a card number is refused before anything stores it; None when
+    the value is fine."""
+    return "must be a tokenized customer, not card data" if _reads_as_card(token) else None
+
+
+def token_card_data_problem(token: str) -> str | None:
+    """The same rule for every token Rebill keeps or charges: a payment method's processor tokens
+    (the fields that replaced the customer's, spec 02 Versioning) and a checkout's payment token.
+    A card number sent there would be stored and shown back as a token."""
+    return "must be a payment processor's token, not card data" if _reads_as_card(token) else None
 
 
 class PaymentMethod(msgspec.Struct):
