@@ -6,13 +6,15 @@ import msgspec
 
 from rebill.errors import Conflict, ValidationFailed
 
+from ..charge import errored
+from ..charge import repository as charges
 from ..event import attributes
 from ..money import places_problem, quantize
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, API_NAMES, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
-from .service import _check_quantity, address_for, catalog_values, get, locked, swap_values
+from .service import _check_quantity, address_for, catalog_values, check_not_skipped, get, locked, swap_values
 
 
 def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
@@ -37,6 +39,21 @@ def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
     return repository.inserted(unit.conn, item_id, values)
 
 
+def _check_changeable(unit: Unit, current: PurchaseItem, changes: dict[str, object]) -> None:
+    """NOTE: decisions §5.6, a one-time item is one line on the charge of its date, then done. A
+    change after that, or while the charge that holds it waits for a retry or is being paid,
+    would show what no charge will ever bill (the retry bills the line as it was): refused, as
+    a subscription's next date is (docs/api-choices.md). An update that changes nothing passes."""
+    field = "next_charge_scheduled_at" if "next_charge_scheduled_at" in changes else next(iter(changes))
+    if current.status != ACTIVE:
+        raise ValidationFailed.field(field, f"the one-time item is {current.status}: it was charged and is done")
+    if charges.being_paid(unit.conn, unit.store_id, current.id):
+        raise Conflict("The one-time item's charge is being paid; try again in a moment")
+    errored.check_not_waiting(unit, current.id, field)
+    if "next_charge_scheduled_at" in changes:
+        check_not_skipped(unit, [current.id], changes["next_charge_scheduled_at"], "next_charge_scheduled_at")
+
+
 def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
     current = locked(unit, onetime_id, ONETIME)
     changes = command.changes()
@@ -53,6 +70,7 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         changes["price"] = quantize(changes["price"], current.presentment_currency)
     changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
     if changes:
+        _check_changeable(unit, current, changes)
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, onetime_id, current.lock_version, changes):
             raise Conflict()
