@@ -302,6 +302,27 @@ def test_update_checks_the_items_and_moves_to_another_item_of_a_bundle(bapi, wor
     assert fetch(bapi, made["id"])["items"] == made["items"]
 
 
+def test_an_item_holding_a_selection_swaps_only_to_a_bundle(bapi, world):
+    """Found by an audit: swapped to a variant that is no bundle, a subscription kept its
+    selection and its next orders carried the bundle's contents."""
+    made = create(bapi, world["box"].id, item("p-1"), item("p-3"))
+    onetime = make_onetime(bapi, world["address"], external_product_id="box", external_variant_id="box-1", price=None)
+    held = create(bapi, onetime.id, item("p-2", 2))
+    for path, selection in ((f"/subscriptions/{world['box'].id}", made), (f"/onetimes/{onetime.id}", held)):
+        reply = bapi.put(path, json={"external_product_id": {"ecommerce": "p-2"},
+                                     "external_variant_id": {"ecommerce": "p-2-1"}})
+        assert errors_of(reply) == {"external_variant_id": [
+            f"the variant p-2-1 is not a bundle, and this item holds bundle selection {selection['id']}: "
+            "delete it first"]}
+    assert bapi.get(f"/subscriptions/{world['box'].id}").json()["subscription"]["external_variant_id"] == {
+        "ecommerce": "box-1"}
+    # Without a selection the same swap is an ordinary one.
+    assert bapi.delete(f"/bundle_selections/{made['id']}").status_code == 204
+    swapped = bapi.put(f"/subscriptions/{world['box'].id}", json={"external_product_id": {"ecommerce": "p-2"},
+                                                                  "external_variant_id": {"ecommerce": "p-2-1"}})
+    assert swapped.status_code == 200, swapped.text
+
+
 def test_delete_answers_204_and_records_it(bapi, world):
     made = create(bapi, world["box"].id, item("p-1"), item("p-3"))
     reply = bapi.delete(f"/bundle_selections/{made['id']}")

@@ -14,7 +14,16 @@ from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, API_NAMES, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
-from .service import _check_quantity, address_for, catalog_values, check_not_skipped, get, locked, swap_values
+from .service import (
+    _check_quantity,
+    address_for,
+    catalog_values,
+    check_bundle_swap,
+    check_not_skipped,
+    get,
+    locked,
+    swap_values,
+)
 
 
 def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
@@ -63,6 +72,7 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], unit.today)
     if "external_variant_id" in changes or "external_product_id" in changes:
         swap_values(unit, current, changes)
+        check_bundle_swap(unit, current, changes)
     if "price" in changes:
         problem = places_problem(changes["price"], current.presentment_currency)
         if problem or changes["price"] < 0:

@@ -13,6 +13,7 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..address import repository as addresses
 from ..address.model import Address
+from ..bundle import repository as bundles
 from ..catalog import service as catalog
 from ..catalog.rules import plan_fits, plan_price
 from ..charge import errored
@@ -63,6 +64,21 @@ def check_not_skipped(unit: Unit, item_ids: list[int], when: date, field: str) -
     if skipped:
         raise ValidationFailed.field(field, f"purchase item {skipped[0]} is skipped on {when}: unskip that "
                                             "charge instead")
+
+
+def check_bundle_swap(unit: Unit, current: PurchaseItem, changes: dict[str, Any]) -> None:
+    """An item holding a bundle selection (spec 01: a selection is tied to its subscription and
+    to a bundle variant, which validates its contents) swaps only to a variant that is a bundle;
+    the selection follows it at its next write (docs/api-choices.md, Bundles). Swapped to one
+    that is not, its next orders would carry another bundle's contents: refused."""
+    product = changes.get("external_product_id", current.external_product_id)
+    variant = changes.get("external_variant_id", current.external_variant_id)
+    if (product, variant) == (current.external_product_id, current.external_variant_id):
+        return
+    selection = bundles.selection_of_item(unit.conn, unit.store_id, current.id)
+    if selection is not None and bundles.variant_of(unit.conn, unit.store_id, product, variant) is None:
+        raise ValidationFailed.field("external_variant_id", f"the variant {variant} is not a bundle, and this item "
+                                                            f"holds bundle selection {selection}: delete it first")
 
 
 def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Address:
@@ -247,6 +263,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
                 current.external_variant_id:
             raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
         swap_values(unit, current, changes)
+        check_bundle_swap(unit, current, changes)
     if new_plan is not None and (problem := plan_fits(
             new_plan, changes.get("external_product_id", current.external_product_id),
             changes.get("external_variant_id", current.external_variant_id))):
