@@ -34,7 +34,7 @@ import psycopg
 from sqlalchemy import func, select
 
 from bench import batches, billing, floor, schedule, webhooks, workers
-from rebill.api.listing import encode_cursor
+from rebill.api.listing import cursor_key, encode_cursor
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 from rebill.db.migrate import upgrade
@@ -95,7 +95,8 @@ def schedule_positions(url: str, store: Any) -> tuple[str, tuple[int, int]]:
         low, high = conn.execute(select(func.min(addresses.c.id), func.max(addresses.c.id))
                                  .where(addresses.c.store_id == store.id)).one()
     db.dispose()
-    return encode_cursor("charges", {}, Position(boundary, boundary, False)), (low, high)
+    key = cursor_key("charges", "2021-11", "/charges")
+    return encode_cursor(key, {}, Position(boundary, boundary, False)), (low, high)
 
 
 def fresh_database(url: str | None) -> tuple[str, callable]:

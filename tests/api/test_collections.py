@@ -306,7 +306,8 @@ def test_a_cursor_keeps_the_filter_and_a_bad_cursor_answers_422(api):
 def test_a_title_cursor_with_a_boundary_that_is_no_text_is_invalid(api):
     import base64
     for boundary in ([5, 1, False], ["a\x00", 1, False], ["a" * 5000, 1, False]):
-        payload = msgspec.json.encode({"r": "collections", "q": {"sort_by": "title-asc"}, "p": boundary})
+        payload = msgspec.json.encode({"r": "collections 2021-11 /collections", "q": {"sort_by": "title-asc"},
+                                       "p": boundary})
         cursor = base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
         assert errors_of(api.get("/collections", params={"cursor": cursor}, version=V11)) == {
             "cursor": ["Invalid value"]}

@@ -158,7 +158,8 @@ def _query(ids: st.SearchStrategy[int]) -> st.SearchStrategy[list[tuple[str, str
     boundary = st.lists(JSON | st.datetimes(timezones=st.just(timezone.utc)).map(lambda d: d.isoformat())
                         | st.sampled_from(["0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"]), max_size=4)
     cursor = (st.builds(lambda r, q, p: _cursor({"r": r, "q": q, "p": p}),
-                        st.sampled_from(["customers", "addresses", "x"]),
+                        st.sampled_from(["customers", "customers 2021-11 /customers", "addresses 2021-01 /addresses",
+                                         "x"]),
                         st.dictionaries(st.sampled_from(QUERY_NAMES), TEXT, max_size=3), boundary)
               | JSON.map(_cursor) | TEXT)
     sorts = st.sampled_from(sorted({f"{s}-{d}" for v in VERSIONS.values() for c in v.lists.values()

@@ -255,7 +255,9 @@ def test_a_list_of_more_than_1000_ids_answers_422(api):
 
 
 def _cursor(plural, raw, boundary):
-    payload = msgspec.json.encode({"r": plural, "q": raw, "p": boundary})
+    """A cursor as the 2021-11 list at /{plural} makes them, with a boundary of our choosing."""
+    from rebill.api.listing import cursor_key
+    payload = msgspec.json.encode({"r": cursor_key(plural, "2021-11", f"/{plural}"), "q": raw, "p": boundary})
     return base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
 
 
@@ -278,8 +280,8 @@ def test_a_tampered_cursor_answers_422_invalid_value(api, raw, boundary):
     assert _errors(response) == {"cursor": ["Invalid value"]}
 
 
-@pytest.mark.parametrize("payload", [b'{"r": "customers", "q": {}, "p": ' + b"[" * 1000 + b"]" * 1000 + b"}",
-                                     b"[" * 20_000, b'{"r": "customers", "q": {}, "p": [1, ' + b"9" * 5000 + b"]}"])
+@pytest.mark.parametrize("payload", [b'{"r": "customers 2021-11 /customers", "q": {}, "p": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+                                     b"[" * 20_000, b'{"r": "customers 2021-11 /customers", "q": {}, "p": [1, ' + b"9" * 5000 + b"]}"])
 def test_a_cursor_nested_too_deeply_or_with_a_huge_number_answers_422_invalid_value(api, payload):
     cursor = base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
     assert _errors(api.get("/customers", params={"cursor": cursor})) == {"cursor": ["Invalid value"]}

@@ -33,7 +33,7 @@ from rebill.http.context import RequestContext
 
 from . import includes
 from .contract import ListContract, Version
-from .listing import encode_cursor, link_header, parse_filters, parse_include, parse_list
+from .listing import cursor_key, encode_cursor, link_header, parse_filters, parse_include, parse_list
 
 T = TypeVar("T")
 
@@ -152,8 +152,11 @@ class Call:
     def contract(self, plural: str) -> ListContract:
         return self.version.lists[plural]
 
+    def cursor_key(self, plural: str) -> str:
+        return cursor_key(plural, self.version.name, self.scope["path"])
+
     def list_query(self, plural: str) -> ListQuery:
-        query, self.cursor_params = parse_list(self.contract(plural), self.params)
+        query, self.cursor_params = parse_list(self.contract(plural), self.params, self.cursor_key(plural))
         includes.check_available(self.contract(plural).kind, query.include)
         return query
 
@@ -187,8 +190,9 @@ class Call:
     def page(self, plural: str, result: PageResult, unit: Unit, query: ListQuery) -> Reply:
         contract = self.contract(plural)
         records = self.render(contract.kind, result.rows, unit, query.include)
-        next_cursor = encode_cursor(plural, self.cursor_params, result.next) if result.next else None
-        previous_cursor = encode_cursor(plural, self.cursor_params, result.previous) if result.previous else None
+        key = self.cursor_key(plural)
+        next_cursor = encode_cursor(key, self.cursor_params, result.next) if result.next else None
+        previous_cursor = encode_cursor(key, self.cursor_params, result.previous) if result.previous else None
         if self.version.cursor_in_body:
             return Reply({plural: records, "next_cursor": next_cursor, "previous_cursor": previous_cursor})
         links = [(rel, c) for rel, c in (("next", next_cursor), ("previous", previous_cursor)) if c]

@@ -27,9 +27,16 @@ MAX_TEXT_BOUNDARY = 4096  # longer than any sorted text column
 _DIGITS = re.compile(r"[0-9]{1,6}", re.ASCII)
 
 
-def encode_cursor(plural: str, raw: dict[str, str], position: Position) -> str:
+def cursor_key(plural: str, version: str, path: str) -> str:
+    """NOTE: decisions §3.3, a cursor carries every filter of its first request, and one made
+    for another list is invalid: the list is its resource, its version (whose filters and sorts
+    it carries) and its path (a parent's id, as `/customers/{id}/addresses`)."""
+    return f"{plural} {version} {path}"
+
+
+def encode_cursor(key: str, raw: dict[str, str], position: Position) -> str:
     value = position.value.isoformat() if isinstance(position.value, datetime) else position.value
-    payload = msgspec.json.encode({"r": plural, "q": raw, "p": [value, position.id, position.backwards]})
+    payload = msgspec.json.encode({"r": key, "q": raw, "p": [value, position.id, position.backwards]})
     return base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
 
 
@@ -37,7 +44,7 @@ def _invalid_cursor() -> ValidationFailed:
     return ValidationFailed({"cursor": ["Invalid value"]})
 
 
-def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], list[Any]]:
+def decode_cursor(key: str, cursor: str) -> tuple[dict[str, str], list[Any]]:
     """The raw parameters and the boundary [value, id, backwards], checked for shape only;
     ``typed_position`` checks the value against the sort once the sort is known."""
     try:
@@ -46,7 +53,7 @@ def decode_cursor(plural: str, cursor: str) -> tuple[dict[str, str], list[Any]]:
             raise _invalid_cursor()
         data = msgspec.json.decode(payload)
         raw, boundary = data["q"], data["p"]
-        if (data["r"] != plural or not isinstance(raw, dict) or not isinstance(boundary, list)
+        if (data["r"] != key or not isinstance(raw, dict) or not isinstance(boundary, list)
                 or len(boundary) != 3 or not all(isinstance(v, str) for v in raw.values())):
             raise _invalid_cursor()
         return {str(k): v for k, v in raw.items()}, boundary
@@ -147,15 +154,16 @@ def parse_filters(filters: dict[str, Any], raw: dict[str, str], allowed: Any = N
     return clean
 
 
-def parse_list(contract: ListContract, params: dict[str, str]) -> tuple[ListQuery, dict[str, str]]:
-    """Returns the query and the raw parameters a cursor must carry forward."""
+def parse_list(contract: ListContract, params: dict[str, str], cursor_key: str) -> tuple[ListQuery, dict[str, str]]:
+    """Returns the query and the raw parameters a cursor must carry forward. ``cursor_key``
+    names the list a cursor was made for (Call.cursor_key): one made for another is invalid."""
     limit = _limit(params.get("limit"))
     cursor = next((params[k] for k in CURSOR_KEYS if params.get(k)), None)
     if cursor is not None:
         extra = sorted(k for k in params if k not in ("limit", *CURSOR_KEYS))
         if extra:
             raise ValidationFailed({name: ["cannot be combined with cursor; only limit can"] for name in extra})
-        raw, boundary = decode_cursor(contract.plural, cursor)
+        raw, boundary = decode_cursor(cursor_key, cursor)
         page = 1
     else:
         keep = set(contract.filters) | {"sort_by", "include"}
