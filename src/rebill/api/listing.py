@@ -132,8 +132,9 @@ def parse_include(contract: ListContract, value: str | None) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(value.split(",")))
     unknown = [n for n in names if n not in contract.includes]
     if unknown:
-        raise ValidationFailed({"include": [f"Invalid value: {n}. Must be one of {', '.join(contract.includes)}"
-                                            for n in unknown]})
+        allowed = f"Must be one of {', '.join(contract.includes)}" if contract.includes else \
+            "This resource takes no include values"
+        raise ValidationFailed({"include": [f"Invalid value: {n}. {allowed}" for n in unknown]})
     return names
 
 
