@@ -289,6 +289,28 @@ def test_the_orders_of_a_prepaid_charge_are_one_order_interval_apart_and_only_th
     assert [b["processed_at"] is None for b in bodies] == [False, True, True]
 
 
+def test_a_prepaid_charge_with_other_items_delivers_them_once_and_the_prepaid_item_each_time(api):
+    """Found by an audit: every order of a mixed charge carried every line, so a pay-as-you-go
+    item paid once shipped three times (and again with its own next charge), a one-time item
+    bought once shipped three times (decisions §5.4, §5.6)."""
+    from tests.builders import make_onetime, make_subscription
+    customer = make_customer(api)
+    make_payment_method(api, customer)
+    address = make_address(api, customer)
+    day = today(api)
+    monthly = make_subscription(api, address, next_charge_scheduled_at=day, product_title="Coffee", price="5.00")
+    once = make_onetime(api, address, next_charge_scheduled_at=day, product_title="Mug", price="7.00")
+    orders = prepaid(api, address, product_title="Box", price="10.00")
+    [box] = [line["purchase_item_id"] for line in orders[1].line_items]
+    assert len(orders) == 3 and box not in (monthly.id, once.id)
+    assert sorted(line["purchase_item_id"] for line in orders[0].line_items) == sorted([box, monthly.id, once.id])
+    assert [[line["purchase_item_id"] for line in o.line_items] for o in orders[1:]] == [[box], [box]]
+    # The filter by purchase item finds the orders that deliver it.
+    for item_id, expected in ((once.id, [orders[0].id]), (box, [o.id for o in orders])):
+        found = api.get("/orders", params={"purchase_item_id": item_id}, version=V11).json()["orders"]
+        assert sorted(o["id"] for o in found) == sorted(expected)
+
+
 def test_a_refund_of_the_charge_shows_in_the_charge_status_of_its_orders(vapi):
     first = paid(vapi)
     with vapi.db.write() as conn:

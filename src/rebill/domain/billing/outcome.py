@@ -388,8 +388,17 @@ def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *,
         prepaid = [i for i in held if i.kind == SUBSCRIPTION and i.is_prepaid]
         for k in range(_orders_per_charge(held)):
             when = charge.scheduled_at if k == 0 else _nth_order_date(prepaid[0], charge.scheduled_at, k)
-            rows.append({**_order_row(unit, charge, k, when, bool(prepaid)), "line_items": lines[charge.id]})
-            item_ids.append(charge.purchase_item_ids)
+            if k == 0:
+                delivered, ids = lines[charge.id], charge.purchase_item_ids
+            else:
+                # NOTE: decisions §5.4, §5.6: the later orders deliver the prepaid items only (each
+                # for the orders it paid for); a pay-as-you-go or one-time item of the same charge
+                # is delivered once, by the first (its next delivery is its own next charge).
+                again = {i.id for i in prepaid if i.orders_per_charge > k}
+                delivered = [line for line in lines[charge.id] if line.get("purchase_item_id") in again]
+                ids = [i for i in charge.purchase_item_ids if i in again]
+            rows.append({**_order_row(unit, charge, k, when, bool(prepaid)), "line_items": delivered})
+            item_ids.append(ids)
     return orders.insert_many(unit.conn, rows, item_ids, numbered=numbered)
 
 
