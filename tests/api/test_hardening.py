@@ -242,6 +242,22 @@ def test_invalid_utf8_inside_a_json_string_answers_422_naming_the_body(vapi, raw
     assert _errors(_post_raw(vapi, "/customers", raw)) == {"body": ["is not valid UTF-8"]}
 
 
+@pytest.mark.parametrize("raw", [b'{"email": "u@example.com", "first_name": "A\\ud83d"}',
+                                 b'{"email": "u@example.com", "first_name": "\\udc00z"}',
+                                 b'{"\\ud800": 1}', b'{"a": {"b": ["\\ud83d"]}}'])
+def test_an_escaped_lone_surrogate_in_an_object_answers_422_naming_it(vapi, raw):
+    """The body is a JSON object by the grammar; its string cannot be text (found by an audit:
+    it answered 415 "not a JSON object", telling the client to fix the wrong thing)."""
+    assert _errors(_post_raw(vapi, "/customers", raw)) == {
+        "body": ["has a \\u escape that is no character (a lone UTF-16 surrogate)"]}
+
+
+@pytest.mark.parametrize("raw", [b'["\\ud800"]', b"\xef\xbb\xbf{}", '{"a": 1}'.encode("utf-16"), b'{"a": NaN}'])
+def test_what_is_no_json_object_still_answers_415(vapi, raw):
+    response = _post_raw(vapi, "/customers", raw)
+    assert response.status_code == 415, response.text
+
+
 def test_analytics_data_nested_to_the_limit_is_checked_for_nul_without_recursion(api):
     raw = (b'{"email": "nul32@example.com", "first_name": "A", "last_name": "B", "analytics_data": {"x": '
            + _nested(30).replace(b"1", b'"\\u0000"') + b"}}")

@@ -3,6 +3,7 @@ of decisions §2.2: ``{"errors": ...}``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
@@ -32,6 +33,9 @@ def decode_object(raw: bytes) -> dict[str, Any]:
         # thousands of digits.
         raise ValidationFailed({"body": ["has a number out of range"]}) from None
     except msgspec.DecodeError:
+        if _object_with_lone_surrogate(raw):
+            raise ValidationFailed({"body": ["has a \\u escape that is no character (a lone UTF-16 surrogate)"]}) \
+                from None
         raise UnsupportedMediaType() from None
     except UnicodeDecodeError:  # msgspec's word for bytes that are no UTF-8 inside a string
         raise ValidationFailed({"body": ["is not valid UTF-8"]}) from None
@@ -40,6 +44,28 @@ def decode_object(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise UnsupportedMediaType()
     return body
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def _object_with_lone_surrogate(raw: bytes) -> bool:
+    """Whether a body msgspec refused is still a JSON object by the grammar: one whose string
+    holds an escaped lone surrogate (``"\\ud800"``), which msgspec refuses and no UTF-8 text can
+    hold. The client gets 422 naming that, not 415 "not a JSON object". Only on the error path;
+    the nesting was bounded before (``nested_deeper_than``)."""
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):  # not UTF-8 (a BOM, UTF-16), or not JSON either
+        return False
+    if not isinstance(value, dict):
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # the surrogate: no UTF-8 for it
+        return True
+    return False
+
 
 _encoder = msgspec.json.Encoder(decimal_format="string")
 encode = _encoder.encode
