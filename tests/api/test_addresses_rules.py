@@ -355,6 +355,7 @@ def test_update_removing_a_required_zip_is_refused(vapi):
     {"country_code": "CA", "province": "ON"},
     {"country_code": "CA", "province": "ON", "zip": "94105"},
     {"country_code": "DE", "province": None},
+    {"country_code": "DE", "zip": "94105 "},  # the same zip with a space (found by an audit)
 ])
 def test_update_changing_the_country_without_changing_zip_is_refused(vapi, body):
     address = make_address(vapi)
@@ -628,3 +629,15 @@ def test_rules_apply_to_2021_01_create_as_to_2021_11(api):
     for version in (V01, V11):
         response = create(api, customer, version, province="NY")
         assert errors_of(response) == {"errors": {"zip": ["does not belong to New York"]}}
+
+
+@pytest.mark.parametrize("price", ["-50", "-0.004", -5])
+def test_a_negative_shipping_override_is_refused(vapi, price):
+    """A shipping price is no discount (found by an audit: -50 made a free charge)."""
+    address = make_address(vapi)
+    name = "shipping_lines_override" if vapi.version == V11 else "original_shipping_lines"
+    response = vapi.put(f"/addresses/{address.id}", json={name: [{"code": "o", "price": price, "title": "Neg"}]})
+    assert errors_of(response) == {"errors": {name: {"0": {"price": ["must not be negative"]}}}}
+    assert vapi.get(f"/addresses/{address.id}").json()["address"][name] in (None, [])
+    made = vapi.put(f"/addresses/{address.id}", json={name: [{"code": "o", "price": "0", "title": "Free"}]})
+    assert made.status_code == 200, made.text

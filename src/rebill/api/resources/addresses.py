@@ -6,6 +6,7 @@ from dataclasses import replace
 from rebill.domain.address import merge, service
 from rebill.domain.address.model import AddressCreate, AddressUpdate
 from rebill.domain.customer import service as customers
+from rebill.domain.geo import zip_problem
 
 from ..call import Call, Reply
 from ..declared import count, created, deleted, one, page, update, whole
@@ -86,8 +87,16 @@ def validate_address(call: Call) -> Reply:
     verdict = call.services.verifier.verify(address1=body["address1"], city=body["city"],
                                             province=body["state"], zip=body["zipcode"])
     names = {"province": "state", "zip": "zipcode"}
-    return Reply({"city": verdict.city, "errors": {names.get(k, k): v for k, v in verdict.errors.items()},
-                  "state": verdict.province_code, "state_name": verdict.province_name, "zipcode": verdict.zip})
+    errors = {names.get(k, k): v for k, v in verdict.errors.items()}
+    # The rules an address create applies besides the verifier's (which reads the first five
+    # digits): what this endpoint approves, a create takes (spec 02, decisions §4.3).
+    if problem := zip_problem("US", body["zipcode"]):
+        errors["zipcode"] = [problem]
+    for name in ("address1", "city"):
+        if not body[name].strip():
+            errors[name] = ["cannot be blank"]
+    return Reply({"city": verdict.city, "errors": errors, "state": verdict.province_code,
+                  "state_name": verdict.province_name, "zipcode": verdict.zip})
 
 
 @endpoints.post("/addresses/merge", scope=WRITE, versions=("2021-11",), body="address.merge", reply=one("address"))

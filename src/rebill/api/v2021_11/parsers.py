@@ -27,7 +27,10 @@ ATTRIBUTE = Schema(Field("name", "str", required=True, nullable=False),
                    Field("value", "str", max_length=4096, default=None))
 SHIPPING_LINE = Schema(
     Field("code", "str"),
-    Field("price", "decimal", required=True, nullable=False),
+    # A shipping price is no discount: a negative one would take money off the charge outside
+    # every discount rule (decisions §7.5), down to a free charge.
+    Field("price", "decimal", required=True, nullable=False,
+          check=lambda price: "must not be negative" if price < 0 else None),
     Field("title", "str"),
 )
 DISCOUNT_REF = Schema(Field("id", "int"), Field("code", "str"))

@@ -15,6 +15,7 @@ import msgspec
 
 from rebill.errors import Conflict, ValidationFailed
 
+from ..charge import errored
 from ..event import attributes
 from ..schedule.reconcile import replan
 from ..subscription import intervals
@@ -80,14 +81,31 @@ def _check(unit: Unit, command: AddressMerge) -> tuple[Address, list[Address]]:
     return target, [found[i] for i in command.source_ids]
 
 
+def _check_not_waiting(unit: Unit, source_ids: list[int], moving: list[Any]) -> None:
+    """An item that a charge in retry holds stays with that charge, which keeps its address: the
+    retry would bill and ship it to the source (deleted, perhaps) while the item shows the
+    target. Refused, naming the charge (as a next date is, docs/api-choices.md)."""
+    errors: dict[str, Any] = {}
+    for item in moving:
+        try:
+            errored.check_not_waiting(unit, item.id, "id")
+        except ValidationFailed as exc:
+            errors.setdefault(str(source_ids.index(item.address_id)), exc.errors)
+    if errors:
+        raise ValidationFailed({"source_addresses": errors})
+
+
 def merge(unit: Unit, command: AddressMerge) -> Address:
     if not command.source_ids or len(command.source_ids) > MAX_SOURCES:
         raise ValidationFailed.field("source_addresses", f"must have 1 to {MAX_SOURCES} items")
     target, sources = _check(unit, command)
     source_ids = [s.id for s in sources]
     when = command.next_charge_date
+    moving = {kind: items.of(unit.conn, unit.store_id, kind, address_ids=source_ids)
+              for kind in ("subscription", "onetime")}
+    _check_not_waiting(unit, command.source_ids, [i for kind in moving.values() for i in kind])
     for kind in ("subscription", "onetime"):
-        for item in items.of(unit.conn, unit.store_id, kind, address_ids=source_ids):
+        for item in moving[kind]:
             changes: dict[str, Any] = {"address_id": target.id, "updated_at": unit.now}
             # NOTE: decisions §5.16, the new date applies to the moved subscriptions only (the
             # active ones: a cancelled or expired subscription has no next charge).

@@ -97,7 +97,7 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
     changes = command.changes()
     if "country_code" in changes and changes["country_code"].upper() != current.country_code:
         # NOTE: spec 01 Addresses update, a country change needs a zip change in the same request.
-        if "zip" not in changes or (changes["zip"] or "") == (current.zip or ""):
+        if "zip" not in changes or (changes["zip"] or "").strip() == (current.zip or "").strip():
             raise ValidationFailed.field("zip", "must be changed when the country changes")
         # The old country's province means nothing in the new one.
         changes.setdefault("province", None)

@@ -102,6 +102,8 @@ def change_address(unit: Unit, subscription_id: int, address_id: int, when: date
         raise ValidationFailed.field("address_id", "address has another presentment currency")
     changes: dict[str, object] = {}
     if address_id != current.address_id:
+        # A charge in retry that holds it keeps its address: the retry would ship it there.
+        errored.check_not_waiting(unit, subscription_id, "address_id")
         changes["address_id"] = address_id
     if when is not None:
         if current.status != ACTIVE:
