@@ -158,3 +158,25 @@ def test_a_closed_charge_processed_by_hand_and_failing_again_is_not_told_closed_
             events.c.store_id == tier.store.id, events.c.topic == "charge/failed",
             events.c.resource_id == closed.id)).scalar()
     assert (told, failed) == (1, 4)
+
+
+def test_a_closed_charge_whose_subscriptions_it_cancelled_fails_again_and_stays(api, at):
+    """decisions §6.4: "a processing call can still retry it afterwards" (found by an audit: the
+    failed retry took the subscriptions its max-retries action had cancelled for ones cancelled
+    while it was paid, emptied the charge and deleted it, answering 404)."""
+    tier = api.other_store(plan_tier="premium_a")
+    _dunning(tier, "cancel_subscriptions")
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(tier, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    assert advance(tier, to="2027-02-10")["failed"] == 3
+    [closed] = charges_of(tier, address.id)
+    reply = tier.post(f"/charges/{closed.id}/process", json={})
+    assert reply.status_code == 200, reply.text
+    charge = reply.json()["charge"]
+    assert (charge["id"], charge["status"], charge["charge_attempts"]) == (closed.id, "error", 4)
+    [still] = charges_of(tier, address.id)
+    assert still.id == closed.id and item_ids(still.line_items) == [subscription.id]
+    assert still.total_price == closed.total_price
+    _new_card(tier)
+    paid = tier.post(f"/charges/{closed.id}/process", json={})
+    assert paid.status_code == 200 and paid.json()["charge"]["status"] == "success", paid.text

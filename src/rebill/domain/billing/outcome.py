@@ -264,6 +264,20 @@ _ITEM_ADVANCE = Prepared(update(purchase_items).where(purchase_items.c.id == bin
     | {"lock_version": purchase_items.c.lock_version + 1}))
 
 
+# The cancellation reason of a subscription that its charge's last failed retry cancelled
+# (decisions §6.4): it stays on that closed charge, which a process may still retry.
+MAX_RETRIES_REASON = "max retries reached"
+
+
+def _cancelled_meanwhile(item: PurchaseItem) -> bool:
+    """A subscription cancelled while its charge was being paid. A cancel takes an item out of a
+    charge in retry at once (decisions §5.16), so the only cancelled ones a charge in error still
+    holds otherwise are those its own max-retries action cancelled: those it keeps (found by an
+    audit: a process of a closed charge that failed again emptied and deleted it, answering 404)."""
+    closed_it = item.max_retries_reached and item.cancellation_reason == MAX_RETRIES_REASON
+    return item.kind == SUBSCRIPTION and item.status == CANCELLED and not closed_it
+
+
 def _release_gone(unit: Unit, mine: list[tuple[Charge, Result, int | None]], held: dict[int, PurchaseItem]) -> None:
     """A charge that failed and waits for a retry must not take the money of an item cancelled
     or deleted while it was being paid (the charge did not change then, decisions §6.3): now
@@ -273,8 +287,7 @@ def _release_gone(unit: Unit, mine: list[tuple[Charge, Result, int | None]], hel
     for charge, result, _ in mine:
         if result.outcome in (CAPTURED, AUTHORIZED):
             continue
-        gone = {i for i in charge.purchase_item_ids
-                if i not in held or (held[i].kind == SUBSCRIPTION and held[i].status == CANCELLED)}
+        gone = {i for i in charge.purchase_item_ids if i not in held or _cancelled_meanwhile(held[i])}
         if gone:
             errored.recompute(unit, [charge.id], leaving=gone)
 
@@ -435,7 +448,7 @@ def _close(unit: Unit, charge: Charge) -> None:
         changes: dict[str, Any] = {"max_retries_reached": True}
         topic = "subscription/updated"
         if action in ("cancel_subscriptions", "cancel_subscriptions_and_customer"):
-            changes.update(status=CANCELLED, cancelled_at=unit.now, cancellation_reason="max retries reached",
+            changes.update(status=CANCELLED, cancelled_at=unit.now, cancellation_reason=MAX_RETRIES_REASON,
                            cancellation_reason_comments=None, next_charge_scheduled_at=None,
                            cancelled_next_date=item.next_charge_scheduled_at)
             topic = "subscription/cancelled"
