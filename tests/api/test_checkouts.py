@@ -404,6 +404,64 @@ def test_a_payment_token_that_reads_as_a_card_number_is_refused_and_nothing_is_c
     assert vapi.get(f"/checkouts/{checkout['token']}").json()["checkout"]["completed_at"] is None
 
 
+def _claimed_elsewhere(api, token):
+    """The checkout as a concurrent request's live claim holds it (its payment not yet answered)."""
+    from sqlalchemy import update as sql_update
+    with api.db.write() as conn:
+        conn.execute(sql_update(checkouts).where(checkouts.c.token == token)
+                     .values(claimed_by="another-request", claimed_at=api.clock.now()))
+
+
+@pytest.mark.parametrize("limit", ["usage_limit", "once_per_customer"])
+def test_a_code_being_used_by_a_checkout_charged_now_counts_as_used(api, limit):
+    """decisions §7.5 across checkouts charged at the same moment (found by an audit on
+    PostgreSQL: concurrent charges each saw the code unused and all took it): the live claim of
+    another checkout with the code counts as a use; the charge answers 409 and moves no money;
+    once that claim is gone it goes through, as it would have one after the other."""
+    priced_store(api)
+    rule = {"usage_limit": 1} if limit == "usage_limit" else {"once_per_customer": True}
+    make_discount(api, code="HOLD", **rule)
+    email = "busy@example.com" if limit == "once_per_customer" else "first@example.com"
+    first = ready(api, email=email, discount_code="HOLD")
+    second = ready(api, email="busy@example.com", discount_code="HOLD")
+    assert second["applied_discount"]["applicable"] is True
+    _claimed_elsewhere(api, first["token"])
+    payments = count(api, sandbox_payments)
+    refused = api.post(f"/checkouts/{second['token']}/charge", json=CHARGE)
+    assert refused.status_code == 409, refused.text
+    assert count(api, sandbox_payments) == payments
+    with api.db.write() as conn:
+        from sqlalchemy import update as sql_update
+        conn.execute(sql_update(checkouts).where(checkouts.c.token == first["token"])
+                     .values(claimed_by=None, claimed_at=None))
+    paid = api.post(f"/checkouts/{second['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+
+
+def test_a_code_without_limits_is_not_held_by_other_charges(api):
+    priced_store(api)
+    make_discount(api, code="FREEFORALL")
+    first = ready(api, email="a@example.com", discount_code="FREEFORALL")
+    second = ready(api, email="a@example.com", discount_code="FREEFORALL")
+    _claimed_elsewhere(api, first["token"])
+    assert api.post(f"/checkouts/{second['token']}/charge", json=CHARGE).status_code == 200
+
+
+def test_checkouts_of_one_customer_paid_with_one_token_at_once_keep_one_method(api):
+    """Found by an audit on PostgreSQL: each read the customer's methods before the customer's
+    lock, so four charges at once made four methods with the one token (both databases here)."""
+    from tests.builders import concurrently
+    priced_store(api)
+    customer = make_customer(api)
+    email = api.get(f"/customers/{customer.id}").json()["customer"]["email"]
+    tokens = [ready(api, email=email)["token"] for _ in range(4)]
+    replies = concurrently(api, [("POST", f"/checkouts/{token}/charge", CHARGE) for token in tokens])
+    assert [r.status_code for r in replies] == [200] * 4, [r.text for r in replies]
+    methods = api.get("/payment_methods", params={"customer_id": customer.id}, version="2021-11").json()
+    assert [(m["processor_name"], m["processor_payment_method_token"]) for m in methods["payment_methods"]] == [
+        ("stripe", "tok_visa")]
+
+
 # Shipping and tax rates --------------------------------------------------------------------
 
 def test_shipping_rates_list_the_countrys_rates_first_each_with_its_totals(vapi):

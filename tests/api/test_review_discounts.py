@@ -117,6 +117,23 @@ def test_a_pending_charge_counts_against_the_duration_of_its_addresss_code(api):
     assert queued(tier, address.id).discount_id is None
 
 
+def test_a_pending_charge_whose_code_was_deleted_is_captured_without_counting_a_use(api):
+    """Found by an audit: the capture tried to record a use of the deleted code, failed with a
+    500 after the money moved, and the charge stayed pending for good."""
+    tier, customer = _authorizing(api)
+    discount_id = make_discount(tier)
+    address = subscribed(tier, customer, next_charge_scheduled_at=tier.clock.now().date())
+    tier.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id})
+    pending = queued(tier, address.id)
+    assert pay(tier, pending.id).status == "pending"
+    assert tier.put(f"/discounts/{discount_id}", json={"status": "fully_disabled"}).status_code == 200
+    assert tier.delete(f"/discounts/{discount_id}").status_code in (200, 204)
+    captured = tier.post(f"/charges/{pending.id}/capture_payment", json={})
+    assert captured.status_code == 200, captured.text
+    assert captured.json()["charge"]["status"] == "success"
+    assert tier.get(f"/discounts/{discount_id}").status_code == 404
+
+
 def test_a_pending_charge_leaves_the_rest_of_a_usage_limit_duration_to_the_next_charge(api):
     tier, customer = _authorizing(api)
     discount_id = make_discount(tier, duration="usage_limit", duration_usage_limit=1)
@@ -201,3 +218,25 @@ def test_2021_11_shows_the_first_time_restriction_at_the_top_level_too(api, rest
     assert discount["first_time_customer_restriction"] == restriction
     assert discount["usage_limits"]["first_time_customer_restriction"] is flag
     assert api.get(f"/discounts/{discount['id']}").json()["discount"] == discount
+
+
+def test_a_full_disable_racing_applies_leaves_the_code_nowhere(api):
+    """Found by an audit on PostgreSQL: applies that read the code as enabled while a full
+    disable cleared its holders left the fully disabled code on addresses and their queued
+    charges. An apply share-locks the code's row: it waits for the disable and sees it, or the
+    disable waits for it and clears it. Several rounds of four applies and a disable at once;
+    whichever wins, no address nor queued charge holds a fully disabled code."""
+    from tests.builders import concurrently
+    for _ in range(4):
+        discount_id = make_discount(api)
+        customer = make_customer(api)
+        addresses = [subscribed(api, customer) for _ in range(4)]
+        requests = [("POST", f"/addresses/{a.id}/apply_discount", {"discount_id": discount_id}) for a in addresses]
+        requests.insert(2, ("PUT", f"/discounts/{discount_id}", {"status": "fully_disabled"}))
+        replies = concurrently(api, requests)
+        assert all(r.status_code in (200, 409, 422) for r in replies), [r.text for r in replies]
+        assert replies[2].status_code == 200, replies[2].text
+        holders = api.get("/addresses", params={"discount_id": discount_id}).json()["addresses"]
+        assert holders == []
+        assert all(c.discount_id != discount_id for a in addresses for c in charges_of(api, a.id)
+                   if c.status == "queued")

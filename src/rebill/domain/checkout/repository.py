@@ -51,6 +51,15 @@ def claim(conn: Connection, store_id: int, checkout_id: int, run: str, now: date
     return conn.execute(stmt).rowcount == 1
 
 
+def live_claims_with_code(conn: Connection, store_id: int, discount_id: int, other_than: int,
+                          stale: datetime) -> list[str]:
+    """The lower-cased e-mails of the other checkouts being charged now with this code."""
+    stmt = select(checkouts.c.email).where(
+        checkouts.c.store_id == store_id, checkouts.c.discount_id == discount_id, checkouts.c.id != other_than,
+        checkouts.c.completed_at.is_(None), checkouts.c.claimed_by.is_not(None), checkouts.c.claimed_at > stale)
+    return [(email or "").strip().lower() for email in conn.execute(stmt).scalars()]
+
+
 def release(conn: Connection, store_id: int, checkout_id: int, run: str) -> None:
     conn.execute(update(checkouts).where(checkouts.c.id == checkout_id, checkouts.c.store_id == store_id,
                                          checkouts.c.claimed_by == run)

@@ -42,13 +42,17 @@ def get(conn: Connection, store_id: int, discount_id: int, *, lock: bool = False
     return conn.execute(stmt.with_for_update() if lock else stmt).first()
 
 
-def find(conn: Connection, store_id: int, *, discount_id: int | None = None, code: str | None = None) -> Any:
-    """By id, else by code (case-insensitively, decisions §7.5)."""
+def find(conn: Connection, store_id: int, *, discount_id: int | None = None, code: str | None = None,
+         share: bool = False) -> Any:
+    """By id, else by code (case-insensitively, decisions §7.5). ``share``: a share lock on the
+    row until the unit ends (PostgreSQL), so that a status change (which locks it for update)
+    waits for this unit, or this read waits for it and sees the new status."""
     if discount_id is not None:
-        return get(conn, store_id, discount_id)
-    stmt = select(discounts).where(discounts.c.store_id == store_id,
-                                   discounts.c.code_key == (code or "").strip().lower())
-    return conn.execute(stmt).first()
+        stmt = select(discounts).where(discounts.c.id == discount_id, discounts.c.store_id == store_id)
+    else:
+        stmt = select(discounts).where(discounts.c.store_id == store_id,
+                                       discounts.c.code_key == (code or "").strip().lower())
+    return conn.execute(stmt.with_for_update(read=True) if share else stmt).first()
 
 
 def many(conn: Connection, store_id: int, ids: Iterable[int]) -> dict[int, Any]:
@@ -241,6 +245,16 @@ _COUNT_USES = Prepared(update(discounts).where(discounts.c.id == bindparam("_id"
 def record_uses(conn: Connection, store_id: int, rows: list[dict[str, Any]], now: datetime) -> None:
     """NOTE: decisions §7.5, one use per successful charge carrying a code, exactly once: the
     redemption rows (unique per charge) and one set-based count per batch."""
+    if not rows:
+        return
+    # A code deleted since the charge took it (a charge authorized before its full disable and
+    # captured after, decisions §7.5) has nothing left to count: its use is not recorded (it
+    # was a 500 after the money was taken). The rest are key-share locked, so no delete comes
+    # between this look and the insert (PostgreSQL; SQLite has one writer).
+    wanted = sorted({row["discount_id"] for row in rows})
+    kept = set(conn.execute(select(discounts.c.id).where(discounts.c.id.in_(wanted)).order_by(discounts.c.id)
+                            .with_for_update(key_share=True, read=True)).scalars())
+    rows = [row for row in rows if row["discount_id"] in kept]
     if not rows:
         return
     insert_all(conn, discount_redemptions, [{**row, "store_id": store_id, "created_at": now} for row in rows])

@@ -14,8 +14,10 @@ from .model import ENABLED, FIRST_TIME, FULLY_DISABLED, channels, ended
 
 
 def resolve(unit: Unit, field: str, discount_id: int | None, code: str | None) -> Any:
-    """NOTE: spec 02, `discount_id` wins when both are sent; unknown: 422 naming the field."""
-    row = repository.find(unit.conn, unit.store_id, discount_id=discount_id, code=code)
+    """NOTE: spec 02, `discount_id` wins when both are sent; unknown: 422 naming the field.
+    Share-locked: an apply and a full disable of the code never interleave (found by an audit:
+    a disable racing applies left the fully disabled code on addresses and queued charges)."""
+    row = repository.find(unit.conn, unit.store_id, discount_id=discount_id, code=code, share=True)
     if row is None:
         raise ValidationFailed.field(field, "discount not found")
     return row
