@@ -79,6 +79,33 @@ def test_a_hundred_years_by_hours_on_an_empty_store_is_one_look_and_no_billing_r
     assert clock["now"].startswith((api.clock.now() + timedelta(days=36_500)).date().isoformat())
 
 
+def test_advances_stop_a_century_before_the_calendars_end_and_the_store_still_works_there(api):
+    """Found by an audit: repeated advances reached 9999-12-31, and then the next advance, the
+    delivery schedule, a subscription create and the billing run answered 500."""
+    moves = 0
+    while True:
+        reply = api.post("/store/clock/advance", json={"days": 36_500})
+        if reply.status_code != 200:
+            break
+        moves += 1
+        assert moves < 100
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["errors"]["days"][0].startswith("would take the store's today past 9899-12-31")
+    for body in ({"to": "9999-12-31"}, {"hours": 876_000}):
+        refused = api.post("/store/clock/advance", json=body)
+        assert refused.status_code == 422, refused.text
+    assert api.post("/store/clock/advance", json={"to": "9899-12-31"}).status_code == 200
+    assert api.post("/store/clock/advance", json={"days": 1}).status_code == 422
+    from tests.builders import make_address
+    address = make_address(api)
+    made = api.post("/subscriptions", json={"address_id": address.id, "product_title": "Late", "price": "1.00",
+                                            "order_interval_unit": "month", "order_interval_frequency": 1,
+                                            "charge_interval_frequency": 1})
+    assert made.status_code == 201, made.text
+    schedule = api.get(f"/customers/{address.customer_id}/delivery_schedule")
+    assert schedule.status_code == 200, schedule.text
+
+
 def test_a_monthly_subscription_is_billed_on_its_dates_at_the_walks_moments_with_one_run_each(api, at, counted):
     at(START)
     address, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 2, 1))

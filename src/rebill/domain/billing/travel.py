@@ -33,6 +33,10 @@ DAY = timedelta(days=1)
 HOUR = timedelta(hours=1)
 MOST_DAYS = 36_500
 MOST_HOURS = MOST_DAYS * 24
+# The latest today a store's clock may reach: a century before the calendar ends (9999-12-31),
+# the reach of the longest advance, so that what a store computes from its today (a first
+# charge date, a year of deliveries, a retry 37 days on) still has a date to land on.
+LAST_TODAY = date(9899, 12, 31)
 
 
 def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], store_id: int, *,
@@ -98,18 +102,30 @@ def _target(store: Store, now: datetime, days: int | None, to: date | None,
     given = [name for name, value in (("days", days), ("to", to), ("hours", hours)) if value is not None]
     if len(given) != 1:
         raise ValidationFailed({name: ["give one of days, to or hours"] for name in given or ["days"]})
-    if days is not None:
-        return now + _count(days, "days", MOST_DAYS) * DAY, DAY
-    if hours is not None:
-        return now + _count(hours, "hours", MOST_HOURS) * HOUR, HOUR
     local = now.astimezone(zone(store.timezone))
+    room = (LAST_TODAY - local.date()).days  # whole days the clock may still move
+    if days is not None:
+        if _count(days, "days", MOST_DAYS) > room:
+            raise ValidationFailed.field("days", _too_late(room))
+        return now + days * DAY, DAY
+    if hours is not None:
+        if _count(hours, "hours", MOST_HOURS) > room * 24:
+            raise ValidationFailed.field("hours", _too_late(room))
+        return now + hours * HOUR, HOUR
     assert to is not None
     if to <= local.date():
         raise ValidationFailed.field("to", f"must be after the store's today ({local.date().isoformat()})")
     if (to - local.date()).days > MOST_DAYS:
         raise ValidationFailed.field("to", f"must be at most {MOST_DAYS} days ahead")
+    if to > LAST_TODAY:
+        raise ValidationFailed.field("to", _too_late(room))
     # NOTE: decisions §6.12, `to` keeps the time of day.
     return datetime.combine(to, local.timetz()).astimezone(now.tzinfo), DAY
+
+
+def _too_late(room: int) -> str:
+    """Repeated advances stop a century before the calendar's end (it was a 500 there)."""
+    return f"would take the store's today past {LAST_TODAY.isoformat()} (at most {max(room, 0)} days from now)"
 
 
 def _count(value: object, name: str, most: int) -> int:
