@@ -252,6 +252,12 @@ def test_charge_paid(shop, receiver):
     hooks.got()
     ok(shop.post(f"/charges/{authorized}/capture_payment", json={}))
     hooks.got(authorized)
+    # Two paid by one billing run, their bodies rendered together (found by an audit: the 2021-01
+    # bodies showed `shipments_count` 0 where the GET showed 1).
+    together = [subscriber(shop, next_charge_scheduled_at=START + timedelta(days=3))[0] for _ in range(2)]
+    due_together = [only_charge(shop, address.id) for address in together]
+    advance(shop, days=1)
+    hooks.got(*due_together)
 
 
 @covers("charge/failed")

@@ -67,7 +67,7 @@ READERS: dict[str, Many] = {
     "onetime": _reader(lambda unit, i: purchase_items.get(unit.conn, unit.store_id, "onetime", i),
                        lambda unit, ids: purchase_items.many(unit.conn, unit.store_id, ids, kind="onetime")),
     "charge": _reader(lambda unit, i: charges.get(unit.conn, unit.store_id, i, unit.now),
-                      lambda unit, ids: charges.many(unit.conn, unit.store_id, ids)),
+                      lambda unit, ids: charges.many(unit.conn, unit.store_id, ids, shown=True)),
     "order": _reader(lambda unit, i: orders.get(unit.conn, unit.store_id, i)),
     "product": _reader(_product),
 }
