@@ -204,3 +204,34 @@ def test_an_expired_key_purged_under_a_request_is_taken_anew(api, monkeypatch):
     answer = _post(api, _body("second"), key="k")
     assert answer.status_code == 201, answer.text
     assert purged[0] >= 1 and _keys(api) == {"k": "done"}
+
+
+def test_the_answer_is_stored_before_the_client_gets_it(api):
+    """A client that has its answer and repeats the request at once gets the answer replayed
+    (found by an audit: the answer was stored after it was sent, so a quick repeat could meet
+    409 "still running"). Checked at the moment the answer's first message reaches the client."""
+    import asyncio
+    import json as json_module
+
+    body = json_module.dumps(_body("stored-first")).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/customers", "raw_path": b"/customers", "query_string": b"", "root_path": "",
+             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000),
+             "headers": [(b"x-service-access-token", api.token.encode()), (b"x-service-version", b"2021-11"),
+                         (b"content-type", b"application/json"), (b"idempotency-key", b"stored-first"),
+                         (b"host", b"rebill.test")]}
+    seen = []
+
+    async def receive():
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            with api.db.read() as conn:
+                seen.append((message["status"], conn.execute(select(idempotency_keys.c.state).where(
+                    idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "stored-first")).scalar()))
+
+    asyncio.run(api.client.app(scope, receive, send))
+    assert seen == [(201, "done")]
+    again = _post(api, _body("stored-first"), key="stored-first")
+    assert again.status_code == 201 and _count(api) == 1

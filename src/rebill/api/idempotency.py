@@ -185,10 +185,14 @@ async def _finish_later(db: Database, store_id: int, token_id: int, key: str, an
 
 
 class Recorder:
-    """Wraps ``send``: passes every message on and keeps the answer to store."""
+    """Wraps ``send``: keeps the answer to store, and holds its messages until ``release``. The
+    answer is stored first (``finish_soon``), then sent: a client that has its answer and
+    repeats the request at once gets it replayed, never 409 "still running" (found by an
+    audit: the repeat could come in between)."""
 
     def __init__(self, send: Any) -> None:
         self._send = send
+        self._held: list[dict[str, Any]] = []
         self.status: int | None = None
         self.headers: list[list[str]] = []
         self.body = bytearray()
@@ -200,7 +204,13 @@ class Recorder:
                             if k.decode("latin-1").lower() not in NOT_REPLAYED]
         elif message["type"] == "http.response.body":
             self.body += message.get("body", b"")
-        await self._send(message)
+        self._held.append(message)
+
+    async def release(self) -> None:
+        """Sends what the handler answered (once)."""
+        held, self._held = self._held, []
+        for message in held:
+            await self._send(message)
 
     def answer(self) -> Stored | None:
         return None if self.status is None else Stored(self.status, self.headers, bytes(self.body))

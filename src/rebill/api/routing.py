@@ -351,7 +351,10 @@ class Api:
             await self._respond(operation, call, ctx, recorder)
         finally:
             REQUEST_KEY.reset(marked)
-            await idempotency.finish_soon(db, *owner, recorder.answer(), clock.now())
+            try:
+                await idempotency.finish_soon(db, *owner, recorder.answer(), clock.now())
+            finally:
+                await recorder.release()
 
     async def _on_loop(self, operation: Operation, call: Call) -> Reply:
         """SQLite: run the handler on the event loop, its reads and its write included
