@@ -95,6 +95,23 @@ def test_an_empty_body_skips_the_whole_charge(api):
     assert response.json()["charge"]["id"] == row.id
 
 
+@pytest.mark.parametrize("action", ["skip", "unskip"])
+def test_an_empty_list_names_nothing_and_changes_nothing(vapi, action):
+    """decisions §5.16: only an absent list means the whole charge (found by an audit: `[]`
+    skipped or unskipped every item)."""
+    address = make_address(vapi)
+    weekly(vapi, address)
+    row = only(vapi, address.id)
+    if action == "unskip":
+        assert skip(vapi, row.id).status_code == 200
+    before = schedule(vapi, address.id)
+    response = skip(vapi, row.id, items_body(vapi.version, []), action=action)
+    name = "purchase_item_ids" if vapi.version == V11 else "subscription_ids"
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"] == {name: ["must name at least one purchase item"]}
+    assert schedule(vapi, address.id) == before
+
+
 def test_a_skipped_onetime_stays_skipped_without_a_next_date(api):
     address = make_address(api)
     onetime = make_onetime(api, address, next_charge_scheduled_at=days(api, 7))

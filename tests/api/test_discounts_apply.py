@@ -285,6 +285,19 @@ def test_remove_from_a_charge_and_the_address_code_needs_address_id(vapi):
         "address_id": ["must be an integer"]}
 
 
+def test_remove_with_another_charges_id_is_refused_and_changes_nothing(vapi):
+    """As an `address_id` must be the charge's address (found by an audit: another charge's id,
+    or an unknown one, was ignored and the path's charge lost its code)."""
+    discount_id = make_discount(vapi)
+    address = subscribed(vapi)
+    charge = queued(vapi, address.id)
+    vapi.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id})
+    for other in (999_999, charge.id + 1):
+        assert errors_of(vapi.post(f"/charges/{charge.id}/remove_discount", json={"charge_id": other})) == {
+            "charge_id": ["is not the charge of this path"]}
+    assert queued(vapi, address.id).discount_id == discount_id
+
+
 def test_a_discount_applied_to_a_charge_goes_when_its_date_moves(api):
     discount_id = make_discount(api)
     address = subscribed(api)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rebill.domain.discount import apply, service
 from rebill.domain.discount.model import DiscountCreate, DiscountUpdate
+from rebill.errors import ValidationFailed
 
 from ..call import Call, Reply
 from ..declared import NO_FIELDS, count, created, deleted, one, page, update
@@ -85,7 +86,10 @@ def apply_to_charge(call: Call) -> Reply:
 
 @endpoints.post("/charges/{charge_id:id}/remove_discount", scope=WRITE, body="discount.remove", reply=one("charge"))
 def remove_from_charge(call: Call) -> Reply:
-    """NOTE: spec 02, `address_id` or `charge_id`; with both, the address's code is removed."""
+    """NOTE: spec 02, `address_id` or `charge_id`; with both, the address's code is removed.
+    A `charge_id` must be the path's charge, as an `address_id` must be its address."""
     body = call.version.schemas["discount.remove"].parse(call.body)
+    if body.get("charge_id") is not None and body["charge_id"] != call.path["charge_id"]:
+        raise ValidationFailed.field("charge_id", "is not the charge of this path")
     with call.write() as unit:
         return call.one("charge", apply.remove_from_charge(unit, call.path["charge_id"], body.get("address_id")))

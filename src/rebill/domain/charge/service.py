@@ -62,9 +62,13 @@ def _locked(unit: Unit, charge_id: int) -> Charge:
 
 
 def _chosen(charge: Charge, item_ids: list[int] | None, field: str) -> list[int]:
+    """NOTE: decisions §5.16, an absent list is the whole charge; an empty one names nothing
+    (found by an audit: `[]` skipped the whole charge)."""
     on_charge = charge.purchase_item_ids
-    if not item_ids:
+    if item_ids is None:
         return on_charge
+    if not item_ids:
+        raise ValidationFailed.field(field, "must name at least one purchase item")
     foreign = [i for i in item_ids if i not in on_charge]
     if foreign:
         raise ValidationFailed.field(field, f"not on this charge: {', '.join(map(str, foreign))}")
