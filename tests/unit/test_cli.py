@@ -89,6 +89,34 @@ def test_stores_create_rejects_unknown_countries(store_db):
     assert _store(store_db, "bogus") is None
 
 
+@pytest.mark.parametrize("args,field", [
+    (("--currency", "ßßß"), "currency"), (("--currency", "ABC"), "currency"), (("--currency", "US"), "currency"),
+    (("--presentment-currencies", "EUR,12,é€"), "presentment_currencies"),
+])
+def test_stores_create_takes_iso_currencies_only(store_db, args, field):
+    """Found by an audit: "ßßß" passed the 3-letter check and was stored as "SSSSSS"; the
+    presentment currencies were not checked at all."""
+    result = run("stores", "create", "coins", *args, "--database", store_db)
+    assert result.exit_code != 0
+    assert field in result.output
+    assert _store(store_db, "coins") is None
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 256, "bad\x01name"])
+def test_stores_create_refuses_a_blank_long_or_unprintable_name(store_db, name):
+    result = run("stores", "create", name, "--database", store_db)
+    assert result.exit_code != 0
+    assert _store(store_db, name) is None
+
+
+def test_stores_create_takes_lower_case_codes(store_db):
+    result = run("stores", "create", "lower", "--currency", "eur", "--presentment-currencies", "usd,gbp",
+                 "--database", store_db)
+    assert result.exit_code == 0, result.output
+    store = _store(store_db, "lower")
+    assert (store.currency, store.presentment_currencies) == ("EUR", ["GBP", "USD"])
+
+
 def test_tokens_create_prints_only_the_token(store_db):
     result = run("tokens", "create", "--store", "acme", "--scopes", "read_customers", "--database", store_db)
     assert result.exit_code == 0, result.output
@@ -197,6 +225,34 @@ def test_stores_rates_regenerates_the_queued_charges_and_schedule_check_agrees(s
     regenerated = run("schedule", "regenerate", "--store", "acme", "--database", store_db)
     assert regenerated.exit_code == 0 and "regenerated" in regenerated.output
     db.dispose()
+
+
+def test_stores_rates_stamps_a_moved_sandbox_store_with_its_own_clock(store_db):
+    """decisions §6.12: every "today" of a sandbox store follows its clock, the command line's
+    writes too (found by an audit: the charges it changed got real-time `updated_at`, earlier
+    than their `created_at`)."""
+    from datetime import timedelta
+
+    from sqlalchemy import update as sql_update
+
+    from rebill.domain.charge import repository as charges
+    from rebill.models import stores as stores_table
+    db, address_id = _seeded_subscription(store_db)
+    with db.write() as conn:
+        conn.execute(sql_update(stores_table).where(stores_table.c.name == "acme")
+                     .values(clock_offset_seconds=int(timedelta(days=40).total_seconds())))
+    try:
+        result = run("stores", "rates", "acme", "--shipping-rate", "6.00:US:std:Standard", "--database", store_db)
+        assert result.exit_code == 0, result.output
+        with db.read() as conn:
+            store = repository.by_name(conn, "acme")
+            [charge] = charges.of_addresses(conn, store.id, [address_id], ("queued",))
+        assert charge.total_shipping == 6
+        assert charge.updated_at >= charge.created_at + timedelta(days=39)
+    finally:  # the module's other tests share the store and its clock
+        with db.write() as conn:
+            conn.execute(sql_update(stores_table).where(stores_table.c.name == "acme").values(clock_offset_seconds=0))
+        db.dispose()
 
 
 def test_schedule_check_exits_1_when_a_charge_disagrees_with_its_plan(store_db):

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
 from rebill.clock import SystemClock
+from rebill.domain.store import clock as store_clock
 from rebill.domain.store import repository as stores_repo
 from rebill.domain.store import service as store_service
 from rebill.errors import ValidationFailed
@@ -69,7 +71,7 @@ def stores_update(
     try:
         with db.write() as conn:
             before = store_named(conn, name)
-            after = store_service.update_settings(conn, SystemClock().now(), before, email=email, phone=phone,
+            after = store_service.update_settings(conn, _now(before), before, email=email, phone=phone,
                                                   checkout_logo_url=checkout_logo_url)
     except ValidationFailed as exc:
         fail(exc)
@@ -87,6 +89,12 @@ def stores_list(database: Optional[str] = DatabaseOption) -> None:
             table.add_row(str(s.id), s.name, s.currency, ",".join(s.ships_to), s.plan_tier, s.checkout_platform,
                           s.default_api_version, str(s.sandbox), str(s.installed))
     out.print(table)
+
+
+def _now(store: Any) -> datetime:
+    """The store's own time (decisions §6.12: a sandbox store's clock stamps what it writes; found
+    by an audit: the commands stamped charges of a moved store with real time)."""
+    return store_clock.clock_for(store, SystemClock().now)()
 
 
 def _rate(text: str, names: tuple[str, ...]) -> dict[str, str]:
@@ -123,7 +131,7 @@ def stores_rates(
     try:
         with db.write() as conn:
             store = store_named(conn, name)
-            update_rates(conn, SystemClock().now(), store, shipping_rates=shipping, tax_rates=tax,  # type: ignore
+            update_rates(conn, _now(store), store, shipping_rates=shipping, tax_rates=tax,  # type: ignore
                          taxes_included=taxes_included)
     except ValidationFailed as exc:
         fail(exc)
@@ -142,7 +150,7 @@ def stores_secret(
     with db.write() if rotate else db.read() as conn:
         store = store_named(conn, name)
         if rotate:
-            store = store_service.rotate_client_secret(conn, SystemClock().now(), store)
+            store = store_service.rotate_client_secret(conn, _now(store), store)
     if rotate:
         err.print(f"[green]rotated the client secret of[/green] {name}; the previous one signs too for 24 hours")
     # Plain stdout, not rich: nothing may wrap or colour the secret a script captures.
@@ -162,7 +170,7 @@ def stores_notices(
         with db.write() if days is not None else db.read() as conn:
             store = store_named(conn, name)
             if days is not None:
-                store = store_service.set_upcoming_notice_days(conn, SystemClock().now(), store, days)
+                store = store_service.set_upcoming_notice_days(conn, _now(store), store, days)
     except ValidationFailed as exc:
         fail(exc)
     out.print(str(store.upcoming_notice_days), highlight=False)
@@ -219,7 +227,7 @@ def stores_processor(
     try:
         with db.write() if (stripe or sandbox) else db.read() as conn:
             store = store_named(conn, name)
-            now = SystemClock().now()
+            now = _now(store)
             if sandbox:
                 chosen = processors.choose_sandbox(conn, store, now)
             elif stripe:

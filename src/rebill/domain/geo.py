@@ -37,6 +37,11 @@ def _fold(text: str) -> str:
 
 
 @lru_cache(maxsize=512)
+def is_currency(code: str) -> bool:
+    """An ISO 4217 currency code (upper case, as stored)."""
+    return len(code) == 3 and code.isascii() and code.isupper() and pycountry.currencies.get(alpha_3=code) is not None
+
+
 def country(code: str) -> "pycountry.db.Country | None":
     if len(code) != 2:
         return None

@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 from rebill.errors import NotFound, ValidationFailed
 
 from ..customer.service import EMAIL
-from ..geo import country
+from ..geo import country, is_currency
 from . import repository
 from .model import API_VERSIONS, CHECKOUT_PLATFORMS, DEFAULT_DUNNING, PLAN_TIERS, SCOPES, Store, TokenRecord
 
@@ -48,17 +48,26 @@ def create_store(
         errors["checkout_platform"] = [f"must be one of: {', '.join(CHECKOUT_PLATFORMS)}"]
     if default_api_version not in API_VERSIONS:
         errors["default_api_version"] = [f"must be one of: {', '.join(API_VERSIONS)}"]
-    if len(currency) != 3 or not currency.isalpha():
-        errors["currency"] = ["must be a 3-letter currency code"]
-    if repository.by_name(conn, name) is not None:
+    # ASCII upper case before the look-up: "ßßß".upper() is "SSSSSS" (found by an audit).
+    currency = currency.strip().upper() if currency.isascii() else currency
+    if not is_currency(currency):
+        errors["currency"] = ["must be an ISO 4217 currency code"]
+    presenting = {c.strip().upper() if c.isascii() else c for c in presentment_currencies or [] if c.strip()}
+    if bad := sorted(c for c in presenting if not is_currency(c)):
+        errors["presentment_currencies"] = [f"not ISO 4217 currency codes: {', '.join(bad)}"]
+    if not name.strip():
+        errors["name"] = ["cannot be blank"]
+    elif len(name) > 255 or not name.isprintable():
+        errors["name"] = ["must be at most 255 printable characters"]
+    elif repository.by_name(conn, name) is not None:
         errors["name"] = ["a store with this name exists"]
     if errors:
         raise ValidationFailed(errors)
     return repository.insert_store(conn, {
         "name": name,
         **contact,
-        "currency": currency.upper(),
-        "presentment_currencies": sorted({c.upper() for c in presentment_currencies or []} - {currency.upper()}),
+        "currency": currency,
+        "presentment_currencies": sorted(presenting - {currency}),
         "ships_to": ships,
         "shipping_rates": [],
         "tax_rates": [],
