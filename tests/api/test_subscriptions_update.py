@@ -146,6 +146,17 @@ def test_a_subscription_that_is_not_swappable_keeps_its_variant(api):
     sub = create_sub(api, external_product_id={"ecommerce": product_id}, is_swappable=False)
     response = api.put(f"/subscriptions/{sub['id']}", json={"external_variant_id": {"ecommerce": f"{product_id}-2"}})
     assert errors_of(response) == {"external_variant_id": ["this subscription is not swappable"]}
+    # Nor by its product alone, which changes the variant too (found by an audit), in either version.
+    other, _ = make_catalog(api)
+    for version, body, named in ((V11, {"external_product_id": {"ecommerce": other}}, "external_variant_id"),
+                                 (V01, {"platform_product_id": other}, "platform_variant_id")):
+        response = api.put(f"/subscriptions/{sub['id']}", json=body, version=version)
+        assert errors_of(response) == {named: ["this subscription is not swappable"]}
+    assert api.get(f"/subscriptions/{sub['id']}").json()["subscription"]["external_product_id"] == {
+        "ecommerce": product_id}
+    # Sending back what it has is no swap.
+    assert api.put(f"/subscriptions/{sub['id']}", json={"external_product_id": {"ecommerce": product_id}}
+                   ).status_code == 200
 
 
 def test_update_of_an_unknown_or_another_stores_subscription_answers_404(vapi):

@@ -180,3 +180,55 @@ def test_a_closed_charge_whose_subscriptions_it_cancelled_fails_again_and_stays(
     _new_card(tier)
     paid = tier.post(f"/charges/{closed.id}/process", json={})
     assert paid.status_code == 200 and paid.json()["charge"]["status"] == "success", paid.text
+
+
+def _in_retry(api, at, **kw):
+    at(date(2027, 1, 10))
+    address, subscription = subscriber(api, token="pm_insufficient_funds", next_charge_scheduled_at=date(2027, 1, 12),
+                                       **kw)
+    assert advance(api, to="2027-01-12")["failed"] == 1
+    [charge] = charges_of(api, address.id)
+    assert charge.status == "error"
+    return address, subscription, charge
+
+
+def test_expiring_the_only_subscription_of_a_charge_in_retry_deletes_the_charge(api, at):
+    at(date(2027, 1, 1))
+    address, subscription = subscriber(api, next_charge_scheduled_at=date(2027, 1, 5), order_interval_unit="day",
+                                       order_interval_frequency=7, charge_interval_frequency=7)
+    assert advance(api, to="2027-01-05")["paid"] == 1  # one charge made
+    with api.db.write() as conn:
+        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
+                     .values(processor_payment_method_token="pm_insufficient_funds"))
+    assert advance(api, to="2027-01-12")["failed"] == 1
+    [retry] = [c for c in charges_of(api, address.id) if c.status == "error"]
+    reply = api.put(f"/subscriptions/{subscription.id}", json={"expire_after_specific_number_of_charges": 1})
+    assert reply.status_code == 200 and reply.json()["subscription"]["status"] == "expired", reply.text
+    assert [c.id for c in charges_of(api, address.id) if c.status == "error"] == []
+    _new_card(api)
+    assert advance(api, to="2027-01-20")["paid"] == 0  # its retry date passed: nothing billed
+    assert api.get(f"/charges/{retry.id}").status_code == 404
+
+
+def test_a_new_cadence_is_refused_while_a_retry_holds_the_subscription(api, at):
+    address, subscription, charge = _in_retry(api, at)
+    reply = api.put(f"/subscriptions/{subscription.id}", json={
+        "charge_interval_frequency": 2, "order_interval_frequency": 2, "order_interval_unit": "week"})
+    assert reply.status_code == 422, reply.text
+    [messages] = reply.json()["errors"].values()
+    assert messages == [f"purchase item {subscription.id} waits for the retry of charge {charge.id}"]
+
+
+def test_a_new_quantity_is_what_the_retry_bills(api, at):
+    """Found by an audit: the retry billed the old line, unless another item's cancel happened
+    to compute the charge again."""
+    address, subscription, charge = _in_retry(api, at, price="10.00")
+    reply = api.put(f"/subscriptions/{subscription.id}", json={"quantity": 3})
+    assert reply.status_code == 200, reply.text
+    [again] = charges_of(api, address.id)
+    assert again.id == charge.id and again.status == "error"
+    assert again.line_items[0]["quantity"] == 3 and again.subtotal_price == 3 * charge.subtotal_price
+    _new_card(api)
+    assert advance(api, to="2027-01-14")["paid"] == 1  # the retry
+    paid = api.get(f"/charges/{charge.id}").json()["charge"]
+    assert paid["status"] == "success" and paid["total_price"] == f"{again.total_price:.2f}"

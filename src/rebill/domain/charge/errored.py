@@ -94,7 +94,10 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
         planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,
                                ERROR, kept, terms)
         money = {name: planned.values[name] for name in MONEY}
-        names[charge.id] = attributes.differing(charge, money, API_NAMES)
+        changed = attributes.differing(charge, money, API_NAMES)
+        if not changed and not any(i in leaving for i in charge.purchase_item_ids):
+            continue  # nothing of it changed: no write, no event
+        names[charge.id] = changed
         rows.append({**money, "charge_id": charge.id, "updated_at": unit.now})
     repository.change_items(unit.conn, unit.store_id, [], removed)
     repository.update_many(unit.conn, (*MONEY, "updated_at"), rows)

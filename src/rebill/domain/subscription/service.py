@@ -259,10 +259,12 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         cadence = intervals.check(cadence)
         changes.update({k: v for k, v in cadence.items() if k in changes})
     if "external_variant_id" in changes or "external_product_id" in changes:
-        if not current.is_swappable and changes.get("external_variant_id", current.external_variant_id) != \
-                current.external_variant_id:
-            raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
         swap_values(unit, current, changes)
+        # Whatever was sent: a product alone changes the variant too (found by an audit).
+        if not current.is_swappable and (changes.get("external_product_id", current.external_product_id),
+                                         changes.get("external_variant_id", current.external_variant_id)) != \
+                (current.external_product_id, current.external_variant_id):
+            raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
         check_bundle_swap(unit, current, changes)
     if new_plan is not None and (problem := plan_fits(
             new_plan, changes.get("external_product_id", current.external_product_id),
@@ -284,6 +286,9 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
             check_not_skipped(unit, [subscription_id], changes["next_charge_scheduled_at"],
                               "next_charge_scheduled_at")
     elif interval_changed and current.status == ACTIVE:
+        # A new cadence gives a new next date, which a retry holding it would overwrite (as a
+        # next date sent would be; found by an audit).
+        errored.check_not_waiting(unit, subscription_id, next((n for n in cadence if n in changes), "order_interval_unit"))
         # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
         since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
         changes["next_charge_scheduled_at"] = intervals.after_interval_change(cadence, since, today)
@@ -311,6 +316,10 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         if not repository.update_item(unit.conn, unit.store_id, subscription_id, current.lock_version, changes):
             raise Conflict()
         unit.record("subscription/updated", subscription_id, changed=attributes.names(changes, API_NAMES[SUBSCRIPTION]))
+        # A charge in retry that holds it bills it as it is now: an expired subscription leaves
+        # it (as a cancelled one does), and a new quantity, price or variant is in its money
+        # (found by an audit: the retry billed the old line, or an expired subscription).
+        errored.recompute(unit, errored.holding(unit, subscription_id), leaving={subscription_id} if expires else ())
         if expires:
             activity.refresh(unit, current.customer_id)
         if not command.commit:
