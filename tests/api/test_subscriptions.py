@@ -335,7 +335,7 @@ def test_the_interval_fields_are_required_on_create(vapi):
         del body[name]
     assert errors_of(vapi.post("/subscriptions", json=body)) == {
         "charge_interval_frequency": ["is required"], "order_interval_frequency": ["is required"],
-        "order_interval_unit": ["must be one of: day, week, month"]}
+        "order_interval_unit": ["is required"]}
 
 
 @pytest.mark.parametrize("values,errors", [

@@ -21,7 +21,9 @@ def check(values: dict[str, Any]) -> dict[str, Any]:
     unit = values.get("order_interval_unit")
     if isinstance(unit, str):
         unit = values["order_interval_unit"] = unit.strip().lower()
-    if unit not in UNITS:
+    if unit is None:
+        add_error(errors, "order_interval_unit", "is required")  # as the frequencies say
+    elif unit not in UNITS:
         add_error(errors, "order_interval_unit", f"must be one of: {', '.join(UNITS)}")
     for name in ("charge_interval_frequency", "order_interval_frequency"):
         value = values.get(name)
