@@ -323,3 +323,20 @@ def test_payment_sources_endpoint_applies_the_spec_filters(api):
     response = api.get(path, params={"status": "active"}, version=V01)
     assert [s["id"] for s in response.json()["payment_sources"]] == [visa]
     assert list(_errors(api.get(path, params={"card_exp_year": "soon"}, version=V01))) == ["card_exp_year"]
+
+
+def test_a_record_that_takes_no_include_refuses_every_value(api):
+    """decisions §3.8 (found by two audits: `GET /discounts/1?include=foo` answered 200 while the
+    list answered 422)."""
+    from tests.builders import make_customer, make_discount
+    discount_id = make_discount(api)
+    customer = make_customer(api)
+    for path in (f"/discounts/{discount_id}", "/store", "/token_information"):
+        response = api.get(path, params={"include": "foo,bar"})
+        assert response.status_code == 422, (path, response.text)
+        assert response.json()["errors"] == {"include": ["Invalid value: foo. This resource takes no include values",
+                                                         "Invalid value: bar. This resource takes no include values"]}
+        assert api.get(path).status_code == 200
+    # A record that takes include values keeps its own rule.
+    assert api.get(f"/customers/{customer.id}", params={"include": "addresses"}).status_code == 200
+    assert api.get(f"/customers/{customer.id}", params={"include": "foo"}).status_code == 422

@@ -255,7 +255,9 @@ class Builder:
             statuses |= {409, 413, 415, 422}
         if has_path_ids or op.body is not None:
             statuses.add(404)
-        if takes_query or op.body is not None or op.method == "POST":
+        if takes_query or op.body is not None or op.method in ("POST", "GET"):
+            # A GET without parameters of its own still answers 422 for an `include` value
+            # (decisions §3.8: a record that takes none refuses every value).
             statuses.add(422)
         return sorted(statuses)
 
