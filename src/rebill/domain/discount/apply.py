@@ -39,6 +39,11 @@ def _charge(unit: Unit, charge_id: int) -> Charge:
     again = charges.get(unit.conn, unit.store_id, charge_id, unit.now)
     if again is None:
         raise NotFound()
+    if again.claimed_by is not None:
+        # A charge being paid does not change under its payment (decisions §6.3): its code is
+        # applied or removed after, as a skip or a move waits (found by an audit: a 200 whose
+        # change the payment ignored, with no event).
+        raise Conflict("The charge is being paid; try again in a moment")
     return again
 
 

@@ -15,10 +15,12 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from rebill.errors import Conflict
+
 from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
-from ..charge.model import API_NAMES, ERROR, PLANNED, OpenCharge
+from ..charge.model import API_NAMES, ERROR, PLANNED, QUEUED, OpenCharge
 from ..customer import repository as customers
 from ..discount import inputs as discount_inputs
 from ..discount import repository as discounts
@@ -182,6 +184,12 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
                 taken[key] = charge
                 used.add(charge.id)
 
+    # NOTE: decisions §5.9, one queued charge per address and date: a request that would plan a
+    # second one beside the charge a billing run is paying now (an item moved onto its date)
+    # waits instead (found by an audit: both were paid, with two shipping fees). The run's own
+    # replans, jobs and the command line are not requests: they keep the plan as it comes.
+    being_paid = {(c.address_id, c.scheduled_at) for c in open_charges
+                  if c.claimed_by is not None and c.status == QUEUED} if unit.origin == "api" else set()
     inserts: list[PlannedCharge] = []
     item_pairs: list[tuple[int, int]] = []
     removed: list[tuple[int, int]] = []
@@ -191,6 +199,8 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     for plan in planned:
         charge = taken.get(plan.key)
         if charge is None:
+            if plan.status == QUEUED and (plan.address_id, plan.scheduled_at) in being_paid:
+                raise Conflict("The address's charge of that date is being paid; try again in a moment")
             inserts.append(plan)
             continue
         result[plan.key] = charge.id
