@@ -162,6 +162,15 @@ def test_delete_needs_fully_disabled_first(vapi):
     assert vapi.get(f"/discounts/{made['id']}").status_code == 404
 
 
+def test_a_deleted_discounts_id_is_never_given_again(api):
+    """decisions §1.2 (found by an audit: on SQLite the next discount took the deleted one's id,
+    and the charges that had carried the old code answered to it; migration 0022)."""
+    made = create(api)
+    api.put(f"/discounts/{made['id']}", json={"status": "fully_disabled"})
+    assert api.delete(f"/discounts/{made['id']}").status_code == 204
+    assert create(api)["id"] > made["id"]
+
+
 def test_status_machine_follows_the_table_of_spec_02(api):
     made = create(api)
     path = f"/discounts/{made['id']}"

@@ -452,6 +452,9 @@ def _close(unit: Unit, charge: Charge) -> None:
                            cancellation_reason_comments=None, next_charge_scheduled_at=None,
                            cancelled_next_date=item.next_charge_scheduled_at)
             topic = "subscription/cancelled"
+            # As a cancel by request does (docs/api-choices.md): its skips from today on go, or an
+            # activation would bring them back off its new cadence (found by an audit).
+            items.remove_skips(unit.conn, item.id, from_date=unit.today)
         _update_item(unit, item, changes, topic)
         customer_ids.add(item.customer_id)
     for customer_id in customer_ids:

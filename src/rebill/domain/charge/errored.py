@@ -37,7 +37,7 @@ from . import repository
 from .model import API_NAMES, ERROR
 
 # What the items and the code change; the rest of an errored charge stays.
-MONEY = ("line_items", "tax_lines", "discounts", "discount_id", "subtotal_price", "total_discounts",
+MONEY = ("line_items", "shipping_lines", "tax_lines", "discounts", "discount_id", "subtotal_price", "total_discounts",
          "total_line_items_price", "total_tax", "total_shipping", "total_price")
 
 

@@ -18,7 +18,7 @@ from .reconcile import PLANNED, held, plan_of
 def differences(unit: Unit, address_ids: list[int]) -> list[str]:
     """Every way the stored charges of these addresses differ from their plan (empty: none).
     Addresses with a deferred regeneration (decisions §5.3) are expected to differ."""
-    free, held_items = held(charges.open_of(unit.conn, unit.store_id, address_ids))
+    free, held_items = held(charges.open_of(unit.conn, unit.store_id, address_ids), unit.today)
     planned = {p.key: p for p in plan_of(unit, address_ids, held_items)}
     stored: dict[Any, Any] = {}
     found: list[str] = []

@@ -20,7 +20,7 @@ from rebill.errors import Conflict
 from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
-from ..charge.model import API_NAMES, ERROR, PLANNED, QUEUED, OpenCharge
+from ..charge.model import API_NAMES, ERROR, PLANNED, QUEUED, SKIPPED, OpenCharge
 from ..customer import repository as customers
 from ..discount import inputs as discount_inputs
 from ..discount import repository as discounts
@@ -69,13 +69,18 @@ def billing_of(document: dict[str, Any] | None) -> dict[str, Any] | None:
                                                   "first_name", "last_name", "phone", "province", "zip")}
 
 
-def held(open_charges: list[OpenCharge]) -> tuple[list[OpenCharge], set[int]]:
+def held(open_charges: list[OpenCharge], today: date) -> tuple[list[OpenCharge], set[int]]:
     """The open charges a replan may rewrite, and the items the others hold back from the plan:
     those of a charge in dunning (its items wait for its retry, decisions §6.3) or claimed by a
-    billing run (being paid now: nothing may change under the payment)."""
+    billing run (being paid now: nothing may change under the payment). A skipped charge whose
+    date has passed is history (docs/api-choices.md): neither rewritten nor deleted, and it
+    holds nothing back (found by an audit: a quantity change rewrote it, a failed renewal
+    deleted it and the retry made it again under a new id)."""
     free: list[OpenCharge] = []
     taken: set[int] = set()
     for charge in open_charges:
+        if charge.status == SKIPPED and charge.scheduled_at < today:
+            continue
         if charge.claimed_by is not None or charge.status == ERROR:
             taken.update(charge.purchase_item_ids)
         else:
@@ -95,7 +100,7 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
     if open_charges is None:
         open_charges = charges.open_of(unit.conn, unit.store_id, list(found))
     if held_items is None:
-        held_items = held(open_charges)[1]
+        held_items = held(open_charges, unit.today)[1]
     # NOTE: design guide, discounts are inputs of the plan, never patches on stored charges.
     offers = discount_inputs.load(unit.conn, unit.store_id, found, open_charges)
     if offers_out is not None:
@@ -109,10 +114,12 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
     for address_id, item_id, when in items.skips_of(unit.conn, list(found)):
         skips[address_id].append((item_id, when))
     planned: list[PlannedCharge] = []
+    today = unit.today
     for address_id in sorted(found):
         address = found[address_id]
-        planned += plan_address(store, address, billing_of(billing.get(address.customer_id)),
-                                by_address[address_id], skips[address_id], offers.get(address_id))
+        planned += [p for p in plan_address(store, address, billing_of(billing.get(address.customer_id)),
+                                            by_address[address_id], skips[address_id], offers.get(address_id))
+                    if p.status != SKIPPED or p.scheduled_at >= today]  # past skips are history (held)
     return planned
 
 
@@ -144,7 +151,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     addresses.lock(unit.conn, unit.store_id, rest)
     found = {**known, **addresses.many(unit.conn, unit.store_id, rest)}
     open_charges = charges.open_of(unit.conn, unit.store_id, ids)
-    stored, held_items = held(open_charges)
+    stored, held_items = held(open_charges, unit.today)
     offers: dict[int, Any] = {}
     planned = plan_of(unit, ids, held_items, open_charges, offers, found)
     if offers:
