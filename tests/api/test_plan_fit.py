@@ -41,7 +41,7 @@ def test_a_fixed_discount_above_the_price_makes_it_zero_in_both_versions(vapi):
 
 def test_a_plan_of_another_product_or_of_other_variants_is_refused_at_create(api):
     product_id, _ = make_catalog(api)
-    other_product, other_plan = make_catalog(api, discount_amount="50", discount_type="percentage")
+    _, other_plan = make_catalog(api, discount_amount="50", discount_type="percentage")
     restricted = _plan(api, product_id, external_variant_ids=[f"{product_id}-2"], discount_amount="50",
                        discount_type="percentage")
     address = make_address(api)
@@ -59,7 +59,6 @@ def test_a_plan_of_another_product_or_of_other_variants_is_refused_at_create(api
     assert made.status_code == 201, made.text
     sub = made.json()["subscription"]
     assert sub["external_variant_id"] == {"ecommerce": f"{product_id}-2"} and sub["price"] == "20.00"
-    assert other_product != product_id
 
 
 def test_the_2021_01_create_refuses_a_plan_of_another_product(api):
@@ -73,7 +72,7 @@ def test_the_2021_01_create_refuses_a_plan_of_another_product(api):
 
 
 def test_a_deleted_plan_stays_named_and_a_put_that_sends_it_back_is_accepted(vapi):
-    product_id, plan_id = make_catalog(vapi, title="Going")
+    _, plan_id = make_catalog(vapi, title="Going")
     address = make_address(vapi)
     made = vapi.post("/subscriptions", json={"address_id": address.id, "plan_id": plan_id})
     sub = made.json()["subscription"]
@@ -90,7 +89,6 @@ def test_a_deleted_plan_stays_named_and_a_put_that_sends_it_back_is_accepted(vap
     other_id = other.json()["subscription"]["id"]
     assert errors_of(vapi.put(f"/subscriptions/{other_id}", json={"plan_id": plan_id})) == {
         "plan_id": ["plan not found"]}
-    assert product_id
 
 
 def test_a_plan_keeps_variants_its_product_dropped_and_updates_still_work(api):

@@ -57,6 +57,17 @@ def subscriber(api: Any, token: str = "pm_ok", customer: Any = None, **kw: Any) 
     return address, make_subscription(api, address, **kw)
 
 
+def pay_with(api: Any, token: str) -> None:
+    """Every payment method of the store now pays with sandbox ``token`` (a customer who put a
+    new card in, or whose card starts failing), valid again."""
+    from sqlalchemy import update
+
+    from rebill.models import payment_methods
+    with api.db.write() as conn:
+        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
+                     .values(processor_payment_method_token=token, status="valid"))
+
+
 def advance(api: Any, **body: Any) -> dict[str, Any]:
     """Moves the store's test clock (``days``, ``to`` or ``hours``); the `store_clock` answer."""
     reply = api.post("/store/clock/advance", json=body)

@@ -29,7 +29,7 @@ def _released(api, charge_id):
 @pytest.mark.parametrize("how", ["set_next_charge_date", "update", "change_address", "onetime", "create"])
 def test_nothing_joins_the_date_of_a_charge_being_paid(api, at, how):
     at(date(2027, 1, 10))
-    address, first = subscriber(api, next_charge_scheduled_at=date(2027, 1, 12))
+    address, _ = subscriber(api, next_charge_scheduled_at=date(2027, 1, 12))
     [paying] = charges_of(api, address.id)
     later = make_subscription(api, address, next_charge_scheduled_at=date(2027, 1, 20))
     once = make_onetime(api, address, next_charge_scheduled_at=date(2027, 1, 20))
@@ -52,7 +52,6 @@ def test_nothing_joins_the_date_of_a_charge_being_paid(api, at, how):
     _released(api, paying.id)  # the payment recorded (or given up): the same request goes through
     assert api.post(f"/subscriptions/{later.id}/set_next_charge_date", json={"date": when}).status_code == 200
     assert [c.id for c in charges_of(api, address.id) if c.scheduled_at == date(2027, 1, 12)] == [paying.id]
-    assert first
 
 
 @pytest.mark.parametrize("action", ["apply_discount", "remove_discount"])

@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import update
 
 from rebill.domain.charge.model import item_ids
-from rebill.models import payment_methods, stores
+from rebill.models import stores
 from tests.api.test_charges import only
 from tests.api.test_charges_skip import next_date, skip_date
 from tests.builders import charges_of
-from tests.scenarios.conftest import advance, subscriber
+from tests.scenarios.conftest import advance, pay_with, subscriber
 
 
 def _dunning(api, action):
@@ -25,9 +25,7 @@ def _dunning(api, action):
 
 
 def _new_card(api):
-    with api.db.write() as conn:
-        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
-                     .values(processor_payment_method_token="pm_new_card", status="valid"))
+    pay_with(api, "pm_new_card")
 
 
 def test_a_subscription_cancelled_by_its_last_retry_is_charged_again_once_activated(api, at):
@@ -131,6 +129,21 @@ def test_a_renewal_passes_over_a_date_skipped_ahead(api, at):
     assert only(api, address.id, "skipped").scheduled_at == first + timedelta(days=7)
 
 
+def _closed_and_processed_again(api, at, action):
+    """A premium store (processing needs tier A) whose card always fails: its charge closed after
+    the last retry, with the store's ``action``, then processed by hand and failing again.
+    Returns the store, the address, the subscription, the closed charge and the process's answer."""
+    tier = api.other_store(plan_tier="premium_a")
+    _dunning(tier, action)
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(tier, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    assert advance(tier, to="2027-02-10")["failed"] == 3
+    [closed] = charges_of(tier, address.id)
+    reply = tier.post(f"/charges/{closed.id}/process", json={})
+    assert reply.status_code == 200, reply.text
+    return tier, address, subscription, closed, reply.json()["charge"]
+
+
 def test_a_closed_charge_processed_by_hand_and_failing_again_is_not_told_closed_twice(api, at):
     """decisions §6.4: `charge/max_retries_reached` and the store's action come when the last
     allowed attempt fails, once (found by an audit: every later failed manual process of the
@@ -139,15 +152,7 @@ def test_a_closed_charge_processed_by_hand_and_failing_again_is_not_told_closed_
 
     from rebill.models import events
 
-    tier = api.other_store(plan_tier="premium_a")
-    _dunning(tier, "do_nothing")
-    at(date(2027, 1, 20))
-    address, _ = subscriber(tier, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
-    assert advance(tier, to="2027-02-10")["failed"] == 3
-    [closed] = charges_of(tier, address.id)
-    reply = tier.post(f"/charges/{closed.id}/process", json={})
-    assert reply.status_code == 200, reply.text
-    charge = reply.json()["charge"]
+    tier, _, _, closed, charge = _closed_and_processed_again(api, at, "do_nothing")
     assert (charge["status"], charge["error_type"], charge["charge_attempts"]) == \
         ("error", "CLOSED_MAX_RETRIES_REACHED", 4)
     with tier.db.read() as conn:
@@ -164,15 +169,7 @@ def test_a_closed_charge_whose_subscriptions_it_cancelled_fails_again_and_stays(
     """decisions §6.4: "a processing call can still retry it afterwards" (found by an audit: the
     failed retry took the subscriptions its max-retries action had cancelled for ones cancelled
     while it was paid, emptied the charge and deleted it, answering 404)."""
-    tier = api.other_store(plan_tier="premium_a")
-    _dunning(tier, "cancel_subscriptions")
-    at(date(2027, 1, 20))
-    address, subscription = subscriber(tier, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
-    assert advance(tier, to="2027-02-10")["failed"] == 3
-    [closed] = charges_of(tier, address.id)
-    reply = tier.post(f"/charges/{closed.id}/process", json={})
-    assert reply.status_code == 200, reply.text
-    charge = reply.json()["charge"]
+    tier, address, subscription, closed, charge = _closed_and_processed_again(api, at, "cancel_subscriptions")
     assert (charge["id"], charge["status"], charge["charge_attempts"]) == (closed.id, "error", 4)
     [still] = charges_of(tier, address.id)
     assert still.id == closed.id and item_ids(still.line_items) == [subscription.id]
@@ -197,9 +194,7 @@ def test_expiring_the_only_subscription_of_a_charge_in_retry_deletes_the_charge(
     address, subscription = subscriber(api, next_charge_scheduled_at=date(2027, 1, 5), order_interval_unit="day",
                                        order_interval_frequency=7, charge_interval_frequency=7)
     assert advance(api, to="2027-01-05")["paid"] == 1  # one charge made
-    with api.db.write() as conn:
-        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
-                     .values(processor_payment_method_token="pm_insufficient_funds"))
+    pay_with(api, "pm_insufficient_funds")
     assert advance(api, to="2027-01-12")["failed"] == 1
     [retry] = [c for c in charges_of(api, address.id) if c.status == "error"]
     reply = api.put(f"/subscriptions/{subscription.id}", json={"expire_after_specific_number_of_charges": 1})

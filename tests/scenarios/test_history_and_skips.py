@@ -6,19 +6,14 @@ as a cancel by request does; a merge's next date is refused on a date the item s
 from __future__ import annotations
 
 from datetime import date, timedelta
+from types import SimpleNamespace
 
 from sqlalchemy import update
 
-from rebill.models import payment_methods, stores
+from rebill.models import stores
 from tests.api.test_charges_skip import skip_date
 from tests.builders import charges_of, events_of, make_address, make_onetime
-from tests.scenarios.conftest import advance, subscriber
-
-
-def _token(api, token):
-    with api.db.write() as conn:
-        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
-                     .values(processor_payment_method_token=token, status="valid"))
+from tests.scenarios.conftest import advance, pay_with, subscriber
 
 
 def test_a_recomputed_charge_in_retry_shows_the_shipping_it_bills(api, at):
@@ -49,9 +44,9 @@ def test_a_past_skipped_charge_is_history(api, at):
     assert api.put(f"/subscriptions/{sub.id}", json={"quantity": 3}).status_code == 200
     [kept] = [c for c in charges_of(api, address.id) if c.status == "skipped"]
     assert (kept.id, kept.total_price, kept.line_items[0]["quantity"]) == (first.id, first.total_price, 1)
-    _token(api, "pm_declined")
+    pay_with(api, "pm_declined")
     advance(api, to="2027-01-19")  # the renewal fails: the retry holds the subscription
-    _token(api, "pm_ok")
+    pay_with(api, "pm_ok")
     advance(api, to="2027-01-26")  # the retry is paid
     assert [c.id for c in charges_of(api, address.id) if c.status == "skipped"] == [first.id]
     assert ("charge/deleted", first.id) not in events_of(api, first.id)
@@ -69,7 +64,7 @@ def test_a_subscription_cancelled_by_its_last_retry_loses_its_skips_ahead(api, a
     assert ahead.status_code == 200, ahead.text
     advance(api, to="2027-01-20")  # three attempts: closed, the subscription cancelled
     assert api.get(f"/subscriptions/{sub.id}").json()["subscription"]["status"] == "cancelled"
-    _token(api, "pm_ok")
+    pay_with(api, "pm_ok")
     assert api.post(f"/subscriptions/{sub.id}/activate", json={}).status_code == 200
     assert [c for c in charges_of(api, address.id) if c.status == "skipped"] == []
 
@@ -78,7 +73,7 @@ def test_a_merge_does_not_put_a_next_date_on_a_date_its_item_skipped(api, at):
     at(date(2027, 1, 10))
     source, sub = subscriber(api, next_charge_scheduled_at=date(2027, 1, 15), order_interval_unit="week",
                              order_interval_frequency=1, charge_interval_frequency=1)
-    target = make_address(api, type("C", (), {"id": source.customer_id})())
+    target = make_address(api, SimpleNamespace(id=source.customer_id))
     skipped_on = date(2027, 1, 15) + timedelta(days=7)
     assert skip_date(api, source.id, {"date": skipped_on.isoformat(), "subscription_ids": [sub.id]}).status_code == 200
     reply = api.post("/addresses/merge", json={"target_address": {"id": target.id},

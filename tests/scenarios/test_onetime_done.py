@@ -7,13 +7,9 @@ from __future__ import annotations
 
 from datetime import date
 
-from sqlalchemy import update
-
 from rebill.domain.charge.model import item_ids
-from rebill.models import payment_methods
-from tests.api.test_charges_skip import skip_date
 from tests.builders import charges_of, events_of, make_address, make_customer, make_onetime, make_payment_method
-from tests.scenarios.conftest import advance
+from tests.scenarios.conftest import advance, pay_with
 
 
 def _buyer(api, token="pm_ok"):
@@ -57,9 +53,7 @@ def test_a_one_time_item_waiting_for_a_retry_cannot_change(api, at):
         assert reply.status_code == 422, reply.text
         assert reply.json()["errors"] == {next(iter(body)): [
             f"purchase item {item.id} waits for the retry of charge {charge.id}"]}
-    with api.db.write() as conn:
-        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
-                     .values(processor_payment_method_token="pm_ok", status="valid"))
+    pay_with(api, "pm_ok")
     assert advance(api, to="2027-01-14")["paid"] == 1
     shown = api.get(f"/onetimes/{item.id}").json()["onetime"]
     assert shown["price"] == "10.00" and shown["next_charge_scheduled_at"].startswith("2027-01-12")
@@ -80,4 +74,3 @@ def test_a_one_time_item_cannot_move_onto_a_date_it_skipped(api, at):
         f"purchase item {item.id} is skipped on 2027-01-22: unskip that charge instead"]}
     queued = [c for c in charges_of(api, address.id) if c.status == "queued"]
     assert [(c.scheduled_at, item_ids(c.line_items)) for c in queued] == [(date(2027, 1, 23), [item.id])]
-    assert skip_date  # the date-skip endpoint's helper, shared with the subscription tests

@@ -6,12 +6,10 @@ the charge, as a next date is; once the retry is paid, the move goes through."""
 from __future__ import annotations
 
 from datetime import date
+from types import SimpleNamespace
 
-from sqlalchemy import update
-
-from rebill.models import payment_methods
 from tests.builders import charges_of, make_address
-from tests.scenarios.conftest import advance, subscriber
+from tests.scenarios.conftest import advance, pay_with, subscriber
 
 
 def _failed(api, at):
@@ -20,18 +18,12 @@ def _failed(api, at):
     assert advance(api, to="2027-01-12")["failed"] == 1
     [charge] = charges_of(api, source.id)
     assert charge.status == "error"
-    from tests.builders import make_customer  # noqa: F401 (the target is the same customer's)
-    with api.db.read() as conn:
-        customer_id = conn.execute(payment_methods.select().where(
-            payment_methods.c.store_id == api.store.id)).first().customer_id
-    target = make_address(api, type("C", (), {"id": customer_id})())
+    target = make_address(api, SimpleNamespace(id=source.customer_id))  # the same customer's
     return source, sub, charge, target
 
 
 def _pay_again(api):
-    with api.db.write() as conn:
-        conn.execute(update(payment_methods).where(payment_methods.c.store_id == api.store.id)
-                     .values(processor_payment_method_token="pm_ok", status="valid"))
+    pay_with(api, "pm_ok")
     assert advance(api, to="2027-01-14")["paid"] == 1
 
 

@@ -66,15 +66,23 @@ def check_not_skipped(unit: Unit, item_ids: list[int], when: date, field: str) -
                                             "charge instead")
 
 
+def swaps(current: PurchaseItem, changes: dict[str, Any]) -> bool:
+    """Whether ``changes`` give the item another product or variant (a product alone changes
+    the variant too, once ``swap_values`` has filled it)."""
+    return (changes.get("external_product_id", current.external_product_id),
+            changes.get("external_variant_id", current.external_variant_id)) != \
+        (current.external_product_id, current.external_variant_id)
+
+
 def check_bundle_swap(unit: Unit, current: PurchaseItem, changes: dict[str, Any]) -> None:
     """An item holding a bundle selection (spec 01: a selection is tied to its subscription and
     to a bundle variant, which validates its contents) swaps only to a variant that is a bundle;
     the selection follows it at its next write (docs/api-choices.md, Bundles). Swapped to one
     that is not, its next orders would carry another bundle's contents: refused."""
+    if not swaps(current, changes):
+        return
     product = changes.get("external_product_id", current.external_product_id)
     variant = changes.get("external_variant_id", current.external_variant_id)
-    if (product, variant) == (current.external_product_id, current.external_variant_id):
-        return
     selection = bundles.selection_of_item(unit.conn, unit.store_id, current.id)
     if selection is not None and bundles.variant_of(unit.conn, unit.store_id, product, variant) is None:
         raise ValidationFailed.field("external_variant_id", f"the variant {variant} is not a bundle, and this item "
@@ -261,9 +269,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
     if "external_variant_id" in changes or "external_product_id" in changes:
         swap_values(unit, current, changes)
         # Whatever was sent: a product alone changes the variant too (found by an audit).
-        if not current.is_swappable and (changes.get("external_product_id", current.external_product_id),
-                                         changes.get("external_variant_id", current.external_variant_id)) != \
-                (current.external_product_id, current.external_variant_id):
+        if not current.is_swappable and swaps(current, changes):
             raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
         check_bundle_swap(unit, current, changes)
     if new_plan is not None and (problem := plan_fits(
