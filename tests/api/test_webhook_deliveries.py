@@ -205,6 +205,32 @@ def test_a_failed_delivery_can_be_replayed(api):
     assert one(api, test_delivery["id"])["status"] == "succeeded"
 
 
+def test_every_attempt_of_a_replay_is_marked_its_retries_too(vapi):
+    # The mark was once derived from "first attempt of a series after an earlier one", which
+    # left a replay's retries unmarked (migration 0023 keeps it on the delivery).
+    customer = make_customer(vapi)
+    with receiving() as receiver:
+        made = create(vapi, address=receiver.url, topic="customer/updated")
+        rename(vapi, customer.id, "Hedy")
+        assert drain(vapi) == 1
+        [delivered] = deliveries(vapi, webhook_id=made["id"])
+        receiver.status = 503
+        assert vapi.post(f"/webhook_deliveries/{delivered['id']}/replay").status_code == 202
+        assert drain(vapi) == 1
+        assert one(vapi, delivered["id"])["status"] == "pending"
+        vapi.clock.advance(retries.DELAYS[0])
+        receiver.status = 200
+        assert drain(vapi) == 1
+        rename(vapi, customer.id, "Grace")  # a later delivery of the same webhook is no replay
+        assert drain(vapi) == 1
+    replayed = one(vapi, delivered["id"])
+    assert replayed["status"] == "succeeded"
+    assert [(a["number"], a["replay"], a["status_code"]) for a in replayed["attempts"]] == [
+        (1, False, 200), (1, True, 503), (2, True, 200)]
+    [later] = [d for d in deliveries(vapi, webhook_id=made["id"]) if d["id"] != delivered["id"]]
+    assert [a["replay"] for a in one(vapi, later["id"])["attempts"]] == [False]
+
+
 def test_a_pending_delivery_cannot_be_replayed(vapi):
     create(vapi)
     make_customer(vapi)

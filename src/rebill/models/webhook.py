@@ -55,6 +55,9 @@ webhook_deliveries = Table(
     Column("resource_id", IdType, nullable=False),
     Column("status", String(16), nullable=False),  # pending | succeeded | failed
     Column("attempts", Integer, nullable=False),
+    # 1 once a replay asked for the current series of attempts: each attempt of it is marked
+    # `replay` in the log, its retries too (migration 0023).
+    Column("replayed", Integer, nullable=False, server_default=text("0")),
     # In the store's time (a sandbox store's test clock moves its retries too).
     Column("next_attempt_at", UtcDateTime(), nullable=True),
     # A worker's lease, in real time: a delivery whose worker died is sent again once it expires.

@@ -143,12 +143,12 @@ def claim(conn: Connection, ids: list[int], worker: str, real_now: datetime, lea
         return []
     rows = conn.execute(
         select(d.c.id, d.c.store_id, d.c.webhook_id, webhooks.c.address, d.c.topic, d.c.resource, d.c.resource_id,
-               webhook_payloads.c.body, d.c.attempts, d.c.last_attempt_at, d.c.event_id)
+               webhook_payloads.c.body, d.c.attempts, d.c.replayed, d.c.event_id)
         .join(webhooks, webhooks.c.id == d.c.webhook_id)
         .join(webhook_payloads, webhook_payloads.c.id == d.c.payload_id)
         .where(d.c.id.in_(taken)).order_by(d.c.id))
     return [Outgoing(r.id, r.store_id, r.webhook_id, r.address, r.topic, r.resource, r.resource_id, bytes(r.body),
-                     r.attempts, r.attempts == 0 and r.last_attempt_at is not None, r.event_id is None)
+                     r.attempts, bool(r.replayed), r.event_id is None)
             for r in rows]
 
 

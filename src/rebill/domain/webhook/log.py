@@ -96,7 +96,7 @@ def body_of(unit: Unit, delivery: Delivery) -> bytes:
 
 def _again(unit: Unit, ids: list[int]) -> None:
     unit.conn.execute(update(d).where(d.c.id.in_(ids), d.c.store_id == unit.store_id).values(
-        status=PENDING, attempts=0, next_attempt_at=unit.now, claimed_by=None, claimed_until=None,
+        status=PENDING, attempts=0, replayed=1, next_attempt_at=unit.now, claimed_by=None, claimed_until=None,
         succeeded_at=None, updated_at=unit.now))
 
 

@@ -1,0 +1,27 @@
+"""A delivery remembers that a replay asked for its current series of attempts, so that every
+attempt of the series (the first and its retries) is marked `replay` in the log; the mark was
+derived from "no attempt yet in this series, but an earlier one", which held for the first
+attempt only. Not null with a server default of 0: existing rows read as never replayed.
+
+Revision ID: 0023
+Revises: 0022
+Create Date: 2026-11-27 00:00:00
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = '0023'
+down_revision = '0022'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column('webhook_deliveries',
+                  sa.Column('replayed', sa.Integer(), nullable=False, server_default=sa.text('0')))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('webhook_deliveries') as batch:
+        batch.drop_column('replayed')
