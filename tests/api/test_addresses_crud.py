@@ -243,14 +243,33 @@ def test_update_2021_01_takes_cart_note_and_note_attributes(api):
     assert (head["order_note"], head["order_attributes"]) == ("hi", [{"name": "x", "value": "y"}])
 
 
-def test_update_ignores_customer_id_and_presentment_currency(api):
-    store = api.other_store(presentment_currencies=["CAD"])
+def test_update_ignores_customer_id(api):
+    store = api.other_store()
     owner, other = make_customer(store), make_customer(store)
     address = make_address(store, owner)
-    response = store.put(f"/addresses/{address.id}", json={"customer_id": other.id, "presentment_currency": "CAD"})
+    response = store.put(f"/addresses/{address.id}", json={"customer_id": other.id, "address2": "Unit 2"})
     assert response.status_code == 200, response.text
-    body = response.json()["address"]
-    assert (body["customer_id"], body["presentment_currency"]) == (owner.id, "USD")
+    assert response.json()["address"]["customer_id"] == owner.id
+
+
+@pytest.mark.parametrize("version", [V11, V01])
+def test_update_keeps_the_presentment_currency_it_was_created_with(api, version):
+    # Spec 01 leaves the currency out of the update body, spec 02 takes every create field:
+    # the address's charges and codes are in its currency, so the value it has is accepted
+    # and another is refused, never a 200 for a change that was not made.
+    store = api.other_store(presentment_currencies=["CAD"])
+    address = make_address(store, make_customer(store))
+    before = store.get(f"/addresses/{address.id}", version=version).json()["address"]
+    same = store.put(f"/addresses/{address.id}", json={"presentment_currency": "usd"}, version=version)
+    assert same.status_code == 200, same.text
+    assert same.json()["address"] == before  # nothing changed, not even updated_at
+    for sent, problem in (("CAD", "cannot be changed once the address is created"),
+                          ("XX", "must be a 3-letter currency code"), (None, "cannot be null")):
+        refused = store.put(f"/addresses/{address.id}", json={"presentment_currency": sent, "address2": "Unit 9"},
+                            version=version)
+        assert refused.status_code == 422, refused.text
+        assert refused.json() == {"errors": {"presentment_currency": [problem]}}
+    assert store.get(f"/addresses/{address.id}", version=version).json()["address"] == before
 
 
 def test_update_can_clear_optional_fields_with_null(api):

@@ -95,6 +95,9 @@ def create(unit: Unit, verifier: AddressVerifier, command: AddressCreate) -> Add
 def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: AddressUpdate) -> Address:
     current = get(unit, address_id)
     changes = command.changes()
+    if changes.pop("presentment_currency", current.presentment_currency).upper() != current.presentment_currency:
+        # Its charges, prices and applied codes are in that currency: a new one is a new address.
+        raise ValidationFailed.field("presentment_currency", "cannot be changed once the address is created")
     if "country_code" in changes and changes["country_code"].upper() != current.country_code:
         # NOTE: spec 01 Addresses update, a country change needs a zip change in the same request.
         if "zip" not in changes or (changes["zip"] or "").strip() == (current.zip or "").strip():
