@@ -28,7 +28,7 @@ from rebill.api.resources import (
     webhooks,
 )
 from rebill.api.routing import Api
-from rebill.api.versions import VERSIONS
+from rebill.api.versions import FALLBACK_VERSION, VERSIONS
 from rebill.clock import Clock, SystemClock
 from rebill.db.engine import Database
 from rebill.domain.address.verifier import AddressVerifier, OfflineZipVerifier
@@ -45,9 +45,6 @@ from rebill.settings import Settings
 RESOURCES = (store, customers, addresses, products, plans, subscriptions, onetimes, charges, payment_methods,
              orders, metafields, discounts, webhooks, events, collections, async_batches, checkouts,
              bundle_variants, bundle_selections)
-# When no store is known (401, 426 before auth), responses name the oldest version, the
-# default of new stores (decisions §1.3).
-FALLBACK_VERSION = "2021-01"
 
 
 def build_services(settings: Settings, db: Database, clock: Clock, verifier: AddressVerifier | None = None) -> Services:

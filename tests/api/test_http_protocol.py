@@ -18,6 +18,7 @@ BAD = {
     "a request target over 64 KiB": b"GET /customers?ids=" + b"1," * 40_000 + b"1 HTTP/1.1\r\nHost: x\r\n\r\n",
     "a header line without a colon": b"GET /customers HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n",
     "a space inside the method": b"G ET /customers HTTP/1.1\r\nHost: x\r\n\r\n",
+    "a method HTTP does not know": b"FROB /customers HTTP/1.1\r\nHost: x\r\n\r\n",
     "a control character in the target": b"GET /cust\x01omers HTTP/1.1\r\nHost: x\r\n\r\n",
     "not HTTP at all": b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(32)) + b"\r\n\r\n",
     "a chunk size that is no number": (b"POST /customers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
@@ -53,6 +54,8 @@ def test_bytes_the_parser_refuses_answer_400_in_the_error_shape(server, what):
     assert status == "HTTP/1.1 400 Bad Request", (what, head)
     assert headers["content-type"] == "application/json" and headers["connection"] == "close"
     assert len(headers["x-request-id"]) == 32 and int(headers["content-length"]) == len(body)
+    # decisions §2.8: every response names a version; no store is known here (app.py's fallback).
+    assert headers["x-service-version"] == "2021-01"
     assert json.loads(body) == {"errors": NOT_READABLE_HTTP}
     # The server goes on: the next request is answered as usual.
     assert server.request("GET", "/store")[0] == 200

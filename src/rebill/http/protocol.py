@@ -18,11 +18,14 @@ from random import getrandbits
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from rebill.api.versions import FALLBACK_VERSION
 from rebill.errors import NOT_READABLE_HTTP
 
 from .render import encode
 
 _BODY = encode({"errors": NOT_READABLE_HTTP})
+# NOTE: decisions §2.8, every response names a version: here no store is known.
+_VERSION = b"x-service-version: " + FALLBACK_VERSION.encode() + b"\r\n"
 
 
 class HttpProtocol(HttpToolsProtocol):
@@ -34,6 +37,7 @@ class HttpProtocol(HttpToolsProtocol):
             content.extend([name, b": ", value, b"\r\n"])
         content.extend([
             b"x-request-id: %032x\r\n" % getrandbits(128),
+            _VERSION,
             b"content-type: application/json\r\n",
             b"content-length: %d\r\n" % len(body),
             b"connection: close\r\n",
