@@ -30,6 +30,8 @@ SHIPPING = {"address1": "101 Market St", "city": "San Francisco", "province": "C
 MONTHLY = {"order_interval_unit": "month", "order_interval_frequency": 1}
 SUB_LINE = {"product_id": "100", "variant_id": "101", "quantity": 2, **MONTHLY}
 ONE_LINE = {"product_id": "200", "variant_id": "201", "quantity": 1}
+# NOTE: spec 01 Versioning 4: 2021-11 says `order_attributes` where 2021-01 says `note_attributes`.
+ATTRIBUTES = {V01: "note_attributes", V11: "order_attributes"}
 
 
 # Builders ----------------------------------------------------------------------------------
@@ -180,6 +182,31 @@ def test_a_2021_01_checkout_renders_every_field_of_spec_03_with_its_type(api):
     assert discount and field_problems(body, CHECKOUT_FIELDS) == []
     assert set(LINE_FIELDS) <= set(body["line_items"][0])
     assert set(body["applied_discount"]) == {"amount", "applicable", "non_applicable_reason", "value", "value_type"}
+
+
+def test_the_order_attributes_carry_each_versions_name_both_ways(api):
+    # Found by a cross-version audit: 2021-11 showed and took `note_attributes`, and dropped the
+    # `order_attributes` its clients send.
+    priced_store(api)
+    made = create(api, version=V01, note_attributes=[{"name": "gift", "value": "yes"}])
+    token = made["token"]
+    assert made["note_attributes"] == [{"name": "gift", "value": "yes"}] and "order_attributes" not in made
+    shown = api.get(f"/checkouts/{token}", version=V11).json()["checkout"]
+    assert shown["order_attributes"] == [{"name": "gift", "value": "yes"}] and "note_attributes" not in shown
+    updated = api.put(f"/checkouts/{token}", json={"order_attributes": [{"name": "wrap", "value": "no"}]}, version=V11)
+    assert updated.status_code == 200, updated.text
+    assert api.get(f"/checkouts/{token}", version=V01).json()["checkout"]["note_attributes"] == [
+        {"name": "wrap", "value": "no"}]
+    # Each version names its own field in errors, and ignores the other's name like any unknown field.
+    for version in (V01, V11):
+        bad = api.put(f"/checkouts/{token}", json={ATTRIBUTES[version]: "wrap"}, version=version)
+        assert bad.status_code == 422 and list(bad.json()["errors"]) == [ATTRIBUTES[version]]
+        other = ATTRIBUTES[V11 if version == V01 else V01]
+        assert api.put(f"/checkouts/{token}", json={other: []}, version=version).status_code == 200
+    assert api.get(f"/checkouts/{token}", version=V11).json()["checkout"]["order_attributes"] == [
+        {"name": "wrap", "value": "no"}]
+    made = create(api, version=V11, order_attributes=[{"name": "x", "value": "y"}])
+    assert made["order_attributes"] == [{"name": "x", "value": "y"}]
 
 
 def test_get_answers_the_checkout_in_the_callers_version(vapi):
@@ -550,7 +577,7 @@ def test_reads_need_read_orders_and_writes_write_orders(api):
 def test_a_charge_makes_the_customer_address_subscription_charge_and_order_at_once(vapi):
     priced_store(vapi)
     made = ready(vapi, phone="+14155550199", analytics_data={"utm_params": [{"utm_source": "news"}]},
-                 note="Ring twice", note_attributes=[{"name": "gift", "value": "yes"}])
+                 note="Ring twice", **{ATTRIBUTES[vapi.version]: [{"name": "gift", "value": "yes"}]})
     since = last_event(vapi)
     response = vapi.post(f"/checkouts/{made['token']}/charge", json={**CHARGE, "payment_type": "apple_pay"})
     assert response.status_code == 200, response.text

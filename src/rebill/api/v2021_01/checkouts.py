@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from rebill.api import shapes as sh
-from rebill.api.contract import Change, ListContract
+from rebill.api.contract import Change, ListContract, Rename
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
 from rebill.domain.geo import country_name
@@ -90,6 +90,7 @@ class CheckoutChargeUpperCase(Change):
         return sh.replace(shape, "status", _upper(shape["properties"]["status"]))
 
 
-CHANGES: tuple[Change, ...] = (CheckoutNaiveDatetimes(), CheckoutOldShape(), CheckoutChargeUpperCase())
+CHANGES: tuple[Change, ...] = (CheckoutNaiveDatetimes(), CheckoutOldShape(), CheckoutChargeUpperCase(),
+                               Rename(("checkout",), "order_attributes", "note_attributes"))
 LISTS: dict[str, ListContract] = {}
 SCHEMAS: dict[str, Schema] = {}

@@ -95,7 +95,8 @@ def checkout(c: Checkout) -> dict[str, Any]:
         "line_items": [_line(line, charged[i] if i < len(charged) else None, money)
                        for i, line in enumerate(c.line_items)],
         "note": c.note,
-        "note_attributes": c.note_attributes,
+        # NOTE: spec 01 Versioning 4 and decisions §7.7.14: 2021-11 names them `order_attributes`.
+        "order_attributes": c.note_attributes,
         "payment_processor": c.payment_processor,
         "payment_processor_customer_id": c.payment_processor_customer_id,
         "payment_processor_transaction_id": c.payment_processor_transaction_id,
@@ -202,7 +203,7 @@ FIELDS = (
     Field("external_checkout_source", "str", max_length=64),
     Field("external_customer_id", "external_id", max_length=64),
     Field("note", "str", max_length=4096),
-    Field("note_attributes", "list", items=ATTRIBUTE),
+    Field("order_attributes", "list", items=ATTRIBUTE, key="note_attributes"),
     # NOTE: spec 02 Checkouts, with `partial_shipping` the country and zip are enough for now.
     Field("partial_shipping", "bool"),
     Field("phone", "str", max_length=64),

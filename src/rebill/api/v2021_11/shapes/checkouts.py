@@ -104,7 +104,7 @@ checkout = obj({
     "external_customer_id": EXTERNAL_ID,
     "line_items": array(line_item),
     "note": nullable(string()),
-    "note_attributes": array(ATTRIBUTE),
+    "order_attributes": array(ATTRIBUTE),
     "payment_processor": nullable(string()),
     "payment_processor_customer_id": nullable(string()),
     "payment_processor_transaction_id": nullable(string()),
