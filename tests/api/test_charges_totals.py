@@ -152,6 +152,19 @@ def test_tax_is_added_per_line_and_rounded_per_line(api):
     assert money(body) == ("0.10", "0.00", "0.02", "0.12")
 
 
+def test_a_rate_stored_with_a_blank_province_is_the_countrys(api):
+    # Rates set before the command line stored a blank province as none are read as the
+    # country's rate; a province's own rate still wins over it.
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(tax_rates=[
+            {"country_code": "US", "province": "", "rate": "0.1", "title": "Country"},
+            {"country_code": "US", "province": "NY", "rate": "0.2", "title": "New York"}]))
+    set_rates(api, shipping=[])  # replans the store with the rates as stored
+    address = make_address(api)  # California
+    weekly(api, address, price="10.00")
+    assert queued_body(api, address.id)["tax_lines"] == [{"price": "1.00", "rate": "0.1", "title": "Country"}]
+
+
 def test_tax_of_a_quantity_shows_the_unit_tax_in_the_tax_line(api):
     set_rates(api, tax=[{"country_code": "US", "rate": "0.0725"}])
     address = make_address(api)

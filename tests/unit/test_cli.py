@@ -227,6 +227,21 @@ def test_stores_rates_regenerates_the_queued_charges_and_schedule_check_agrees(s
     db.dispose()
 
 
+def test_stores_rates_a_country_rate_with_a_title_and_no_province_applies_to_the_whole_country(store_db):
+    # Found by a money audit: `US:0.1::Sales tax` (the help's form for a title without a
+    # province) stored a blank province that matched no address, and taxed nothing.
+    from rebill.domain.charge import repository as charges
+    db, address_id = _seeded_subscription(store_db)
+    result = run("stores", "rates", "acme", "--tax-rate", "US:0.1::Sales tax", "--database", store_db)
+    assert result.exit_code == 0, result.output
+    with db.read() as conn:
+        store = repository.by_name(conn, "acme")
+        [charge] = charges.of_addresses(conn, store.id, [address_id], ("queued",))
+    assert store.tax_rates == [{"country_code": "US", "province": None, "rate": "0.1", "title": "Sales tax"}]
+    assert (str(charge.total_tax), charge.tax_lines) == ("1.00", [{"price": "1.00", "rate": "0.1", "title": "Sales tax"}])
+    db.dispose()
+
+
 def test_stores_rates_stamps_a_moved_sandbox_store_with_its_own_clock(store_db):
     """decisions §6.12: every "today" of a sandbox store follows its clock, the command line's
     writes too (found by an audit: the charges it changed got real-time `updated_at`, earlier

@@ -45,10 +45,12 @@ def tax_rate(rates: list[dict[str, Any]], country_code: str, province: str | Non
     # The address's province is looked up only when a rate names one: every charge of a plan
     # asks, and most stores have no provincial rate.
     own = (find_province(country_code, province)
-           if province and any(rate.get("province") is not None for rate in mine) else None)
+           if province and any(rate.get("province") for rate in mine) else None)
     country_rate = None
     for rate in mine:
-        wanted = rate.get("province")
+        # A blank province is the country's rate too (stores whose rates were set before the
+        # command line stored a blank one as none).
+        wanted = rate.get("province") or None
         if wanted is None:
             country_rate = country_rate or rate
         elif own is not None and find_province(country_code, wanted) == own:

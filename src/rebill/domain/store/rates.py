@@ -59,7 +59,9 @@ def check_tax(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
             add_error(errors, f"{index}.rate", "must be a fraction from 0 to 1 (0.0725 for 7.25 %)")
         if country(code) is None:
             add_error(errors, f"{index}.country_code", "must be a 2-letter country code")
-        clean.append({"country_code": code, "province": rate.get("province"), "rate": value,
+        # A blank province (`US:0.0725::US tax` on the command line) is the whole country's rate.
+        province = str(rate.get("province") or "").strip() or None
+        clean.append({"country_code": code, "province": province, "rate": value,
                       "title": rate.get("title") or "Tax"})
     if errors:
         raise ValidationFailed({"tax_rates": errors})
