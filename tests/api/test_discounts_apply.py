@@ -338,6 +338,31 @@ def test_a_shipping_discount_takes_its_percent_off_shipping_only(api):
         Decimal("6.00"), Decimal("3.00"), Decimal("15.50"))
 
 
+def test_a_shipping_discount_for_one_time_lines_frees_only_charges_that_have_one(api):
+    # decisions §7.5, `applies_to_*` for a shipping code too: a charge with no line it applies
+    # to takes nothing and shows no code (found by a money audit: it took the shipping off).
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "5.00"}])
+    discount_id = make_discount(api, discount_type="shipping", value="100", applies_to_product_type="ONETIME")
+    address = subscribed(api)
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.total_discounts, charge.total_price) == (None, 0, Decimal("17.50"))
+    make_onetime(api, address, price="8.00", next_charge_scheduled_at=charge.scheduled_at)
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.total_discounts, charge.total_price) == (
+        discount_id, Decimal("5.00"), Decimal("20.50"))
+
+
+def test_a_shipping_code_that_applies_to_no_line_cannot_be_applied_to_a_charge(api):
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "5.00"}])
+    discount_id = make_discount(api, discount_type="shipping", value="100", applies_to_product_type="ONETIME")
+    charge = queued(api, subscribed(api).id)
+    applied = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
+    assert (applied.status_code, applied.json()) == (
+        422, {"errors": {"discount_id": ["discount applies to no line of this charge"]}})
+    assert queued(api, charge.address_id).total_price == Decimal("17.50")
+
+
 def test_a_fixed_amount_larger_than_the_lines_never_makes_the_total_negative(api):
     discount_id = make_discount(api, discount_type="fixed_amount", value="100")
     address = subscribed(api)

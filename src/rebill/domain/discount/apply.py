@@ -130,7 +130,7 @@ def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> list[A
     totals = [quantize(i.price * i.orders_per_charge * i.quantity, charge.currency) for i in lines]
     if terms.offer(lines, totals) is None:
         eligible = sum((t for t, i in zip(totals, lines) if terms.eligible(i)), Decimal(0))
-        if terms.kind != "shipping" and not any(terms.eligible(i) for i in lines):
+        if not any(terms.eligible(i) for i in lines):
             raise ValidationFailed.field(field, "discount applies to no line of this charge")
         raise ValidationFailed.field(field, f"the charge's subtotal {eligible} is below the discount's minimum "
                                             f"{row.prerequisite_subtotal_min}")

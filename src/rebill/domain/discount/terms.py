@@ -55,7 +55,9 @@ class Terms:
         """The input of ``totals.compute``, or None when the charge qualifies for nothing (no
         matching line, or the eligible subtotal below the minimum: it takes 0, counts no use)."""
         flags = tuple(self.eligible(item) for item in items)
-        if self.kind != "shipping" and not any(flags):
+        # A shipping code too: its `applies_to_*` say which charges it frees, and a charge with no
+        # line of them takes nothing and counts no use (decisions §7.5; found by a money audit).
+        if not any(flags):
             return None
         eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
         if self.minimum is not None and eligible < self.minimum:
