@@ -108,3 +108,48 @@ def test_other_stores_keep_the_real_time(api):
 def test_advancing_needs_the_write_orders_scope(api):
     reply = api.post("/store/clock/advance", json={"days": 1}, token=api.token_with("read_orders"))
     assert reply.status_code == 403
+
+
+# One advance at a time -------------------------------------------------------------------------
+
+def test_an_advance_while_another_holds_the_clock_answers_409_and_the_advances_add_up(api, at):
+    # Found by an audit: two advances of 3 days sent at once both answered 200 and the clock
+    # moved 3 days (each walked from the same start). Now the second one meets the first's hold.
+    from rebill.domain.billing import travel
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.errors import Conflict
+
+    at(date(2027, 1, 20))
+    address, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 1, 22))
+    refused = []
+
+    def meanwhile(day: date) -> None:
+        if not refused:  # at the first stop of the first advance
+            refused.append(_advance(api, days=3))
+            with pytest.raises(Conflict):
+                travel.advance(api.db, SandboxGateway(api.db, api.clock.now), api.clock.now, api.store.id, days=3)
+
+    now, summary = travel.advance(api.db, SandboxGateway(api.db, api.clock.now), api.clock.now, api.store.id,
+                                  days=3, progress=meanwhile)
+    assert (refused[0].status_code, refused[0].json()) == (409, {
+        "errors": "The store's test clock is already moving: try again once that advance has answered"})
+    assert now.date() == date(2027, 1, 23) and summary.paid == 1
+    # Released when it ends: the next advance moves on from where the first stopped.
+    assert _advance(api, days=3).json()["store_clock"]["today"] == "2027-01-26"
+    assert [c.status for c in charges_of(api, address.id)].count("success") == 1
+
+
+def test_a_hold_left_by_a_dead_advance_lapses(api, at):
+    from sqlalchemy import update
+
+    from rebill.domain.billing.travel import LEASE
+    from rebill.models import stores
+    at(date(2027, 1, 20))
+    with api.db.write() as conn:  # an advance whose process died at its last stop
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(
+            clock_moving_until=api.clock.now() + LEASE))
+    assert _advance(api, days=1).status_code == 409
+    assert api.get("/store").status_code == 200  # the rest of the store goes on
+    api.clock.advance(LEASE + timedelta(seconds=1))
+    reply = _advance(api, days=1)
+    assert reply.status_code == 200 and reply.json()["store_clock"]["today"] == "2027-01-21"

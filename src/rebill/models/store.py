@@ -29,6 +29,8 @@ stores = Table(
     Column("sandbox", Boolean, nullable=False),
     # NOTE: decisions §6.11, a sandbox store's test clock runs this far ahead of real time.
     Column("clock_offset_seconds", BigInteger, nullable=False, server_default=text("0")),
+    # Real time until which an advance holds the clock (domain/billing/travel.py): one at a time.
+    Column("clock_moving_until", UtcDateTime(), nullable=True),
     Column("installed", Boolean, nullable=False),
     Column("dunning", JsonType, nullable=False),
     # NOTE: decisions §8.3, the key of both webhook signatures, in the Standard Webhooks form

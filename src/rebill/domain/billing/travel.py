@@ -7,6 +7,11 @@ time had really passed. It only stops on the steps at which something has come d
 (``due.next_due``): a run on any other step would find nothing to do, so skipping it changes
 nothing but the time taken. After each stop's run it looks again, so the work a run makes (a
 paid charge's next queued charge, a failed one's retry date) is found by the next look.
+
+One advance of a store at a time: it holds the clock with a lease in real time (the store's
+`clock_moving_until`, renewed at each stop, released at the end), and a second advance meanwhile
+answers 409. Two walks from the same start would each end at their own target, one of them
+losing its time (found by an audit: two advances of 3 days moved the clock 3 days).
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ import math
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import update
+from sqlalchemy import case, or_, update
 
 from rebill.db.engine import Database
-from rebill.errors import Forbidden, NotFound, ValidationFailed
+from rebill.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from rebill.models import stores
 
 from ..payment.gateway import Gateway
@@ -37,6 +42,9 @@ MOST_HOURS = MOST_DAYS * 24
 # the reach of the longest advance, so that what a store computes from its today (a first
 # charge date, a year of deliveries, a retry 37 days on) still has a date to land on.
 LAST_TODAY = date(9899, 12, 31)
+# How long an advance holds its store's clock past its latest stop: a process that died mid
+# walk frees the clock after this. Each stop's billing run is far shorter.
+LEASE = timedelta(minutes=5)
 
 
 def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], store_id: int, *,
@@ -52,22 +60,47 @@ def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], st
     store = _store(db, store_id)
     if not store.sandbox:
         raise Forbidden("Only a sandbox store can move its clock")
-    start = now = real_now() + store_clock.offset(store)
-    target, step = _target(store, now, days, to, hours)
-    sources = due.SOURCES + ([_deliveries] if deliver is not None else [])
-    summary = run.Summary()
-    while now < target:
-        with db.read() as conn:
-            when = due.next_due(Unit(conn, store, now), sources)
-        now = _stop(start, now, step, target, when)
-        store = _set(db, store, now, real_now)
-        if when is not None and when <= now:
-            _work(db, gateway, store, real_now, summary)
-            if deliver is not None:
-                deliver(store)
-        if progress is not None:
-            progress(now.astimezone(zone(store.timezone)).date())
+    _target(store, real_now() + store_clock.offset(store), days, to, hours)  # a bad request: 422 first
+    store = _hold(db, store, real_now)
+    try:
+        # From the clock as the hold found it: an advance that ended just before counts.
+        start = now = real_now() + store_clock.offset(store)
+        target, step = _target(store, now, days, to, hours)
+        sources = due.SOURCES + ([_deliveries] if deliver is not None else [])
+        summary = run.Summary()
+        while now < target:
+            with db.read() as conn:
+                when = due.next_due(Unit(conn, store, now), sources)
+            now = _stop(start, now, step, target, when)
+            store = _set(db, store, now, real_now)
+            if when is not None and when <= now:
+                _work(db, gateway, store, real_now, summary)
+                if deliver is not None:
+                    deliver(store)
+            if progress is not None:
+                progress(now.astimezone(zone(store.timezone)).date())
+    finally:
+        _release(db, store)
     return now, summary
+
+
+def _hold(db: Database, store: Store, real_now: Callable[[], datetime]) -> Store:
+    """The store's clock for this advance, or 409 while another advance holds it."""
+    real = real_now()
+    with db.write() as conn:
+        taken = conn.execute(update(stores).where(
+            stores.c.id == store.id,
+            or_(stores.c.clock_moving_until.is_(None), stores.c.clock_moving_until < real))
+            .values(clock_moving_until=real + LEASE)).rowcount
+        fresh = store_repo.get(conn, store.id)
+    if not taken or fresh is None:
+        raise Conflict("The store's test clock is already moving: try again once that advance has answered")
+    return fresh
+
+
+def _release(db: Database, store: Store) -> None:
+    with db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == store.id).values(clock_moving_until=None))
 
 
 def _stop(start: datetime, now: datetime, step: timedelta, target: datetime, when: datetime | None) -> datetime:
@@ -139,8 +172,11 @@ def _count(value: object, name: str, most: int) -> int:
 def _set(db: Database, store: Store, now: datetime, real_now: Callable[[], datetime]) -> Store:
     seconds = math.ceil((now - real_now()).total_seconds())
     with db.write() as conn:
-        conn.execute(update(stores).where(stores.c.id == store.id, stores.c.clock_offset_seconds < seconds)
-                     .values(clock_offset_seconds=seconds))
+        # Forward only; the hold renewed in the same statement (one revision bump a stop).
+        conn.execute(update(stores).where(stores.c.id == store.id).values(
+            clock_offset_seconds=case((stores.c.clock_offset_seconds < seconds, seconds),
+                                      else_=stores.c.clock_offset_seconds),
+            clock_moving_until=real_now() + LEASE))
         fresh = store_repo.get(conn, store.id)
     store_clock.moved(store, seconds)
     assert fresh is not None

@@ -58,6 +58,7 @@ class Store(msgspec.Struct, kw_only=True, frozen=True):
     created_at: datetime
     updated_at: datetime
     clock_offset_seconds: int = 0
+    clock_moving_until: datetime | None = None
     previous_client_secret: str | None = None
     client_secret_rotated_at: datetime | None = None
     upcoming_notice_days: int = 3

@@ -23,5 +23,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('webhook_deliveries') as batch:
-        batch.drop_column('replayed')
+    # Not a batch rebuild, which on SQLite would copy the table: SQLite drops a column in place.
+    op.execute('ALTER TABLE webhook_deliveries DROP COLUMN replayed')
