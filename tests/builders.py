@@ -185,7 +185,7 @@ def concurrently(api: Any, requests: list[tuple[str, str, Any]]) -> list[Any]:
     return asyncio.run(main())
 
 
-def wait_for(check: Callable[[], object], seconds: float = 10.0) -> bool:
+def wait_for(check: Callable[[], object], seconds: float = 30.0) -> bool:
     """Whether ``check`` came true within ``seconds`` (a background job of a running app)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -523,6 +523,44 @@ def test_shipping_rates_need_an_address_and_something_to_ship(vapi):
         (False, [], ("5.00", "0.36", "5.36"))
 
 
+def test_the_renewals_of_a_checkout_with_nothing_to_ship_charge_no_shipping_either(vapi):
+    # Found by a money audit: the checkout charged no shipping, its next charge 5.00.
+    priced_store(vapi)
+    ebook = {"product_id": "400", "variant_id": "401", "quantity": 2, **MONTHLY}
+    made = ready(vapi, line_items=[ebook])
+    assert (made["shipping_line"], money(made)) == ([], ("10.00", "0.73", "10.73"))
+    paid = vapi.post(f"/checkouts/{made['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    first = vapi.get(f"/charges/{paid.json()['checkout_charge']['charge_id']}", version=V11).json()["charge"]
+    [renewal] = vapi.get("/charges", params={"address_id": first["address_id"], "status": "queued"},
+                         version=V11).json()["charges"]
+    for charge in (first, renewal):
+        assert (charge["shipping_lines"], charge["total_price"]) == ([], "10.73")
+    # A line that ships brings the store's rate back to the whole charge, an override likewise.
+    address_id = first["address_id"]
+    coffee = {"address_id": address_id, "external_product_id": {"ecommerce": "100"},
+              "external_variant_id": {"ecommerce": "101"}, "product_title": "Coffee", "price": "12.50", "quantity": 1,
+              "next_charge_scheduled_at": renewal["scheduled_at"]}
+    assert vapi.post("/onetimes", json=coffee, version=V11).status_code == 201
+    mixed = vapi.get(f"/charges/{renewal['id']}", version=V11).json()["charge"]
+    assert [line["price"] for line in mixed["shipping_lines"]] == ["5.00"]
+    override = [{"code": "flat", "price": "2.00", "title": "Flat"}]
+    assert vapi.put(f"/addresses/{address_id}", json={"shipping_lines_override": override},
+                    version=V11).status_code == 200
+    assert [line["price"] for line in vapi.get(f"/charges/{renewal['id']}", version=V11).json()["charge"][
+        "shipping_lines"]] == ["2.00"]
+    # An override with nothing to ship charges nothing either.
+    alone = vapi.post("/addresses", json={**SHIPPING, "customer_id": first["customer"]["id"],
+                                          "shipping_lines_override": override}, version=V11).json()["address"]
+    book = {"address_id": alone["id"], "external_product_id": {"ecommerce": "400"},
+            "external_variant_id": {"ecommerce": "401"}, "product_title": "E-book", "price": "5.00", "quantity": 1,
+            "order_interval_unit": "month", "order_interval_frequency": 1, "charge_interval_frequency": 1,
+            "next_charge_scheduled_at": renewal["scheduled_at"]}
+    assert vapi.post("/subscriptions", json=book, version=V11).status_code == 201
+    [queued] = vapi.get("/charges", params={"address_id": alone["id"]}, version=V11).json()["charges"]
+    assert (queued["shipping_lines"], queued["total_price"]) == ([], "5.36")
+
+
 def test_taxes_included_are_not_added_and_a_provinces_rate_wins(api):
     priced_store(api, taxes_included=True, tax=[{"country_code": "US", "rate": "0.05"},
                                                 {"country_code": "US", "province": "CA", "rate": "0.1",

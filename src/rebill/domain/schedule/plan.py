@@ -93,7 +93,11 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
         offer = terms.offer(items, [quantize(p * item.quantity, currency) for item, p in zip(items, unit_prices)])
         if offer is None:
             terms = None
-    if address.shipping_lines_override is not None:
+    if not any(item.requires_shipping for item in items):
+        # Nothing to ship (a digital or service product), no shipping: what its checkout charged
+        # (docs/api-choices.md, Checkouts), which its renewals charge again (found by an audit).
+        shipping_lines = []
+    elif address.shipping_lines_override is not None:
         shipping_lines = [{"code": line.get("code"), "price": line["price"], "title": line.get("title"),
                            "source": "override", "taxable": False, "tax_lines": []}
                           for line in address.shipping_lines_override]
