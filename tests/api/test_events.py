@@ -37,7 +37,8 @@ def test_an_api_change_renders_every_field_with_its_token_as_source(api):
     assert set(event) == FIELDS and set(event["source"]) == SOURCE
     assert event == {
         "id": event["id"],
-        "created_at": api.clock.now().strftime("%Y-%m-%dT%H:%M:%S"),  # naive, as 03-real-fields shows
+        # decisions §2.4, 2021-11: with the offset (an audit found the one naive 2021-11 datetime here).
+        "created_at": api.clock.now().strftime("%Y-%m-%dT%H:%M:%S+00:00"),
         "custom_attributes": [],
         "customer_id": customer_id,
         "description": f"customer {customer_id} created",

@@ -11,7 +11,6 @@ from rebill.api.shapes import (
     any_object,
     array,
     boolean,
-    datetime_naive,
     datetime_offset,
     enum,
     integer,
@@ -76,8 +75,8 @@ webhook_delivery = obj({
 
 event = obj({
     "id": integer(),
-    # NOTE: 03-real-fields "event (2021-11)": naive, even in 2021-11.
-    "created_at": datetime_naive(),
+    # NOTE: decisions §2.4 (03-real-fields saw it naive; its preamble defers to §2.4).
+    "created_at": datetime_offset(),
     # NOTE: 03-real-fields, an array; Rebill records none.
     "custom_attributes": array(),
     # Null for a change of no customer's (a product, a webhook, the store).
