@@ -50,8 +50,8 @@ def list_products(call: Call) -> Reply:
     with call.read() as unit:
         reply = call.page("products", service.list_products(unit, query), unit, query)
     # NOTE: spec 02 Cursor paging, lists filtered by ids or platform_product_ids carry no Link
-    # header. A title sort pages by number only: cursors keep id and datetime boundaries.
-    if _legacy(call) and ({"ids", "external_product_ids"} & set(query.filters) or query.sort == "title"):
+    # header (a title sort has one: its cursors hold the title, as a collection's do).
+    if _legacy(call) and {"ids", "external_product_ids"} & set(query.filters):
         reply.headers = None
     return reply
 

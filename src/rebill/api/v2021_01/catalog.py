@@ -149,6 +149,7 @@ LISTS: dict[str, ListContract] = {
         sorts=("id", "created_at", "updated_at", "title"),
         default_sort="id-desc",
         includes=("collections", "metafields"),
+        text_sorts=("title",),
     ),
 }
 
