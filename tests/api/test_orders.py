@@ -462,6 +462,17 @@ def test_a_queued_order_cannot_move_into_the_past_but_may_move_to_today(vapi):
     assert vapi.put(f"/orders/{moving.id}", json={"scheduled_at": str(today(vapi))}).status_code == 200
 
 
+def test_2021_01_a_past_shipping_date_is_named_as_sent(api):
+    # Found by an audit: the rule named `scheduled_at`, which the caller had not sent.
+    moving = queued(api)
+    past = str(today(api) - timedelta(days=1))
+    for body, name in (({"shipping_date": past, "note": "x"}, "shipping_date"), ({"scheduled_at": past}, "scheduled_at"),
+                       ({"scheduled_at": past, "shipping_date": past}, "scheduled_at")):
+        response = api.put(f"/orders/{moving.id}", json=body, version=V01)
+        assert errors_of(response) == {name: ["must not be in the past"]}
+    assert order(api, moving.id, V11)["note"] is None
+
+
 @pytest.mark.parametrize("version, body, errors", [
     (V11, {"status": "cancelled", "total_price": "0.00", "note": 5},
      {"note": ["must be a string"], "status": ["is read-only"], "total_price": ["is read-only"]}),

@@ -125,20 +125,27 @@ def _bulk_items(call: Call) -> list[Any]:
         raise ValidationFailed.field("subscriptions", "is required" if entries is None else "must be an array")
     if not 1 <= len(entries) <= BULK_MAX:
         raise ValidationFailed.field("subscriptions", f"must hold 1 to {BULK_MAX} subscriptions")
-    bad = {str(i): ["must be an object"] for i, entry in enumerate(entries) if not isinstance(entry, dict)}
-    if bad:
-        raise ValidationFailed({"subscriptions": bad})
     return entries
 
 
-def _each(call: Call, entries: list[Any], make: Any) -> list[Any]:
-    """Every entry parsed first, so that one bad entry changes nothing (all or nothing)."""
-    parsed, errors = [], {}
+def _each(call: Call, entries: list[Any], make: Any, key: Any = None) -> list[Any]:
+    """Every entry parsed first, so that one bad entry changes nothing (all or nothing), and
+    every bad one named (decisions §2.3). ``key``: the id an entry names, each once a request
+    (an update or delete of one subscription twice is refused, as the plans' bulk does)."""
+    parsed, errors, seen = [], {}, set()
     for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            errors[str(index)] = ["must be an object"]
+            continue
         try:
-            parsed.append(make(entry))
+            parsed.append(made := make(entry))
         except ValidationFailed as exc:
             errors[str(index)] = call.version.rename_errors(exc.errors, sent=entry)
+            continue
+        if key is not None:
+            if key(made) in seen:
+                errors[str(index)] = {"id": ["is duplicated in this request"]}
+            seen.add(key(made))
     if errors:
         raise ValidationFailed({"subscriptions": errors})
     return parsed
@@ -183,7 +190,8 @@ def bulk_create(call: Call) -> Reply:
 def bulk_update(call: Call) -> Reply:
     entries = _bulk_items(call)
     schema = call.version.schemas["subscription.update"]
-    pairs = _each(call, entries, lambda e: (_bulk_id(e), convert(schema.parse(e, partial=True), SubscriptionUpdate)))
+    pairs = _each(call, entries, lambda e: (_bulk_id(e), convert(schema.parse(e, partial=True), SubscriptionUpdate)),
+                  key=lambda pair: pair[0])
     with call.write() as unit:
         changed = bulk.update(unit, call.path["address_id"], pairs, _renamer(call, entries))
         return Reply({"subscriptions": call.render("subscription", changed)})
@@ -192,7 +200,7 @@ def bulk_update(call: Call) -> Reply:
 @endpoints.delete("/addresses/{address_id:id}/subscriptions-bulk", scope=WRITE, versions=V2021_01, reply=deleted(),
                   body=bulk_body("subscriptions", Schema(BULK_ID), max_items=BULK_MAX))
 def bulk_delete(call: Call) -> Reply:
-    ids = _each(call, _bulk_items(call), _bulk_id)
+    ids = _each(call, _bulk_items(call), _bulk_id, key=lambda found: found)
     with call.write() as unit:
         bulk.delete(unit, call.path["address_id"], ids)
     return Reply({})
