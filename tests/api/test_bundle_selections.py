@@ -248,6 +248,14 @@ def test_without_a_plan_the_greatest_discount_among_the_items_own_plans(bapi, wo
     assert [i["price"] for i in made["items"]] == ["2.50", "6.00"]  # 4.00 - 1.50 beats 10 %; p-3 has no plan
 
 
+def test_an_items_own_plan_restricted_to_other_variants_does_not_price_it(bapi, world):
+    _dynamic(bapi, world)
+    p1 = _catalog(bapi, "p-1")
+    make_plan(bapi, p1, discount_type="percentage", discount_amount=Decimal("90"), external_variant_ids=["p-1-1"])
+    made = create(bapi, world["box"].id, item("p-1", variant=2), item("p-1"))
+    assert [i["price"] for i in made["items"]] == ["5.00", "0.40"]  # 90 % off p-1-1 only
+
+
 def test_a_plan_of_another_product_or_store_is_refused(bapi, world):
     p1 = _catalog(bapi, "p-1")
     plan = make_plan(bapi, p1)

@@ -21,7 +21,7 @@ from rebill.errors import ValidationFailed
 
 from ..catalog import repository as catalog
 from ..catalog.model import Plan, Product
-from ..catalog.rules import plan_price
+from ..catalog.rules import plan_fits, plan_price
 from ..collection import repository as collections
 from ..money import quantize
 from ..unit import Unit
@@ -78,9 +78,12 @@ class _Catalog:
         return found is not None, found.price if found is not None else None
 
     def best(self, item: ItemInput, price: Decimal, currency: str) -> Decimal:
-        """NOTE: decisions §7.7 item 8, the greatest discount among the plans of the item's product."""
+        """NOTE: decisions §7.7 item 8, the greatest discount among the plans of the item's
+        product that apply to its variant (a plan restricted to other variants prices none of
+        this one, as a subscription to it would refuse that plan; found by an audit)."""
         product = self.products[item.external_product_id]
-        return min((plan_price(price, plan, currency) for plan in self.plans.get(product.id, [])),
+        return min((plan_price(price, plan, currency) for plan in self.plans.get(product.id, [])
+                    if plan_fits(plan, item.external_product_id, item.external_variant_id) is None),
                    default=quantize(price, currency))
 
 
