@@ -370,6 +370,22 @@ def test_skipping_one_subscription_of_a_shared_date_is_a_partial_skip(api):
     assert lines(charge(api, row.id)) == [kept.id]
 
 
+def test_skipping_the_rest_of_a_partly_skipped_date_keeps_the_queued_charges_id(api):
+    # decisions §5.16 (found by an audit): by date as through the charge, the queued charge of
+    # the date is the one skipped, and the earlier partial skip merges into it.
+    address = make_address(api)
+    first, second = weekly(api, address), weekly(api, address)
+    row = only(api, address.id)
+    when = days(api, 7).isoformat()
+    partial = skip_date(api, address.id, {"date": when, "subscription_ids": [second.id]}).json()["charge"]
+    assert partial["id"] != row.id
+    response = skip_date(api, address.id, {"date": when, "subscription_ids": [first.id]})
+    assert response.status_code == 200, response.text
+    body = response.json()["charge"]
+    assert (body["id"], body["status"], sorted(lines(body))) == (row.id, "skipped", sorted([first.id, second.id]))
+    assert api.get(f"/charges/{partial['id']}", version=V11).status_code == 404
+
+
 def test_the_skipped_future_date_can_be_unskipped(api):
     address = make_address(api)
     sub = weekly(api, address)

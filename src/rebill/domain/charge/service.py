@@ -194,8 +194,8 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
         raise ValidationFailed.field(field, f"not on this address: {', '.join(map(str, missing))}")
     # An item on a charge being paid or in retry is out of the plan until that charge is done
     # (decisions §6.3): its dates cannot be skipped meanwhile.
-    held = {i: c for c in repository.open_of(unit.conn, unit.store_id, [address_id])
-            if c.claimed_by is not None or c.status == ERROR for i in c.purchase_item_ids}
+    open_charges = repository.open_of(unit.conn, unit.store_id, [address_id])
+    held = {i: c for c in open_charges if c.claimed_by is not None or c.status == ERROR for i in c.purchase_item_ids}
     for item in chosen.values():
         if item.id in held and held[item.id].claimed_by is not None:
             raise Conflict(f"Purchase item {item.id} is on a charge being paid; try again in a moment")
@@ -213,7 +213,12 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
         if when in items.skipped_dates(unit.conn, item.id):
             raise ValidationFailed.field("date", f"purchase item {item.id} is already skipped on {when.isoformat()}")
     _skip_items(unit, list(chosen.values()), when, field)
-    return _skipped(unit, replan(unit, [address_id]), (address_id, when, SKIPPED))
+    key = (address_id, when, SKIPPED)
+    # NOTE: decisions §5.16, skipping every item of the date's queued charge skips that charge,
+    # which keeps its id, as a skip through the charge does (found by an audit: it was deleted).
+    queued = next((c for c in open_charges if c.status == QUEUED and c.scheduled_at == when), None)
+    whole = queued is not None and set(queued.purchase_item_ids) <= set(chosen)
+    return _skipped(unit, replan(unit, [address_id], keep={key: queued.id} if whole else None), key)
 
 
 def _skipped(unit: Unit, planned: dict[Any, int], key: Any) -> Charge:
