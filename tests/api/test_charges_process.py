@@ -117,3 +117,19 @@ def test_a_charge_claimed_by_a_running_billing_run_answers_409(tier_a):
     assert reply.status_code == 409
     tier_a.clock.advance(timedelta(minutes=2))  # the other run's claim went stale
     assert tier_a.post(f"/charges/{charge.id}/process", json={}).status_code == 200
+
+
+def test_a_skip_before_a_date_already_paid_cannot_be_undone(tier_a):
+    # Found by an audit on PostgreSQL: skip a date, pay the next one early, unskip: the skipped
+    # date came back queued and, once paid, the subscription renewed onto the paid date, which
+    # was paid a second time.
+    charge, subscription = _queued(tier_a)
+    field = "purchase_item_ids" if tier_a.version == "2021-11" else "subscription_ids"
+    assert tier_a.post(f"/charges/{charge.id}/skip", json={}).status_code == 200
+    [later] = [c for c in charges_of(tier_a, charge.address_id) if c.status == "queued"]
+    assert tier_a.post(f"/charges/{later.id}/process", json={}).json()["charge"]["status"] in ("success", "SUCCESS")
+    before = sorted((c.id, c.status, c.scheduled_at) for c in charges_of(tier_a, charge.address_id))
+    refused = tier_a.post(f"/charges/{charge.id}/unskip", json={})
+    assert (refused.status_code, refused.json()) == (422, {"errors": {field: [
+        f"purchase item {subscription.id} was already charged for {later.scheduled_at.isoformat()}, after this date"]}})
+    assert sorted((c.id, c.status, c.scheduled_at) for c in charges_of(tier_a, charge.address_id)) == before

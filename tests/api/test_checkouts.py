@@ -195,6 +195,9 @@ def test_the_order_attributes_carry_each_versions_name_both_ways(api):
     assert shown["order_attributes"] == [{"name": "gift", "value": "yes"}] and "note_attributes" not in shown
     updated = api.put(f"/checkouts/{token}", json={"order_attributes": [{"name": "wrap", "value": "no"}]}, version=V11)
     assert updated.status_code == 200, updated.text
+    # The event log (2021-11) names the field in 2021-11 too (found by a review).
+    [event] = api.get("/events", params={"object_type": "checkout", "verb": "updated"}, version=V11).json()["events"]
+    assert event["updated_attributes"] == ["order_attributes"]
     assert api.get(f"/checkouts/{token}", version=V01).json()["checkout"]["note_attributes"] == [
         {"name": "wrap", "value": "no"}]
     # Each version names its own field in errors, and ignores the other's name like any unknown field.
@@ -391,6 +394,21 @@ def test_a_code_that_does_not_apply_is_kept_and_says_why(api, overrides, reason)
     assert body["applied_discount"] == {"amount": "0.00", "applicable": False, "non_applicable_reason": reason,
                                         "value": "10", "value_type": "percentage"}
     assert money(body) == ("33.00", "2.39", "40.39")
+
+
+@pytest.mark.parametrize("lines, overrides, reason", [
+    # A shipping code for subscriptions only, on a one-time line that ships (found by a review:
+    # it said the subtotal 0 was below a minimum of None).
+    ([ONE_LINE], {"applies_to_product_type": "SUBSCRIPTION"}, "discount applies to no line of this checkout"),
+    # Nothing to ship: no shipping to take off, and the code is not spent.
+    ([{"product_id": "400", "variant_id": "401", "quantity": 1}], {}, "the checkout has nothing to ship"),
+])
+def test_a_shipping_code_that_has_nothing_to_free_says_why(api, lines, overrides, reason):
+    priced_store(api)
+    make_discount(api, code="SHIPFREE", discount_type="shipping", value="100", **overrides)
+    body = ready(api, discount_code="SHIPFREE", line_items=lines)
+    assert (body["applied_discount"]["applicable"], body["applied_discount"]["amount"],
+            body["applied_discount"]["non_applicable_reason"]) == (False, "0.00", reason)
 
 
 def test_a_code_for_a_collection_takes_its_share_of_the_collections_products_only(api):

@@ -363,6 +363,26 @@ def test_a_shipping_code_that_applies_to_no_line_cannot_be_applied_to_a_charge(a
     assert queued(api, charge.address_id).total_price == Decimal("17.50")
 
 
+def test_a_shipping_code_is_not_spent_on_a_charge_with_nothing_to_ship(api):
+    # Found by a review: a charge of a download (no shipping since it ships nothing) carried a
+    # free-shipping code that took 0.00 and would have counted a use.
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "5.00"}])
+    discount_id = make_discount(api, discount_type="shipping", value="100")
+    made = api.post("/products", json={"external_product_id": "ebook", "title": "E-book", "requires_shipping": False,
+                                        "variants": [{"external_variant_id": "ebook-1", "price": "5.00"}]}, version=V11)
+    assert made.status_code == 201, made.text
+    address = make_address(api)
+    make_subscription(api, address, external_product_id="ebook", external_variant_id="ebook-1")
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.total_discounts, charge.shipping_lines) == (None, 0, [])
+    applied = api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id})
+    assert applied.status_code == 200
+    applied = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
+    assert (applied.status_code, applied.json()) == (
+        422, {"errors": {"discount_id": ["the charge has nothing to ship"]}})
+
+
 def test_a_fixed_amount_larger_than_the_lines_never_makes_the_total_negative(api):
     discount_id = make_discount(api, discount_type="fixed_amount", value="100")
     address = subscribed(api)

@@ -153,3 +153,35 @@ def test_a_hold_left_by_a_dead_advance_lapses(api, at):
     api.clock.advance(LEASE + timedelta(seconds=1))
     reply = _advance(api, days=1)
     assert reply.status_code == 200 and reply.json()["store_clock"]["today"] == "2027-01-21"
+
+
+def test_an_advance_that_lost_its_hold_stops_and_leaves_the_new_holders_alone(api, at):
+    # Found by a review: a walk whose lease lapsed (a stop longer than the lease) went on
+    # renewing the lease and, at its end, freed the hold of the advance that took over.
+    from sqlalchemy import select, update
+
+    from rebill.domain.billing import travel
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.errors import Conflict
+    from rebill.models import stores
+
+    at(date(2027, 1, 20))
+    address, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 1, 22))
+    theirs = api.clock.now() + travel.LEASE + timedelta(minutes=1)
+    stops = []
+
+    def taken_over(day: date) -> None:
+        stops.append(day)
+        if len(stops) == 1:  # another advance took the clock after this one's lease lapsed
+            with api.db.write() as conn:
+                conn.execute(update(stores).where(stores.c.id == api.store.id).values(clock_moving_until=theirs))
+
+    with pytest.raises(Conflict):
+        travel.advance(api.db, SandboxGateway(api.db, api.clock.now), api.clock.now, api.store.id, days=40,
+                       progress=taken_over)
+    assert len(stops) == 1  # it stopped at its next stop, where the clock stays
+    with api.db.read() as conn:
+        held = conn.execute(select(stores.c.clock_moving_until).where(stores.c.id == api.store.id)).scalar()
+    assert held == theirs
+    # Nothing after its first stop ran: no charge of a later date was paid.
+    assert [c.status for c in charges_of(api, address.id) if c.scheduled_at > stops[0]] == ["queued"]

@@ -269,3 +269,31 @@ def test_0020_indexes_the_payload_each_delivery_names_and_the_downgrade_drops_it
     command.downgrade(config, "0019")
     assert "ix_webhook_deliveries_payload" not in indexes()
     assert "ix_webhook_deliveries_store" in indexes()
+
+
+def test_0023_marks_the_replays_not_sent_yet_and_the_downgrade_drops_the_column(fresh_url):
+    """A replay waiting for its first attempt at the upgrade keeps its mark (the old rule:
+    no attempt in this series, an earlier one logged); other deliveries are no replays."""
+    config = alembic_config(fresh_url)
+    command.upgrade(config, "0022")
+    engine = create_engine(normalize_url(fresh_url))
+    try:
+        old = _reflected(engine)
+        when = datetime(2026, 11, 1, 12, 0)
+        with engine.begin() as conn:
+            store = _insert(conn, old["stores"])
+            hook = _insert(conn, old["webhooks"], store_id=store)
+            payload = _insert(conn, old["webhook_payloads"], store_id=store, body=b"{}")
+            made = {name: _insert(conn, old["webhook_deliveries"], store_id=store, webhook_id=hook, payload_id=payload,
+                                  status=status, attempts=attempts, last_attempt_at=last)
+                    for name, status, attempts, last in (("replay", "pending", 0, when), ("new", "pending", 0, None),
+                                                         ("retry", "pending", 2, when), ("done", "succeeded", 1, when))}
+        command.upgrade(config, "0023")
+        new = _reflected(engine)
+        with engine.begin() as conn:
+            marks = dict(conn.execute(select(new["webhook_deliveries"].c.id, new["webhook_deliveries"].c.replayed)).all())
+        assert {name: marks[row] for name, row in made.items()} == {"replay": 1, "new": 0, "retry": 0, "done": 0}
+        command.downgrade(config, "0022")
+        assert "replayed" not in _reflected(engine)["webhook_deliveries"].c
+    finally:
+        engine.dispose()

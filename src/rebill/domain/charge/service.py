@@ -134,6 +134,12 @@ def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = 
     for item in chosen.values():
         if item.status != ACTIVE:
             raise ValidationFailed.field(field, f"purchase item {item.id} is {item.status}")
+        # A later date already paid (a charge processed early, or a retry that went through): its
+        # cadence has moved on from there, and bringing this date back would bill the paid one
+        # again when it renews (found by an audit: two paid charges of one date). NOTE: §6.5.
+        if item.last_charge_date is not None and item.last_charge_date > charge.scheduled_at:
+            raise ValidationFailed.field(field, f"purchase item {item.id} was already charged for "
+                                                f"{item.last_charge_date.isoformat()}, after this date")
     for item in chosen.values():
         items.remove_skip(unit.conn, item.id, charge.scheduled_at)
         if item.kind == SUBSCRIPTION and (item.next_charge_scheduled_at is None

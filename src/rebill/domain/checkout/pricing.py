@@ -107,12 +107,7 @@ def applied(unit: Unit, discount_id: int | None, lines: list[dict[str, Any]], cu
     if reason is None:
         items = [_item(i, line, currency, unit.store_id, unit.now) for i, line in enumerate(lines)]
         totals = [quantize(i.price * i.orders_per_charge * i.quantity, currency) for i in items]
-        if terms.offer(items, totals) is None:
-            eligible = sum((t for t, i in zip(totals, items) if terms.eligible(i)), ZERO)
-            reason = ("discount applies to no line of this checkout"
-                      if terms.kind != "shipping" and not any(terms.eligible(i) for i in items)
-                      else f"the checkout's subtotal {eligible} is below the discount's minimum "
-                           f"{row.prerequisite_subtotal_min}")
+        reason = terms.refusal(items, totals, "checkout")
     return row, (terms if reason is None else None), reason
 
 

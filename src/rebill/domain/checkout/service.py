@@ -34,7 +34,9 @@ WRITTEN = ("email", "phone", "note", "note_attributes", "buyer_accepts_marketing
            "external_checkout_source", "external_customer_id", "line_items", "pricing", "taxes_included",
            *pricing.TOTALS)
 API_NAMES: dict[str, str | None] = {"discount_id": None, "total_shipping": "shipping_line",
-                                    "total_discounts": "applied_discount"}
+                                    "total_discounts": "applied_discount",
+                                    # The head (2021-11) name: events are read in 2021-11 only.
+                                    "note_attributes": "order_attributes"}
 PRICING_NAMES = {"line_items": "line_items", "shipping_lines": "shipping_line", "tax_lines": "tax_lines",
                  "applied_discount": "applied_discount", "requires_shipping": "requires_shipping",
                  "shipping_address_validations": "shipping_address_validations"}

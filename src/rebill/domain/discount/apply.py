@@ -5,7 +5,6 @@ reconciler rewrites the queued charges and records one `charge/updated` per chan
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from rebill.errors import Conflict, NotFound, ValidationFailed
@@ -128,12 +127,8 @@ def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> list[A
     lines = [found[i] for i in sorted(found)]
     terms = Terms.of(row, charge.currency, collection_products(unit.conn, unit.store_id, [row]).get(row.id))
     totals = [quantize(i.price * i.orders_per_charge * i.quantity, charge.currency) for i in lines]
-    if terms.offer(lines, totals) is None:
-        eligible = sum((t for t, i in zip(totals, lines) if terms.eligible(i)), Decimal(0))
-        if not any(terms.eligible(i) for i in lines):
-            raise ValidationFailed.field(field, "discount applies to no line of this charge")
-        raise ValidationFailed.field(field, f"the charge's subtotal {eligible} is below the discount's minimum "
-                                            f"{row.prerequisite_subtotal_min}")
+    if (reason := terms.refusal(lines, totals, "charge")) is not None:
+        raise ValidationFailed.field(field, reason)
     return lines
 
 

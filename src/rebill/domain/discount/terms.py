@@ -52,17 +52,30 @@ class Terms:
         return self.applies_to_resource == PRODUCT and item.external_product_id == self.applies_to_id
 
     def offer(self, items: list[Any], line_totals: list[Decimal]) -> DiscountInput | None:
-        """The input of ``totals.compute``, or None when the charge qualifies for nothing (no
-        matching line, or the eligible subtotal below the minimum: it takes 0, counts no use)."""
-        flags = tuple(self.eligible(item) for item in items)
-        # A shipping code too: its `applies_to_*` say which charges it frees, and a charge with no
-        # line of them takes nothing and counts no use (decisions §7.5; found by a money audit).
-        if not any(flags):
-            return None
-        eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
-        if self.minimum is not None and eligible < self.minimum:
+        """The input of ``totals.compute``, or None when the charge qualifies for nothing (it
+        takes 0, carries no code and counts no use: ``refusal`` says why)."""
+        reason, flags = self._qualify(items, line_totals, "charge")
+        if reason is not None:
             return None
         return DiscountInput(self.kind, self.value, None if all(flags) else flags)
+
+    def refusal(self, items: list[Any], line_totals: list[Decimal], what: str) -> str | None:
+        """Why a charge (or a checkout: ``what``) of these items qualifies for nothing, or None:
+        the one rule of the plan, of applying a code to a charge and of a checkout's code."""
+        return self._qualify(items, line_totals, what)[0]
+
+    def _qualify(self, items: list[Any], line_totals: list[Decimal], what: str) -> tuple[str | None, tuple[bool, ...]]:
+        flags = tuple(self.eligible(item) for item in items)
+        # A shipping code too: its `applies_to_*` say which charges it frees (decisions §7.5).
+        if not any(flags):
+            return f"discount applies to no line of this {what}", flags
+        # Nothing to ship, no shipping to take off: the code is not spent on it (found by a review).
+        if self.kind == "shipping" and not any(getattr(item, "requires_shipping", True) for item in items):
+            return f"the {what} has nothing to ship", flags
+        eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
+        if self.minimum is not None and eligible < self.minimum:
+            return f"the {what}'s subtotal {eligible} is below the discount's minimum {self.minimum}", flags
+        return None, flags
 
     def line(self) -> dict[str, Any]:
         return {"id": self.id, "code": self.code, "value": self.shown, "value_type": self.kind}

@@ -20,6 +20,10 @@ depends_on = None
 def upgrade() -> None:
     op.add_column('webhook_deliveries',
                   sa.Column('replayed', sa.Integer(), nullable=False, server_default=sa.text('0')))
+    # A replay not sent yet when the upgrade runs: what the old mark said of it (no attempt in
+    # this series, an earlier one logged). Replays already retried cannot be told apart.
+    op.execute("UPDATE webhook_deliveries SET replayed = 1 "
+               "WHERE status = 'pending' AND attempts = 0 AND last_attempt_at IS NOT NULL")
 
 
 def downgrade() -> None:
