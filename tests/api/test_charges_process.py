@@ -133,3 +133,34 @@ def test_a_skip_before_a_date_already_paid_cannot_be_undone(tier_a):
     assert (refused.status_code, refused.json()) == (422, {"errors": {field: [
         f"purchase item {subscription.id} was already charged for {later.scheduled_at.isoformat()}, after this date"]}})
     assert sorted((c.id, c.status, c.scheduled_at) for c in charges_of(tier_a, charge.address_id)) == before
+
+
+def test_a_next_date_on_or_before_a_date_already_paid_is_refused_by_every_request_that_sets_one(tier_a):
+    # Found by a stateful random audit: a charge processed early, then its item's next date set
+    # back onto the date just paid: a second charge of that date, paid too.
+    charge, subscription = _queued(tier_a)
+    paid_for = charge.scheduled_at
+    assert tier_a.post(f"/charges/{charge.id}/process", json={}).status_code == 200
+    [queued] = [c for c in charges_of(tier_a, charge.address_id) if c.status == "queued"]
+    before = sorted((c.id, c.status, c.scheduled_at) for c in charges_of(tier_a, charge.address_id))
+    problem = f"purchase item {subscription.id} was already charged for {paid_for.isoformat()}: " \
+              "its next charge date must come after it"
+    earlier = paid_for - timedelta(days=1)
+    requests = [
+        ("POST", f"/subscriptions/{subscription.id}/set_next_charge_date", {"date": paid_for.isoformat()}, "date",
+         "2021-11"),
+        ("POST", f"/subscriptions/{subscription.id}/set_next_charge_date", {"date": earlier.isoformat()}, "date",
+         "2021-11"),
+        ("PUT", f"/subscriptions/{subscription.id}", {"next_charge_scheduled_at": paid_for.isoformat()},
+         "next_charge_scheduled_at", "2021-11"),
+        ("POST", f"/charges/{queued.id}/change_next_charge_date", {"next_charge_date": paid_for.isoformat()},
+         "next_charge_date", "2021-01"),
+    ]
+    for method, path, body, field, version in requests:
+        reply = tier_a.request(method, path, json=body, version=version)
+        assert (reply.status_code, reply.json()) == (422, {"errors": {field: [problem]}}), (path, body)
+    assert sorted((c.id, c.status, c.scheduled_at) for c in charges_of(tier_a, charge.address_id)) == before
+    later = paid_for + timedelta(days=1)
+    moved = tier_a.post(f"/subscriptions/{subscription.id}/set_next_charge_date", json={"date": later.isoformat()},
+                        version="2021-11")
+    assert moved.status_code == 200, moved.text

@@ -21,7 +21,7 @@ from ..schedule.reconcile import replan
 from ..subscription import intervals
 from ..subscription import repository as items
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION
-from ..subscription.service import check_not_skipped
+from ..subscription.service import check_next_date
 from ..unit import Unit
 from . import repository, service
 from .model import Address
@@ -112,7 +112,7 @@ def merge(unit: Unit, command: AddressMerge) -> Address:
             # active ones: a cancelled or expired subscription has no next charge).
             if when is not None and kind == SUBSCRIPTION and item.status == ACTIVE:
                 # Not onto a date it skipped, as a next date set any other way (found by an audit).
-                check_not_skipped(unit, [item.id], when, "next_charge_date")
+                check_next_date(unit, [item.id], when, "next_charge_date")
                 changes["next_charge_scheduled_at"] = when
                 # The date becomes the anchor of a monthly cadence, as a date set by hand does.
                 changes["anchor_day"] = intervals.anchor_for(item.order_interval_unit or "", when, None)

@@ -17,7 +17,7 @@ from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..subscription.intervals import check_room, has_room, next_unskipped
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION, PurchaseItem
-from ..subscription.service import check_not_skipped
+from ..subscription.service import check_next_date
 from ..unit import Unit
 from . import repository
 from .model import ERROR, QUEUED, SKIPPED, Charge
@@ -169,7 +169,7 @@ def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
     if when < unit.today:
         raise ValidationFailed.field("next_charge_date", "must not be in the past")
     if when != charge.scheduled_at:
-        check_not_skipped(unit, charge.purchase_item_ids, when, "next_charge_date")
+        check_next_date(unit, charge.purchase_item_ids, when, "next_charge_date")
         for item in items.many(unit.conn, unit.store_id, charge.purchase_item_ids).values():
             changes: dict[str, Any] = {"next_charge_scheduled_at": when, "updated_at": unit.now}
             if item.order_interval_unit in ("month", "week"):

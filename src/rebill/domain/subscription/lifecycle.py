@@ -15,7 +15,7 @@ from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, API_NAMES, CANCELLED, EXPIRED, PurchaseItem
-from .service import address_for, check_not_skipped, get, locked
+from .service import address_for, check_next_date, get, locked
 
 
 def _save(unit: Unit, current: PurchaseItem, changes: dict[str, object], topic: str) -> None:
@@ -82,7 +82,7 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
         raise Conflict("The subscription's charge is being paid; try again in a moment")
     if when != current.next_charge_scheduled_at:
         errored.check_not_waiting(unit, subscription_id, "date")
-        check_not_skipped(unit, [subscription_id], when, "date")
+        check_next_date(unit, [subscription_id], when, "date")
         # Later charges follow the new date: it becomes the anchor of a monthly cadence.
         anchor = intervals.anchor_for(current.order_interval_unit or "", when, None)
         intervals.check_room("date", when, current.order_interval_unit, current.charge_interval_frequency, anchor)
@@ -111,7 +111,7 @@ def change_address(unit: Unit, subscription_id: int, address_id: int, when: date
         intervals.check_future("next_charge_scheduled_at", when, unit.today)
         if when != current.next_charge_scheduled_at:
             errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
-            check_not_skipped(unit, [subscription_id], when, "next_charge_scheduled_at")
+            check_next_date(unit, [subscription_id], when, "next_charge_scheduled_at")
             changes["next_charge_scheduled_at"] = when
             changes["anchor_day"] = intervals.anchor_for(current.order_interval_unit or "", when, None)
             intervals.check_room("next_charge_scheduled_at", when, current.order_interval_unit,

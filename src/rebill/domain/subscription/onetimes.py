@@ -19,7 +19,7 @@ from .service import (
     address_for,
     catalog_values,
     check_bundle_swap,
-    check_not_skipped,
+    check_next_date,
     get,
     locked,
     swap_values,
@@ -60,7 +60,7 @@ def _check_changeable(unit: Unit, current: PurchaseItem, changes: dict[str, obje
         raise Conflict("The one-time item's charge is being paid; try again in a moment")
     errored.check_not_waiting(unit, current.id, field)
     if "next_charge_scheduled_at" in changes:
-        check_not_skipped(unit, [current.id], changes["next_charge_scheduled_at"], "next_charge_scheduled_at")
+        check_next_date(unit, [current.id], changes["next_charge_scheduled_at"], "next_charge_scheduled_at")
 
 
 def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:

@@ -130,6 +130,17 @@ def skipped_on(conn: Connection, item_ids: list[int], when: date) -> list[int]:
         skips.c.purchase_item_id.in_(item_ids), skips.c.date == when).order_by(skips.c.purchase_item_id)).scalars())
 
 
+def charged_since(conn: Connection, item_ids: list[int], when: date) -> list[tuple[int, date]]:
+    """Which of these items were last charged for ``when`` or a later date, with that date, in
+    id order (one statement)."""
+    if not item_ids:
+        return []
+    return [(row.id, row.last_charge_date) for row in conn.execute(
+        select(purchase_items.c.id, purchase_items.c.last_charge_date).where(
+            purchase_items.c.id.in_(item_ids), purchase_items.c.last_charge_date >= when)
+        .order_by(purchase_items.c.id))]
+
+
 def add_skip(conn: Connection, store_id: int, address_id: int, item_id: int, when: date) -> None:
     conn.execute(insert(skips).values(store_id=store_id, address_id=address_id, purchase_item_id=item_id, date=when))
 

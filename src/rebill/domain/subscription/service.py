@@ -56,14 +56,22 @@ def locked(unit: Unit, item_id: int, kind: str = SUBSCRIPTION, *, also: int | No
     return again
 
 
-def check_not_skipped(unit: Unit, item_ids: list[int], when: date, field: str) -> None:
-    """A next date set onto a date an item has skipped (decisions §5.12) would show a date on
-    which it has no queued charge, the skip winning in the plan: refused, pointing at the
-    skipped charge to unskip instead."""
+def check_next_date(unit: Unit, item_ids: list[int], when: date, field: str) -> None:
+    """Whether ``when`` may be the items' next charge date, for every request that sets one.
+    A date an item has skipped (decisions §5.12) would show a date on which it has no queued
+    charge, the skip winning in the plan: refused, pointing at the skipped charge to unskip
+    instead. A date on or before the one an item was last charged for (its next charge processed
+    early) would bill a paid date again, or the paid one at its renewal (decisions §6.5; found
+    by a stateful random audit: set_next_charge_date back onto the date just paid)."""
     skipped = repository.skipped_on(unit.conn, item_ids, when)
     if skipped:
         raise ValidationFailed.field(field, f"purchase item {skipped[0]} is skipped on {when}: unskip that "
                                             "charge instead")
+    paid = repository.charged_since(unit.conn, item_ids, when)
+    if paid:
+        item_id, last = paid[0]
+        raise ValidationFailed.field(field, f"purchase item {item_id} was already charged for {last.isoformat()}: "
+                                            "its next charge date must come after it")
 
 
 def swaps(current: PurchaseItem, changes: dict[str, Any]) -> bool:
@@ -289,7 +297,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], today)
         if changes["next_charge_scheduled_at"] != current.next_charge_scheduled_at:
             errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
-            check_not_skipped(unit, [subscription_id], changes["next_charge_scheduled_at"],
+            check_next_date(unit, [subscription_id], changes["next_charge_scheduled_at"],
                               "next_charge_scheduled_at")
     elif interval_changed and current.status == ACTIVE:
         # A new cadence gives a new next date, which a retry holding it would overwrite (as a
