@@ -185,3 +185,22 @@ def test_an_advance_that_lost_its_hold_stops_and_leaves_the_new_holders_alone(ap
     assert held == theirs
     # Nothing after its first stop ran: no charge of a later date was paid.
     assert [c.status for c in charges_of(api, address.id) if c.scheduled_at > stops[0]] == ["queued"]
+
+
+def test_twenty_advances_at_once_each_200_moved_the_clock_and_each_loser_is_409(api, at):
+    from tests.builders import concurrently
+
+    at(date(2027, 1, 20))
+    address, _ = _subscriber(api, next_charge_scheduled_at=date(2027, 1, 22))
+    replies = concurrently(api, [("POST", "/store/clock/advance", {"days": 3})] * 20)
+    statuses = sorted(r.status_code for r in replies)
+    moved = statuses.count(200)
+    assert moved >= 1 and set(statuses) <= {200, 409}, statuses
+    for reply in replies:
+        if reply.status_code == 409:
+            assert reply.json() == {"errors": "The store's test clock is already moving: try again once that "
+                                              "advance has answered"}
+    # Every 200 was three days of the clock: none lost, none doubled.
+    today = _advance(api, days=1).json()["store_clock"]["today"]
+    assert today == (date(2027, 1, 20) + timedelta(days=3 * moved + 1)).isoformat()
+    assert [c.status for c in charges_of(api, address.id) if c.scheduled_at == date(2027, 1, 22)] == ["success"]

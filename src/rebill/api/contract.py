@@ -112,14 +112,18 @@ class Version:
             self._shapes = self.shape_source()
         return self._shapes
 
-    def rename_errors(self, errors: Any, sent: Any = ()) -> Any:
+    def rename_errors(self, errors: Any, sent: Any = (), schema: Schema | None = None) -> Any:
         """Domain errors name head fields; say them in this version's names, except a field
-        the caller itself sent under the head name (2021-01 accepts `country_code` too)."""
-        if not isinstance(errors, dict) or not self.error_names:
+        the caller itself sent under the head name (2021-01 accepts `country_code` too).
+        ``schema``: the body's, whose fields sent under a name of their own (`shipping_date` for
+        an order's `scheduled_at`) are named as sent, not by the version's usual name."""
+        sent_as = {f.target: f.name for f in schema.fields if f.name != f.target and f.name in sent} \
+            if schema is not None and isinstance(sent, Mapping) else {}
+        if not isinstance(errors, dict) or not (self.error_names or sent_as):
             return errors
         def inner(name: str) -> Any:  # what the caller sent under that name, for nested errors
             return sent.get(name, ()) if isinstance(sent, Mapping) else ()
-        return {(k if k in sent else self.error_names.get(k, k)): self.rename_errors(v, inner(k))
+        return {(k if k in sent else sent_as.get(k) or self.error_names.get(k, k)): self.rename_errors(v, inner(k))
                 for k, v in errors.items()}
 
 

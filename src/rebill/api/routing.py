@@ -287,7 +287,9 @@ class Api:
                     reply = await self._in_thread(operation, call)
             except ValidationFailed as exc:
                 # Domain rules name head fields; the caller reads its own version's names.
-                exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body)
+                body = operation.body
+                schema = body.schema_for(ctx.version) if body is not None and body.wrap is None else None
+                exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body, schema=schema)
                 raise
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)

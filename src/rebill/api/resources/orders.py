@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rebill.domain.order import dates, service
 from rebill.domain.order.model import OrderUpdate
-from rebill.errors import ValidationFailed
 
 from ..call import Call, Reply
 from ..declared import NO_FIELDS, count, created, deleted, one, page, update
@@ -38,16 +37,8 @@ def get_order(call: Call) -> Reply:
 @endpoints.put("/orders/{order_id:id}", scope=WRITE, body=update("order.update"), reply=one("order"))
 def update_order(call: Call) -> Reply:
     command = call.command("order.update", OrderUpdate, partial=True)
-    try:
-        with call.write() as unit:
-            return call.one("order", service.update(unit, call.services.verifier, call.path["order_id"], command))
-    except ValidationFailed as exc:
-        # 2021-01 takes the date as `scheduled_at` or as `shipping_date`: a rule on it names the
-        # one the caller sent (found by an audit: a past shipping_date was named scheduled_at).
-        if isinstance(exc.errors, dict) and "scheduled_at" in exc.errors and "scheduled_at" not in call.body \
-                and "shipping_date" in call.body:
-            exc.errors = {("shipping_date" if k == "scheduled_at" else k): v for k, v in exc.errors.items()}
-        raise
+    with call.write() as unit:
+        return call.one("order", service.update(unit, call.services.verifier, call.path["order_id"], command))
 
 
 @endpoints.delete("/orders/{order_id:id}", scope=WRITE, reply=deleted())

@@ -61,8 +61,9 @@ def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], st
     if not store.sandbox:
         raise Forbidden("Only a sandbox store can move its clock")
     _target(store, real_now() + store_clock.offset(store), days, to, hours)  # a bad request: 422 first
+    # The store as last written holds this advance's lease (``clock_moving_until``): each stop
+    # renews the one it holds, and the end lets go of it.
     store = _hold(db, store, real_now)
-    hold = _Hold(store.clock_moving_until)
     try:
         # From the clock as the hold found it: an advance that ended just before counts.
         start = now = real_now() + store_clock.offset(store)
@@ -73,7 +74,7 @@ def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], st
             with db.read() as conn:
                 when = due.next_due(Unit(conn, store, now), sources)
             now = _stop(start, now, step, target, when)
-            store = _set(db, store, now, real_now, hold)
+            store = _set(db, store, now, real_now)
             if when is not None and when <= now:
                 _work(db, gateway, store, real_now, summary)
                 if deliver is not None:
@@ -81,16 +82,8 @@ def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], st
             if progress is not None:
                 progress(now.astimezone(zone(store.timezone)).date())
     finally:
-        _release(db, store, hold)
+        _release(db, store)
     return now, summary
-
-
-class _Hold:
-    """The lease this advance wrote: it renews and lets go of its own only (a walk whose lease
-    lapsed must not free or extend another advance's; found by a review)."""
-
-    def __init__(self, until: datetime | None) -> None:
-        self.until = until
 
 
 def _hold(db: Database, store: Store, real_now: Callable[[], datetime]) -> Store:
@@ -107,9 +100,12 @@ def _hold(db: Database, store: Store, real_now: Callable[[], datetime]) -> Store
     return fresh
 
 
-def _release(db: Database, store: Store, hold: _Hold) -> None:
+def _release(db: Database, store: Store) -> None:
+    """Lets go of this advance's own lease only (one whose lease lapsed must not free the
+    advance that took the clock; found by a review)."""
     with db.write() as conn:
-        conn.execute(update(stores).where(stores.c.id == store.id, stores.c.clock_moving_until == hold.until)
+        conn.execute(update(stores).where(stores.c.id == store.id,
+                                          stores.c.clock_moving_until == store.clock_moving_until)
                      .values(clock_moving_until=None))
 
 
@@ -179,19 +175,18 @@ def _count(value: object, name: str, most: int) -> int:
     return value
 
 
-def _set(db: Database, store: Store, now: datetime, real_now: Callable[[], datetime], hold: _Hold) -> Store:
+def _set(db: Database, store: Store, now: datetime, real_now: Callable[[], datetime]) -> Store:
     seconds = math.ceil((now - real_now()).total_seconds())
-    renewed = real_now() + LEASE
     with db.write() as conn:
         # Forward only; the hold renewed in the same statement (one revision bump a stop). A
         # walk that lost its hold (a stop longer than the lease, and another advance took the
         # clock) stops here: 409, the clock where its last stop left it.
-        if not conn.execute(update(stores).where(stores.c.id == store.id, stores.c.clock_moving_until == hold.until)
+        mine = stores.c.clock_moving_until == store.clock_moving_until
+        if not conn.execute(update(stores).where(stores.c.id == store.id, mine)
                             .values(clock_offset_seconds=case((stores.c.clock_offset_seconds < seconds, seconds),
                                                               else_=stores.c.clock_offset_seconds),
-                                    clock_moving_until=renewed)).rowcount:
+                                    clock_moving_until=real_now() + LEASE)).rowcount:
             raise Conflict("The store's test clock was taken over by another advance: this one stopped")
-        hold.until = renewed
         fresh = store_repo.get(conn, store.id)
     store_clock.moved(store, seconds)
     assert fresh is not None

@@ -70,7 +70,7 @@ class Terms:
         if not any(flags):
             return f"discount applies to no line of this {what}", flags
         # Nothing to ship, no shipping to take off: the code is not spent on it (found by a review).
-        if self.kind == "shipping" and not any(getattr(item, "requires_shipping", True) for item in items):
+        if self.kind == "shipping" and not any(item.requires_shipping for item in items):
             return f"the {what} has nothing to ship", flags
         eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
         if self.minimum is not None and eligible < self.minimum:
