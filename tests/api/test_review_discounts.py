@@ -47,11 +47,58 @@ def test_create_refuses_values_the_columns_cannot_hold_with_422_not_500(vapi, ex
 @pytest.mark.parametrize("extra, errors", [
     ({"applies_to": {"ids": ["p" * 65]}}, {"applies_to": {"ids": ["is too long (at most 64 characters)"]}}),
     ({"usage_limits": {"max_subsequent_redemptions": 2**31}},
-     {"duration_usage_limit": ["must be at most 2147483647"]}),
-    ({"usage_limits": {"redemptions": 2**31}}, {"usage_limit": ["must be at most 2147483647"]}),
+     {"usage_limits": {"max_subsequent_redemptions": ["must be at most 2147483647"]}}),
+    ({"usage_limits": {"redemptions": 2**31}}, {"usage_limits": {"redemptions": ["must be at most 2147483647"]}}),
+    # Named where they were sent, whichever rule refuses them (found by an audit: the domain's
+    # rules said the flat 2021-01 names).
+    ({"usage_limits": {"redemptions": 0}}, {"usage_limits": {"redemptions": ["must be at least 1"]}}),
+    ({"applies_to": {"ids": [], "resource": "product"}},
+     {"applies_to": {"ids": ["is required with applies_to_resource"]}}),
+    ({"usage_limits": {"redemptions": 0}, "applies_to": {"ids": [], "resource": "product"}},
+     {"usage_limits": {"redemptions": ["must be at least 1"]},
+      "applies_to": {"ids": ["is required with applies_to_resource"]}}),
 ])
 def test_2021_11_nested_create_refuses_values_the_columns_cannot_hold(api, extra, errors):
     assert errors_of(api.post("/discounts", json=body(V11, **extra))) == errors
+    assert api.get("/discounts").json()["discounts"] == []
+
+
+def test_2021_11_nested_update_errors_are_named_where_they_were_sent(api):
+    made = api.post("/discounts", json=body(V11)).json()["discount"]
+    reply = api.put(f"/discounts/{made['id']}", json={"usage_limits": {"redemptions": 0}})
+    assert errors_of(reply) == {"usage_limits": {"redemptions": ["must be at least 1"]}}
+    # The flat name, sent flat, is still named flat.
+    assert errors_of(api.put(f"/discounts/{made['id']}", json={"usage_limit": 0})) == {
+        "usage_limit": ["must be at least 1"]}
+    assert api.get(f"/discounts/{made['id']}").json()["discount"]["usage_limits"]["redemptions"] is None
+
+
+@pytest.mark.parametrize("extra, errors", [
+    ({"duration": "forever", "usage_limits": {"max_subsequent_redemptions": 0}},
+     {"duration": ["conflicts with usage_limits.max_subsequent_redemptions"]}),
+    ({"duration": "usage_limit", "duration_usage_limit": 2, "usage_limits": {"max_subsequent_redemptions": 3}},
+     {"duration_usage_limit": ["conflicts with usage_limits.max_subsequent_redemptions"]}),
+    ({"applies_to_product_type": "SUBSCRIPTION", "applies_to": {"purchase_item_type": "ONETIME"}},
+     {"applies_to_product_type": ["conflicts with applies_to.purchase_item_type"]}),
+    ({"usage_limit": 3, "usage_limits": {"redemptions": 4}}, {"usage_limit": ["conflicts with usage_limits.redemptions"]}),
+    ({"once_per_customer": False, "usage_limits": {"one_application_per_customer": True}},
+     {"once_per_customer": ["conflicts with usage_limits.one_application_per_customer"]}),
+])
+def test_2021_11_a_flat_field_beside_its_nested_one_must_agree(api, extra, errors):
+    """As `discount_type` beside `value_type`: two names of one field that disagree are 422
+    (found by an audit: the nested value won in silence)."""
+    assert errors_of(api.post("/discounts", json=body(V11, **extra))) == errors
+    assert api.get("/discounts").json()["discounts"] == []
+
+
+def test_2021_11_a_flat_field_beside_its_nested_one_that_agrees_is_taken(api):
+    sent = body(V11, duration="usage_limit", duration_usage_limit=3, usage_limits={"max_subsequent_redemptions": 3},
+                applies_to_product_type="onetime", applies_to={"purchase_item_type": "ONETIME"})
+    reply = api.post("/discounts", json=sent)
+    assert reply.status_code == 201, reply.text
+    made = reply.json()["discount"]
+    assert (made["usage_limits"]["max_subsequent_redemptions"], made["applies_to"]["purchase_item_type"]) == (
+        3, "ONETIME")
 
 
 def test_update_refuses_a_usage_limit_the_column_cannot_hold(vapi):
@@ -240,3 +287,31 @@ def test_a_full_disable_racing_applies_leaves_the_code_nowhere(api):
         assert holders == []
         assert all(c.discount_id != discount_id for a in addresses for c in charges_of(api, a.id)
                    if c.status == "queued")
+
+
+def test_the_code_filter_finds_the_paid_charges_of_a_deleted_discount(vapi):
+    """decisions §7.5: a processed charge keeps its discount lines after its discount is
+    deleted, and the `discount_code` filter finds it as the `discount_id` filter does (found by
+    an audit: the code filter looked the code up among the discounts that still exist)."""
+    discount_id = make_discount(vapi, code="KEEPME", value="10")
+    other_id = make_discount(vapi, code="OTHER", value="5")
+    customer = make_customer(vapi)
+    make_payment_method(vapi, customer)
+    paid_address, other_address = subscribed(vapi, customer), subscribed(vapi, customer)
+    for address, code in ((paid_address, "KEEPME"), (other_address, "OTHER")):
+        charge = queued(vapi, address.id)
+        assert vapi.post(f"/charges/{charge.id}/apply_discount", json={"discount_code": code}).status_code == 200
+        assert pay(vapi, charge.id).status == "success"
+    paid = [c.id for c in charges_of(vapi, paid_address.id) if c.status == "success"]
+    assert vapi.put(f"/discounts/{discount_id}", json={"status": "fully_disabled"}).status_code == 200
+    assert vapi.delete(f"/discounts/{discount_id}").status_code in (200, 204)  # 2021-01 answers {}
+    assert vapi.get(f"/discounts/{other_id}").status_code == 200
+    for code in ("KEEPME", " keepme "):
+        listed = vapi.get("/charges", params={"discount_code": code}).json()["charges"]
+        assert [c["id"] for c in listed] == paid
+        if vapi.version == V01:  # 2021-11 has no count endpoint for charges
+            assert vapi.get("/charges/count", params={"discount_code": code}).json()["count"] == 1
+    assert [c["id"] for c in vapi.get("/charges", params={"discount_id": discount_id}).json()["charges"]] == paid
+    # The code of a discount that still exists still names its own charges only.
+    other = [c["id"] for c in vapi.get("/charges", params={"discount_code": "other"}).json()["charges"]]
+    assert other == [c.id for c in charges_of(vapi, other_address.id) if c.status == "success"]

@@ -119,12 +119,30 @@ class Version:
         an order's `scheduled_at`) are named as sent, not by the version's usual name."""
         sent_as = {f.target: f.name for f in schema.fields if f.name != f.target and f.name in sent} \
             if schema is not None and isinstance(sent, Mapping) else {}
-        if not isinstance(errors, dict) or not (self.error_names or sent_as):
+        # A stored field the caller sent inside an object (a 2021-11 discount's
+        # `usage_limits.redemptions` for `usage_limit`): named there (found by an audit).
+        nested = {k: path for k, path in schema.nested_names.items()
+                  if k not in sent and isinstance(sent.get(path[0]), Mapping) and path[1] in sent[path[0]]} \
+            if schema is not None and isinstance(sent, Mapping) else {}
+        if not isinstance(errors, dict) or not (self.error_names or sent_as or nested):
             return errors
         def inner(name: str) -> Any:  # what the caller sent under that name, for nested errors
             return sent.get(name, ()) if isinstance(sent, Mapping) else ()
-        return {(k if k in sent else sent_as.get(k) or self.error_names.get(k, k)): self.rename_errors(v, inner(k))
-                for k, v in errors.items()}
+        renamed: dict[str, Any] = {}
+        for k, v in errors.items():
+            if k in nested:
+                outer, key = nested[k]
+                within = renamed.setdefault(outer, {})
+                if isinstance(within, dict):
+                    within.setdefault(key, v)
+                continue
+            name = k if k in sent else sent_as.get(k) or self.error_names.get(k, k)
+            value = self.rename_errors(v, inner(k))
+            if isinstance(value, dict) and isinstance(renamed.get(name), dict):
+                renamed[name] = {**value, **renamed[name]}
+            else:
+                renamed[name] = value
+        return renamed
 
 
 def derive(head: Version, *, name: str, changes: Iterable[Change], lists: dict[str, ListContract],

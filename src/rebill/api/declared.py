@@ -53,6 +53,11 @@ class Body:
         chosen = self.schema[version.name] if isinstance(self.schema, Mapping) else self.schema
         return version.schemas[chosen] if isinstance(chosen, str) else chosen
 
+    def errors_schema(self, version: "Version") -> Schema | None:
+        """The schema whose names a domain error of this body is said in (``rename_errors``);
+        none for a bulk body, whose errors are named per item."""
+        return self.schema_for(version) if self.wrap is None else None
+
     def names(self) -> tuple[str, ...]:
         """The schema names it refers to (a handler must parse the body with these)."""
         chosen = self.schema.values() if isinstance(self.schema, Mapping) else (self.schema,)

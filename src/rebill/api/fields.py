@@ -174,6 +174,10 @@ def _coerce(kind: str, value: Any, field: "Field | None" = None) -> tuple[Any, s
 
 
 class Schema:
+    # Stored fields a body may also send inside an object, as (object, key): a domain error
+    # on such a field is named where the caller sent it (``Version.rename_errors``).
+    nested_names: Mapping[str, tuple[str, str]] = {}
+
     def __init__(self, *fields: Field, one_of: tuple[tuple[str, ...], ...] = ()) -> None:
         self.fields = fields
         # Groups of body names of which at least one must be sent (on create).

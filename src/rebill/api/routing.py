@@ -288,7 +288,7 @@ class Api:
             except ValidationFailed as exc:
                 # Domain rules name head fields; the caller reads its own version's names.
                 body = operation.body
-                schema = body.schema_for(ctx.version) if body is not None and body.wrap is None else None
+                schema = body.errors_schema(ctx.version) if body is not None else None
                 exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body, schema=schema)
                 raise
         except ServiceError as exc:

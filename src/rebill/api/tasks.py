@@ -210,6 +210,8 @@ def run(kind: BatchType, call: TaskCall) -> tuple[int, Any]:
     except ServiceError as exc:
         if isinstance(exc, ValidationFailed):
             # Domain rules name head fields; the batch's version says them in its own names.
-            exc.errors = call.version.rename_errors(exc.errors, sent=call.body)
+            body = kind.operation.body
+            schema = body.errors_schema(call.version) if body is not None else None
+            exc.errors = call.version.rename_errors(exc.errors, sent=call.body, schema=schema)
         return exc.status, {"errors": exc.errors}
     return reply.status, reply.body

@@ -130,12 +130,26 @@ USAGE_LIMITS = Schema(
 
 class NestedSchema(Schema):
     """A 2021-11 discount body: the nested `applies_to` and `usage_limits` become the stored
-    flat fields (decisions §7.5 mapping); a nested value wins over a flat one."""
+    flat fields (decisions §7.5 mapping). A flat field sent beside its nested one with another
+    value is 422 on the flat name, as `discount_type` beside `value_type` is (found by an audit:
+    the nested value won in silence)."""
+
+    nested_names = {
+        "applies_to_id": ("applies_to", "ids"),
+        "applies_to_resource": ("applies_to", "resource"),
+        "applies_to_product_type": ("applies_to", "purchase_item_type"),
+        "duration": ("usage_limits", "max_subsequent_redemptions"),
+        "duration_usage_limit": ("usage_limits", "max_subsequent_redemptions"),
+        "once_per_customer": ("usage_limits", "one_application_per_customer"),
+        "usage_limit": ("usage_limits", "redemptions"),
+        "first_time_customer_restriction": ("usage_limits", "first_time_customer_restriction"),
+    }
 
     def parse(self, body: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
         clean = super().parse(body, partial=partial)
         applies = clean.pop("applies_to", None) or {}
         limits = clean.pop("usage_limits", None) or {}
+        nested: dict[str, Any] = {}
         if "ids" in applies:
             ids = applies["ids"] or []
             if len(ids) > 1:
@@ -143,24 +157,29 @@ class NestedSchema(Schema):
             if ids and len(ids[0]) > APPLIES_TO_ID_LENGTH:
                 raise ValidationFailed({"applies_to": {"ids": [f"is too long (at most {APPLIES_TO_ID_LENGTH} "
                                                                "characters)"]}})
-            clean["applies_to_id"] = ids[0] if ids else None
+            nested["applies_to_id"] = ids[0] if ids else None
         if "resource" in applies:
-            clean["applies_to_resource"] = RESOURCE_STORED.get(applies["resource"] or "")
+            nested["applies_to_resource"] = RESOURCE_STORED.get(applies["resource"] or "")
         if "purchase_item_type" in applies:
-            clean["applies_to_product_type"] = applies["purchase_item_type"]
+            nested["applies_to_product_type"] = applies["purchase_item_type"]
         if "max_subsequent_redemptions" in limits:
             n = limits["max_subsequent_redemptions"]
             if n is not None and n < 0:
                 raise ValidationFailed({"usage_limits": {"max_subsequent_redemptions": ["must not be negative"]}})
-            clean["duration"] = "forever" if n is None else SINGLE_USE if n == 0 else USAGE_LIMIT
-            clean["duration_usage_limit"] = n if n else None
+            nested["duration"] = "forever" if n is None else SINGLE_USE if n == 0 else USAGE_LIMIT
+            nested["duration_usage_limit"] = n if n else None
         if "one_application_per_customer" in limits:
-            clean["once_per_customer"] = bool(limits["one_application_per_customer"])
+            nested["once_per_customer"] = bool(limits["one_application_per_customer"])
         if "redemptions" in limits:
-            clean["usage_limit"] = limits["redemptions"]
+            nested["usage_limit"] = limits["redemptions"]
         if "first_time_customer_restriction" in limits:
-            clean["first_time_customer_restriction"] = FIRST_TIME if limits["first_time_customer_restriction"] else None
-        return clean
+            nested["first_time_customer_restriction"] = FIRST_TIME if limits["first_time_customer_restriction"] \
+                else None
+        conflicts = {name: [f"conflicts with {'.'.join(self.nested_names[name])}"]
+                     for name, value in nested.items() if name in body and name in clean and clean[name] != value}
+        if conflicts:
+            raise ValidationFailed(conflicts)
+        return {**clean, **nested}
 
 
 def _types() -> Any:

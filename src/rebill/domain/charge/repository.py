@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, func, insert, or_, select, update
 
 from rebill.db import statements
 from rebill.db.prepared import Prepared
@@ -51,6 +51,15 @@ def _items(column: Any) -> Any:
     return select(charge_items.c.charge_id).where(column)
 
 
+def _with_code(key: str) -> Any:
+    """Charges of the discount that has this code now, and processed charges of a deleted
+    discount whose line showed it (decisions §7.5: they keep their discount lines; found by an
+    audit: the filter by id found them, the filter by code did not)."""
+    of_deleted = and_(charges.c.discount_id.is_not(None), charges.c.discount_id.not_in(select(discounts.c.id)),
+                      func.lower(func.trim(charges.c.discounts[(0, "code")].as_string())) == key)
+    return or_(charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code_key == key)), of_deleted)
+
+
 FILTERS: dict[str, Filter] = {
     **time_window(charges),
     "address_id": lambda v: charges.c.address_id == v,
@@ -64,8 +73,7 @@ FILTERS: dict[str, Filter] = {
     "discount_id": lambda v: charges.c.discount_id == v,
     # NOTE: decisions §7.5, codes match case-insensitively and without the spaces around them
     # (as the addresses' and the discounts' own filters do, docs/api-choices.md).
-    "discount_code": lambda v: charges.c.discount_id.in_(select(discounts.c.id)
-                                                         .where(discounts.c.code_key == v.strip().lower())),
+    "discount_code": lambda v: _with_code(v.strip().lower()),
     "purchase_item_id": lambda v: charges.c.id.in_(_items(charge_items.c.purchase_item_id == v)),
     "purchase_item_ids": lambda v: charges.c.id.in_(_items(charge_items.c.purchase_item_id.in_(v))),
     "external_order_id": lambda v: charges.c.external_order_id == v,
