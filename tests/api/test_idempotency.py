@@ -42,6 +42,19 @@ def test_the_same_key_and_body_replays_the_first_answer_with_a_fresh_request_id(
     assert _count(vapi) == 2  # the replay created nothing; the last, keyless, post did
 
 
+def test_whitespace_around_a_key_is_not_part_of_it(api):
+    """RFC 9110 §5.5: a field value has no whitespace at its ends (found by an audit: a retry
+    sent with `k-1 ` made a second customer)."""
+    first = _post(api, _body())
+    assert first.status_code == 201, first.text
+    for key in (b"k-1 ", b"\tk-1", b" k-1\t "):
+        again = _post(api, _body(), key=key)
+        assert (again.status_code, again.content) == (201, first.content)
+    assert _count(api) == 1
+    assert _post(api, _body(), key=b"  ").json()["errors"] == {
+        "Idempotency-Key": ["must be 1 to 255 printable ASCII characters"]}
+
+
 def test_the_same_key_with_another_body_is_refused_and_changes_nothing(vapi):
     extra = BILLING if vapi.version == "2021-01" else {}
     assert _post(vapi, _body(**extra)).status_code in (200, 201)

@@ -145,6 +145,17 @@ def test_a_body_past_the_size_limit_answers_413_before_it_is_buffered(vapi):
     assert vapi.get("/customers", params={"email": "big@example.com"}).json()["customers"] == []
 
 
+@pytest.mark.parametrize("spacing", [b" ", b"\t", b" \t "])
+def test_whitespace_around_a_content_length_is_not_part_of_it(api, spacing):
+    """RFC 9110 §5.5 (found by an audit: `Content-Length: 53 ` answered 413, body too large)."""
+    raw = b'{"email": "spaced@example.com", "first_name": "A", "last_name": "B"}'
+    response = api.request("POST", "/customers", content=raw,
+                           headers={"Content-Type": "application/json",
+                                    "Content-Length": str(len(raw)).encode() + spacing})
+    assert response.status_code == 201, response.text
+    assert [c["email"] for c in api.get("/customers").json()["customers"]] == ["spaced@example.com"]
+
+
 def test_a_chunked_body_past_the_size_limit_answers_413(api):
     from rebill.http.edge import MAX_BODY_BYTES
 
