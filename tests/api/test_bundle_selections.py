@@ -25,7 +25,16 @@ from tests.api.test_includes_query_count import counting
 from tests.api.test_products import make_plan, make_product
 from tests.api.test_real_fields import BOOL, DT_OFFSET, INT, NULL, STR, assert_fields
 from tests.api.test_review_lists import _walk
-from tests.builders import charges_of, concurrently, events_of, make_address, make_onetime, make_subscription
+from tests.builders import (
+    charges_of,
+    concurrently,
+    events_of,
+    make_address,
+    make_customer,
+    make_onetime,
+    make_payment_method,
+    make_subscription,
+)
 
 V01, V11 = "2021-01", "2021-11"
 NOT_FOUND = {"errors": "Not Found"}
@@ -237,6 +246,25 @@ def test_a_dynamic_bundle_prices_items_from_the_plan_sent_and_the_item_costs_the
     assert any(line["purchase_item_id"] == world["box"].id and line["unit_price"] == "12.60"
                for line in charge.line_items)
     assert ("subscription/updated", world["box"].id) in events_of(bapi, world["box"].id)
+
+
+def test_a_charged_one_time_item_refuses_a_new_dynamic_price_naming_the_purchase_item(bapi, world):
+    """A processed one-time item is done (decisions §5.6): its dynamic bundle's selection cannot
+    reprice it, and the refusal names what the caller sent (found by an audit: it named `price`)."""
+    from tests.api.test_discounts_apply import pay
+    _dynamic(bapi, world)
+    customer = make_customer(bapi)
+    make_payment_method(bapi, customer)
+    address = make_address(bapi, customer)
+    today = bapi.clock.now().date()
+    onetime = make_onetime(bapi, address, external_product_id="box", external_variant_id="box-1", price=None,
+                           next_charge_scheduled_at=today)
+    made = create(bapi, onetime.id, item("p-1", 2))
+    [charge] = [c for c in charges_of(bapi, address.id) if c.status == "queued"]
+    assert pay(bapi, charge.id).status == "success"
+    reply = bapi.put(f"/bundle_selections/{made['id']}", json={"items": [item("p-2", 2)]})
+    assert errors_of(reply) == {"purchase_item_id": ["the one-time item is processed: it was charged and is done"]}
+    assert fetch(bapi, made["id"])["items"] == made["items"]
 
 
 def test_without_a_plan_the_greatest_discount_among_the_items_own_plans(bapi, world):

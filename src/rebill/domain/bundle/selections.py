@@ -90,10 +90,17 @@ def _priced(unit: Unit, item: PurchaseItem, variant: BundleVariant, rows: list[d
     if variant.price_rule != DYNAMIC:
         return
     price = contents.total(rows)
-    if item.kind == SUBSCRIPTION:
-        subscriptions.update(unit, item.id, SubscriptionUpdate(price=price))
-    else:
-        onetimes.update(unit, item.id, OnetimeUpdate(price=price))
+    try:
+        if item.kind == SUBSCRIPTION:
+            subscriptions.update(unit, item.id, SubscriptionUpdate(price=price))
+        else:
+            onetimes.update(unit, item.id, OnetimeUpdate(price=price))
+    except ValidationFailed as exc:
+        # The item refuses a new price (a one-time item already charged, one whose charge waits
+        # for its retry): named by the field the caller sent, not the `price` it did not
+        # (found by an audit).
+        said = exc.errors.values() if isinstance(exc.errors, dict) else [exc.errors]
+        raise ValidationFailed({ITEM: [m for v in said for m in (v if isinstance(v, list) else [str(v)])]}) from exc
 
 
 def _record(unit: Unit, topic: str, selection_id: int, item: PurchaseItem, **kw: Any) -> None:
