@@ -83,3 +83,30 @@ def test_a_merge_does_not_put_a_next_date_on_a_date_its_item_skipped(api, at):
     assert reply.json()["errors"] == {"next_charge_date": [
         f"purchase item {sub.id} is skipped on {skipped_on}: unskip that charge instead"]}
     assert api.get(f"/subscriptions/{sub.id}").json()["subscription"]["address_id"] == source.id
+
+
+def test_a_skip_ahead_keeps_its_charge_and_id_while_the_item_waits_for_a_retry(api, at):
+    """decisions §5.11, §5.16: the skipped charge of a later date stays, under its id, while the
+    item's earlier charge is in dunning (found by an audit: the failed payment deleted it, and it
+    came back under a new id once the retry was paid)."""
+    at(date(2027, 1, 10))
+    address, sub = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 1, 20), price="10.00")
+    ahead = skip_date(api, address.id, {"date": "2027-02-20", "subscription_ids": [sub.id]})
+    assert ahead.status_code == 200, ahead.text
+    skipped_id = ahead.json()["charge"]["id"]
+    assert advance(api, to="2027-01-20")["failed"] == 1
+    statuses = [(c.status, c.scheduled_at) for c in charges_of(api, address.id)]
+    assert statuses == [("error", date(2027, 1, 20)), ("skipped", date(2027, 2, 20))]
+    assert api.get(f"/charges/{skipped_id}").json()["charge"]["status"] == "skipped"
+    # Nothing queued to come back to while the retry waits: 422 naming it, not 404.
+    refused = api.post(f"/charges/{skipped_id}/unskip", json={}, version="2021-11")
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["errors"] == {"purchase_item_ids": [f"purchase item {sub.id} waits for the retry of charge "
+                                                              f"{charges_of(api, address.id)[0].id}"]}
+    assert [(c.id, c.status) for c in charges_of(api, address.id)][1] == (skipped_id, "skipped")
+    pay_with(api, "pm_ok")
+    advance(api, to="2027-01-21")  # the retry is paid
+    by_date = {c.scheduled_at: (c.id, c.status) for c in charges_of(api, address.id)}
+    assert by_date[date(2027, 2, 20)] == (skipped_id, "skipped")
+    assert by_date[date(2027, 3, 20)][1] == "queued"  # the renewal passes over the skipped date
+    assert ("charge/deleted", skipped_id) not in events_of(api, skipped_id)

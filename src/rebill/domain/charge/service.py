@@ -19,7 +19,7 @@ from ..subscription.intervals import check_room, has_room, next_unskipped
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION, PurchaseItem
 from ..subscription.service import check_next_date
 from ..unit import Unit
-from . import repository
+from . import errored, repository
 from .model import ERROR, QUEUED, SKIPPED, Charge
 
 
@@ -140,6 +140,11 @@ def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = 
         if item.last_charge_date is not None and item.last_charge_date > charge.scheduled_at:
             raise ValidationFailed.field(field, f"purchase item {item.id} was already charged for "
                                                 f"{item.last_charge_date.isoformat()}, after this date")
+        # An item whose earlier charge waits for its retry or is being paid has no queued charge
+        # to come back to until that is done (found by an audit: the unskip answered 404).
+        if repository.being_paid(unit.conn, unit.store_id, item.id):
+            raise Conflict(f"The charge of purchase item {item.id} is being paid; try again in a moment")
+        errored.check_not_waiting(unit, item.id, field)
     for item in chosen.values():
         items.remove_skip(unit.conn, item.id, charge.scheduled_at)
         if item.kind == SUBSCRIPTION and (item.next_charge_scheduled_at is None

@@ -107,9 +107,9 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
         offers_out.update(offers)
     billing = customers.billing_addresses(unit.conn, unit.store_id, [a.customer_id for a in found.values()])
     by_address: dict[int, list[Any]] = defaultdict(list)
+    waiting: dict[int, list[Any]] = defaultdict(list)
     for item in items.for_plan(unit.conn, unit.store_id, list(found)):
-        if item.id not in held_items:
-            by_address[item.address_id].append(item)
+        (waiting if item.id in held_items else by_address)[item.address_id].append(item)
     skips: dict[int, list[tuple[int, date]]] = defaultdict(list)
     for address_id, item_id, when in items.skips_of(unit.conn, list(found)):
         skips[address_id].append((item_id, when))
@@ -118,7 +118,8 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
     for address_id in sorted(found):
         address = found[address_id]
         planned += [p for p in plan_address(store, address, billing_of(billing.get(address.customer_id)),
-                                            by_address[address_id], skips[address_id], offers.get(address_id))
+                                            by_address[address_id], skips[address_id], offers.get(address_id),
+                                            waiting=waiting[address_id])
                     if p.status != SKIPPED or p.scheduled_at >= today]  # past skips are history (held)
     return planned
 
