@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from datetime import date
+from types import SimpleNamespace
+
+import pytest
 
 from tests.builders import make_address
 from tests.scenarios.conftest import assert_schedule_consistent
@@ -94,6 +97,85 @@ def test_a_weekly_charge_moved_by_hand_sets_its_weekday_from_then_on(api, at):
                      version="2021-01")
     assert moved.status_code == 200, moved.text
     assert skip_next(api, sub["id"]) == "2026-03-20"  # Fridays now, as the charge was moved to
+
+
+def _set_by(api, how, sub, when):
+    if how == "put":
+        return api.put(f"/subscriptions/{sub['id']}", json={"next_charge_scheduled_at": when})
+    if how == "set_next_charge_date":
+        return api.post(f"/subscriptions/{sub['id']}/set_next_charge_date", json={"date": when})
+    if how == "change_address":
+        return api.post(f"/subscriptions/{sub['id']}/change_address",
+                        json={"address_id": sub["address_id"], "next_charge_scheduled_at": when})
+    [charge] = api.get("/charges", params={"purchase_item_id": sub["id"], "status": "queued"}).json()["charges"]
+    return api.post(f"/charges/{charge['id']}/change_next_charge_date", json={"next_charge_date": when},
+                    version="2021-01")
+
+
+HOW = ["put", "set_next_charge_date", "change_address", "charge_moved"]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_a_monthly_next_date_set_by_hand_moves_the_order_day_with_it(api, at, how):
+    """Every way of setting a next date gives one cadence, and the order day shown is the day
+    billed (found by an audit: set_next_charge_date billed the 20th while showing 15, and a PUT
+    of the date went back to the 15th)."""
+    at(date(2027, 3, 2))
+    address = make_address(api)
+    sub = subscribe(api, address, order_day_of_month=15, next_charge_scheduled_at="2027-04-15")
+    reply = _set_by(api, how, sub, "2027-04-20")
+    assert reply.status_code == 200, reply.text
+    shown = api.get(f"/subscriptions/{sub['id']}").json()["subscription"]
+    assert (shown["next_charge_scheduled_at"], shown["order_day_of_month"]) == ("2027-04-20", 20)
+    assert [skip_next(api, sub["id"]) for _ in range(2)] == ["2027-05-20", "2027-06-20"]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_a_weekly_next_date_set_by_hand_moves_the_order_weekday_with_it(api, at, how):
+    at(date(2027, 3, 2))  # a Tuesday
+    address = make_address(api)
+    sub = subscribe(api, address, charge_interval_frequency=1, order_interval_frequency=1,
+                    order_interval_unit="week", order_day_of_week=0)  # Mondays
+    reply = _set_by(api, how, sub, "2027-03-10")  # a Wednesday
+    assert reply.status_code == 200, reply.text
+    assert api.get(f"/subscriptions/{sub['id']}").json()["subscription"]["order_day_of_week"] == 2
+    assert [skip_next(api, sub["id"]) for _ in range(2)] == ["2027-03-17", "2027-03-24"]
+
+
+def test_a_merge_with_a_next_date_moves_the_order_day_with_it(api, at):
+    at(date(2027, 3, 2))
+    source = make_address(api)
+    target = make_address(api, SimpleNamespace(id=source.customer_id))
+    sub = subscribe(api, source, order_day_of_month=15, next_charge_scheduled_at="2027-04-15")
+    reply = api.post("/addresses/merge", json={"target_address": {"id": target.id},
+                                              "source_addresses": [{"id": source.id}],
+                                              "next_charge_date": "2027-04-20"})
+    assert reply.status_code == 200, reply.text
+    shown = api.get(f"/subscriptions/{sub['id']}").json()["subscription"]
+    assert (shown["address_id"], shown["order_day_of_month"]) == (target.id, 20)
+    assert skip_next(api, sub["id"]) == "2027-05-20"
+
+
+def test_a_put_that_sends_the_order_day_with_the_date_keeps_the_order_day(api, at):
+    """The order day sent in the same request is the cadence's: the date is charged once, and the
+    dates after it go back to the order day, as on create (docs/api-choices.md, Order days)."""
+    at(date(2027, 3, 2))
+    address = make_address(api)
+    sub = subscribe(api, address, order_day_of_month=15, next_charge_scheduled_at="2027-04-15")
+    reply = api.put(f"/subscriptions/{sub['id']}", json={"next_charge_scheduled_at": "2027-04-20",
+                                                       "order_day_of_month": 15})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["subscription"]["order_day_of_month"] == 15
+    assert skip_next(api, sub["id"]) == "2027-05-15"
+
+
+def test_a_monthly_next_date_set_by_hand_without_an_order_day_leaves_it_unset(api, at):
+    at(date(2027, 3, 2))
+    address = make_address(api)
+    sub = subscribe(api, address, next_charge_scheduled_at="2027-04-15")
+    assert _set_by(api, "set_next_charge_date", sub, "2027-04-20").status_code == 200
+    assert api.get(f"/subscriptions/{sub['id']}").json()["subscription"]["order_day_of_month"] is None
+    assert skip_next(api, sub["id"]) == "2027-05-20"
 
 
 def test_a_daily_schedule_moves_by_its_frequency_in_days(api, at):

@@ -115,9 +115,9 @@ def merge(unit: Unit, command: AddressMerge) -> Address:
                 check_next_date(unit, [item.id], when, "next_charge_date")
                 changes["next_charge_scheduled_at"] = when
                 # The date becomes the anchor of a monthly cadence, as a date set by hand does.
-                changes["anchor_day"] = intervals.anchor_for(item.order_interval_unit or "", when, None)
+                changes.update(intervals.set_by_hand(item, when))
                 intervals.check_room("next_charge_date", when, item.order_interval_unit,
-                                     item.charge_interval_frequency, changes["anchor_day"])
+                                     item.charge_interval_frequency, changes.get("anchor_day", item.anchor_day))
             if not items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes):
                 raise Conflict()
             items.move_skips(unit.conn, item.id, target.id)

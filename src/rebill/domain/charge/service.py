@@ -15,7 +15,7 @@ from ..listing import ListQuery, PageResult
 from ..schedule.dates import occurrences
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
-from ..subscription.intervals import check_room, has_room, next_unskipped
+from ..subscription.intervals import check_room, has_room, next_unskipped, set_by_hand
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION, PurchaseItem
 from ..subscription.service import check_next_date
 from ..unit import Unit
@@ -176,10 +176,9 @@ def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
     if when != charge.scheduled_at:
         check_next_date(unit, charge.purchase_item_ids, when, "next_charge_date")
         for item in items.many(unit.conn, unit.store_id, charge.purchase_item_ids).values():
-            changes: dict[str, Any] = {"next_charge_scheduled_at": when, "updated_at": unit.now}
-            if item.order_interval_unit in ("month", "week"):
-                # The moved date sets the cadence from now on (a weekly one drops its order day).
-                changes["anchor_day"] = when.day if item.order_interval_unit == "month" else None
+            # The moved date sets the cadence from now on.
+            changes: dict[str, Any] = {"next_charge_scheduled_at": when, "updated_at": unit.now,
+                                       **set_by_hand(item, when)}
             if item.kind == SUBSCRIPTION:
                 check_room("next_charge_date", when, item.order_interval_unit, item.charge_interval_frequency,
                            changes.get("anchor_day", item.anchor_day))

@@ -97,6 +97,26 @@ def anchor_for(unit: str, when: date, day_of_month: int | None, day_of_week: int
     return day_of_week if unit == "week" else None
 
 
+def set_by_hand(item: Any, when: date) -> dict[str, Any]:
+    """The changes of a monthly or weekly item whose next date is set by hand (a
+    `set_next_charge_date`, a `change_address` or a merge with a date, its charge moved, a `PUT`
+    of the date alone): that date's day is the cadence's from then on, and an order day that was
+    set becomes that day, so that what the item shows is what it bills (found by an audit: the
+    renewals followed the new day while `order_day_of_month` still showed the old one, and a
+    `PUT` of the date went back to the order day). Other items: nothing to change."""
+    unit = item.order_interval_unit
+    if unit not in ("month", "week"):
+        return {}
+    changes: dict[str, Any] = {}
+    if unit == "month" and item.order_day_of_month is not None:
+        changes["order_day_of_month"] = when.day
+    if unit == "week" and item.order_day_of_week is not None:
+        changes["order_day_of_week"] = when.weekday()
+    changes["anchor_day"] = anchor_for(unit, when, changes.get("order_day_of_month"),
+                                       changes.get("order_day_of_week"))
+    return changes
+
+
 def first_date(values: dict[str, Any], today: date) -> date:
     """Without an explicit date, the first charge falls one charge interval from today, on the
     order day when one is set (docs/api-choices.md)."""

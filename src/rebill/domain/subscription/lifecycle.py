@@ -84,9 +84,10 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
         errored.check_not_waiting(unit, subscription_id, "date")
         check_next_date(unit, [subscription_id], when, "date")
         # Later charges follow the new date: it becomes the anchor of a monthly cadence.
-        anchor = intervals.anchor_for(current.order_interval_unit or "", when, None)
-        intervals.check_room("date", when, current.order_interval_unit, current.charge_interval_frequency, anchor)
-        _save(unit, current, {"next_charge_scheduled_at": when, "anchor_day": anchor}, "subscription/updated")
+        changes = {"next_charge_scheduled_at": when, **intervals.set_by_hand(current, when)}
+        intervals.check_room("date", when, current.order_interval_unit, current.charge_interval_frequency,
+                             changes.get("anchor_day", current.anchor_day))
+        _save(unit, current, changes, "subscription/updated")
         replan(unit, [current.address_id])
     return get(unit, subscription_id)
 
@@ -112,10 +113,9 @@ def change_address(unit: Unit, subscription_id: int, address_id: int, when: date
         if when != current.next_charge_scheduled_at:
             errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
             check_next_date(unit, [subscription_id], when, "next_charge_scheduled_at")
-            changes["next_charge_scheduled_at"] = when
-            changes["anchor_day"] = intervals.anchor_for(current.order_interval_unit or "", when, None)
+            changes.update(next_charge_scheduled_at=when, **intervals.set_by_hand(current, when))
             intervals.check_room("next_charge_scheduled_at", when, current.order_interval_unit,
-                                 current.charge_interval_frequency, changes["anchor_day"])
+                                 current.charge_interval_frequency, changes.get("anchor_day", current.anchor_day))
     if changes:
         _save(unit, current, changes, "subscription/updated")
         repository.move_skips(unit.conn, subscription_id, address_id)

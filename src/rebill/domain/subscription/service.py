@@ -306,7 +306,15 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
         since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
         changes["next_charge_scheduled_at"] = intervals.after_interval_change(cadence, since, today)
-    if interval_changed or "next_charge_scheduled_at" in changes:
+    by_hand = "next_charge_scheduled_at" in changes and current.status == ACTIVE and not any(
+        name in changes for name in (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week"))
+    if by_hand and changes["next_charge_scheduled_at"] != current.next_charge_scheduled_at:
+        # The date alone, as set_next_charge_date sets it: its day is the cadence's from then on.
+        changes.update(intervals.set_by_hand(current, changes["next_charge_scheduled_at"]))
+        intervals.check_room("next_charge_scheduled_at", changes["next_charge_scheduled_at"],
+                             current.order_interval_unit, current.charge_interval_frequency,
+                             changes.get("anchor_day", current.anchor_day))
+    elif (interval_changed or "next_charge_scheduled_at" in changes) and not by_hand:
         when = changes.get("next_charge_scheduled_at") or current.next_charge_scheduled_at
         if when is not None:
             changes["anchor_day"] = intervals.anchor_for(cadence["order_interval_unit"], when,
