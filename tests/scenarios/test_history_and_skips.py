@@ -110,3 +110,27 @@ def test_a_skip_ahead_keeps_its_charge_and_id_while_the_item_waits_for_a_retry(a
     assert by_date[date(2027, 2, 20)] == (skipped_id, "skipped")
     assert by_date[date(2027, 3, 20)][1] == "queued"  # the renewal passes over the skipped date
     assert ("charge/deleted", skipped_id) not in events_of(api, skipped_id)
+
+
+def test_a_new_cadence_is_refused_while_the_charge_its_last_retry_closed_holds_the_subscription(api, at):
+    """A cancelled subscription is still on the charge its last failed retry closed (decisions
+    §6.4); a new cadence would bill that charge for more deliveries (found by a random audit: the
+    closed charge was repriced for two, and a manual process took it). 422 as for a charge in
+    retry: process that charge first."""
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(
+            dunning={"first_retry_days": 1, "retry_every_days": 2, "max_attempts": 3,
+                     "on_max_retries": "cancel_subscriptions"}))
+    at(date(2027, 1, 10))
+    address, sub = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 1, 11), price="10.00")
+    advance(api, to="2027-01-20")  # three attempts: closed, the subscription cancelled
+    assert api.get(f"/subscriptions/{sub.id}").json()["subscription"]["status"] == "cancelled"
+    [closed] = charges_of(api, address.id)
+    reply = api.put(f"/subscriptions/{sub.id}", json={"order_interval_unit": "month", "order_interval_frequency": 1,
+                                                      "charge_interval_frequency": 2})
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["errors"] == {"charge_interval_frequency": [
+        f"purchase item {sub.id} is held by charge {closed.id}, whose last retry failed: process that charge first"]}
+    [after] = charges_of(api, address.id)
+    assert (after.total_price, after.line_items, after.orders_count) == (
+        closed.total_price, closed.line_items, closed.orders_count)

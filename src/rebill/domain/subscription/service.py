@@ -299,13 +299,16 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
             errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
             check_next_date(unit, [subscription_id], changes["next_charge_scheduled_at"],
                               "next_charge_scheduled_at")
-    elif interval_changed and current.status == ACTIVE:
+    if interval_changed:
         # A new cadence gives a new next date, which a retry holding it would overwrite (as a
-        # next date sent would be; found by an audit).
+        # next date sent would be; found by an audit), and a new count of deliveries a charge
+        # pays for: a cancelled subscription still on the charge its last retry closed would
+        # have that charge billed for them (found by a random audit).
         errored.check_not_waiting(unit, subscription_id, next((n for n in cadence if n in changes), "order_interval_unit"))
-        # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
-        since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
-        changes["next_charge_scheduled_at"] = intervals.after_interval_change(cadence, since, today)
+        if "next_charge_scheduled_at" not in changes and current.status == ACTIVE:
+            # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
+            since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
+            changes["next_charge_scheduled_at"] = intervals.after_interval_change(cadence, since, today)
     by_hand = "next_charge_scheduled_at" in changes and current.status == ACTIVE and not any(
         name in changes for name in (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week"))
     if by_hand and changes["next_charge_scheduled_at"] != current.next_charge_scheduled_at:
