@@ -14,7 +14,7 @@ asserted by JSON type and value in each version, on both databases.
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -328,6 +328,47 @@ def test_stores_update_refuses_bad_settings_an_unknown_store_and_no_setting(api)
     empty = _cli(api, "stores", "update", api.store.name)
     assert empty.exit_code == 2 and "nothing to change" in empty.output
     assert _settings(api) == {"email": "", "phone": "", "checkout_logo_url": ""}
+
+
+def test_a_store_s_time_zone_is_set_by_the_command_line_and_decides_its_today(api):
+    """decisions §1.3 (found by an audit: no command set one, so every store ran on UTC)."""
+    name = f"{api.store.name}-kiritimati"
+    made = _cli(api, "stores", "create", name, "--timezone", "Pacific/Kiritimati")
+    assert made.exit_code == 0, made.output
+    with api.db.read() as conn:
+        assert store_repo.by_name(conn, name).timezone == "Pacific/Kiritimati"
+    before = api.clock.now()
+    try:
+        moved = _cli(api, "stores", "update", api.store.name, "--timezone", " Pacific/Pago_Pago ")
+        assert moved.exit_code == 0 and "updated timezone of" in moved.output, moved.output
+        assert _ok(api.get("/store", version=V11), "store")["timezone"]["iana_name"] == "Pacific/Pago_Pago"
+        # 05:00 UTC on March 2 is still March 1 in Pago Pago (UTC-11): March 1 is today there,
+        # February 28 the past.
+        api.clock.set(datetime(2027, 3, 2, 5, 0, tzinfo=UTC))
+        address = make_address(api)
+        body = {"address_id": address.id, "product_title": "Tea", "price": "5.00", "quantity": 1,
+                "charge_interval_frequency": 1, "order_interval_frequency": 1, "order_interval_unit": "month"}
+        today = api.post("/subscriptions", json={**body, "next_charge_scheduled_at": "2027-03-01"}, version=V11)
+        assert today.status_code == 201, today.text
+        past = api.post("/subscriptions", json={**body, "next_charge_scheduled_at": "2027-02-28"}, version=V11)
+        assert past.json()["errors"] == {"next_charge_scheduled_at": ["must not be in the past"]}
+    finally:
+        api.clock.set(before)
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "utc+3", "../etc/passwd", "", "EST5EDT "])
+def test_a_time_zone_not_in_the_tz_database_is_refused(api, zone):
+    created = _cli(api, "stores", "create", f"{api.store.name}-bad-zone", "--timezone", zone)
+    updated = _cli(api, "stores", "update", api.store.name, "--timezone", zone)
+    if zone.strip() == "EST5EDT":  # a tz database name, spaces around it trimmed
+        assert created.exit_code == updated.exit_code == 0, created.output + updated.output
+        return
+    for result in (created, updated):
+        assert result.exit_code == 2, result.output
+        assert "timezone: must be an IANA time zone name" in result.output
+    with api.db.read() as conn:
+        assert store_repo.by_name(conn, f"{api.store.name}-bad-zone") is None
+        assert store_repo.by_name(conn, api.store.name).timezone == api.store.timezone
 
 
 # Orders: external_order_number is the order's number in the store -----------------------------

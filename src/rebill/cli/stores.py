@@ -23,6 +23,8 @@ app = typer.Typer(name="stores", help="Manage stores (tenants).", no_args_is_hel
 EMAIL_HELP = "The store's contact e-mail (GET /store `email`, GET /shop `shop_email`)"
 PHONE_HELP = "The store's phone (GET /store `phone`, GET /shop `shop_phone`)"
 LOGO_HELP = "An http(s) address of the logo checkouts show (`checkout_logo_url`)"
+TIMEZONE_HELP = ("The store's IANA time zone (America/New_York): its midnight starts its day, when charges fall "
+                 "due and what is in the past")
 
 
 @app.command("create")
@@ -39,6 +41,7 @@ def stores_create(
     email: str = typer.Option("", "--email", help=EMAIL_HELP),
     phone: str = typer.Option("", "--phone", help=PHONE_HELP),
     checkout_logo_url: str = typer.Option("", "--checkout-logo-url", help=LOGO_HELP),
+    timezone: str = typer.Option("UTC", "--timezone", help=TIMEZONE_HELP),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Create a store."""
@@ -49,7 +52,7 @@ def stores_create(
                 conn, SystemClock().now(), name=name, currency=currency, ships_to=csv(ships_to),
                 presentment_currencies=csv(presentment_currencies), plan_tier=plan_tier,
                 checkout_platform=checkout_platform, default_api_version=default_version, sandbox=sandbox,
-                email=email, phone=phone, checkout_logo_url=checkout_logo_url)
+                email=email, phone=phone, checkout_logo_url=checkout_logo_url, timezone=timezone.strip())
     except ValidationFailed as exc:
         fail(exc)
     err.print(f"[green]created store[/green] {store.name} (id {store.id})")
@@ -61,21 +64,23 @@ def stores_update(
     email: Optional[str] = typer.Option(None, "--email", help=EMAIL_HELP + "; '' clears it"),
     phone: Optional[str] = typer.Option(None, "--phone", help=PHONE_HELP + "; '' clears it"),
     checkout_logo_url: Optional[str] = typer.Option(None, "--checkout-logo-url", help=LOGO_HELP + "; '' clears it"),
+    timezone: Optional[str] = typer.Option(None, "--timezone", help=TIMEZONE_HELP),
     database: Optional[str] = DatabaseOption,
 ) -> None:
-    """Change a store's contact settings (GET /store, GET /shop); what is not given stays."""
-    if email is None and phone is None and checkout_logo_url is None:
-        err.print("[red]nothing to change[/red]: give --email, --phone or --checkout-logo-url")
+    """Change a store's contact settings and time zone (GET /store, GET /shop); what is not given
+    stays."""
+    if email is None and phone is None and checkout_logo_url is None and timezone is None:
+        err.print("[red]nothing to change[/red]: give --email, --phone, --checkout-logo-url or --timezone")
         raise typer.Exit(2)
     db = open_database(database)
     try:
         with db.write() as conn:
             before = store_named(conn, name)
             after = store_service.update_settings(conn, _now(before), before, email=email, phone=phone,
-                                                  checkout_logo_url=checkout_logo_url)
+                                                  checkout_logo_url=checkout_logo_url, timezone=timezone)
     except ValidationFailed as exc:
         fail(exc)
-    changed = [n for n in store_service.SETTINGS if getattr(before, n) != getattr(after, n)]
+    changed = [n for n in (*store_service.SETTINGS, "timezone") if getattr(before, n) != getattr(after, n)]
     err.print(f"[green]updated[/green] {', '.join(changed)} of {name}" if changed else f"{name}: nothing changed")
 
 
