@@ -7,8 +7,8 @@ import secrets
 import unicodedata
 from datetime import datetime
 from functools import cache
-from zoneinfo import available_timezones
 from urllib.parse import urlsplit
+from zoneinfo import available_timezones
 
 from sqlalchemy import Connection
 
