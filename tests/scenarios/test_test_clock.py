@@ -204,3 +204,22 @@ def test_twenty_advances_at_once_each_200_moved_the_clock_and_each_loser_is_409(
     today = _advance(api, days=1).json()["store_clock"]["today"]
     assert today == (date(2027, 1, 20) + timedelta(days=3 * moved + 1)).isoformat()
     assert [c.status for c in charges_of(api, address.id) if c.scheduled_at == date(2027, 1, 22)] == ["success"]
+
+
+@pytest.mark.parametrize("body", [{"days": 3}, {"to": "2027-03-15"}])
+def test_a_walk_across_the_change_to_summer_time_stops_on_every_date_of_the_store(api, body):
+    """decisions §6.12, one advance steps day by day, a date comes at the store's midnight: on
+    the spring-forward day (23 hours in New York) a walk of 24-hour steps begun at 23:52 skipped
+    the store's March 14, and paid its charge on the 15th (found by an audit)."""
+    from datetime import UTC, datetime
+    from zoneinfo import ZoneInfo
+    ny = api.other_store(timezone="America/New_York")
+    api.clock.set(datetime(2027, 3, 13, 4, 52, tzinfo=UTC))  # 23:52 on March 12 in New York
+    address, _ = _subscriber(ny, next_charge_scheduled_at=date(2027, 3, 13), order_interval_unit="day",
+                             order_interval_frequency=1, charge_interval_frequency=1)
+    reply = ny.post("/store/clock/advance", json=body)
+    assert reply.status_code == 200, reply.text
+    paid = [c for c in charges_of(ny, address.id) if c.status == "success"]
+    # Each charge on its own date of the store, each once.
+    assert [(c.scheduled_at, c.processed_at.astimezone(ZoneInfo("America/New_York")).date()) for c in paid] == [
+        (date(2027, 3, day), date(2027, 3, day)) for day in range(13, 16 if "to" in body else 17)]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 
 from sqlalchemy import case, or_, update
 
@@ -68,12 +68,13 @@ def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], st
         # From the clock as the hold found it: an advance that ended just before counts.
         start = now = real_now() + store_clock.offset(store)
         target, step = _target(store, now, days, to, hours)
+        grid = _grid(start, step, zone(store.timezone))
         sources = due.SOURCES + ([_deliveries] if deliver is not None else [])
         summary = run.Summary()
         while now < target:
             with db.read() as conn:
                 when = due.next_due(Unit(conn, store, now), sources)
-            now = _stop(start, now, step, target, when)
+            now = _stop(grid, start, now, step, target, when)
             store = _set(db, store, now, real_now)
             if when is not None and when <= now:
                 _work(db, gateway, store, real_now, summary)
@@ -109,7 +110,23 @@ def _release(db: Database, store: Store) -> None:
                      .values(clock_moving_until=None))
 
 
-def _stop(start: datetime, now: datetime, step: timedelta, target: datetime, when: datetime | None) -> datetime:
+def _grid(start: datetime, step: timedelta, tz: tzinfo) -> Callable[[int], datetime]:
+    """The walk's k-th step from ``start``: the same time of day on each following date of the
+    store (a day's step), or ``k`` hours on. A day's step is not 24 hours: across a change to
+    summer time the store's day has 23, and a walk of 24-hour steps that starts in the last hour
+    of a day never stops on the next date, whose charges it then paid a day late (found by an
+    audit)."""
+    if step != DAY:
+        return lambda k: start + k * step
+    local = start.astimezone(tz)
+
+    def at(k: int) -> datetime:
+        return datetime.combine(local.date() + k * DAY, local.time(), tzinfo=tz).astimezone(start.tzinfo)
+    return at
+
+
+def _stop(grid: Callable[[int], datetime], start: datetime, now: datetime, step: timedelta, target: datetime,
+          when: datetime | None) -> datetime:
     """The first step after ``now`` at which ``when`` has come, the target at the latest.
     Steps count from the advance's start, as the step-by-step walk took them, so each run
     happens at the moment it always did (``processed_at``, the events' times). Work due
@@ -117,8 +134,14 @@ def _stop(start: datetime, now: datetime, step: timedelta, target: datetime, whe
     finish it) is run at the next step, as the walk would, so the advance always moves on."""
     if when is None or when >= target:
         return target
-    steps = max(-((start - when) // step), (now - start) // step + 1)
-    return min(start + steps * step, target)
+    # A first guess by whole steps of fixed length, then the grid's own steps (a store's day
+    # is 23 to 25 hours long) either way.
+    k = max(-((start - when) // step), (now - start) // step + 1, 1)
+    while k > 1 and grid(k - 1) >= when and grid(k - 1) > now:
+        k -= 1
+    while grid(k) < when or grid(k) <= now:
+        k += 1
+    return min(grid(k), target)
 
 
 def _deliveries(unit: Unit) -> datetime | None:
