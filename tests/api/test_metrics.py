@@ -230,6 +230,22 @@ def test_a_billing_run_moves_the_billing_figures(observed, mapi):
     assert declined
 
 
+def test_a_test_clock_advance_moves_the_billing_figures(observed, mapi):
+    """Its stops are billing runs (found by an audit: an advance that paid 1,400 charges left
+    the figures at 0)."""
+    customer = make_customer(mapi)
+    make_payment_method(mapi, customer, processor_payment_method_token="pm_ok")
+    address = make_address(mapi, customer)
+    make_subscription(mapi, address, next_charge_scheduled_at=mapi.clock.now().date() + timedelta(days=1))
+    before = scrape(observed)
+    reply = mapi.post("/store/clock/advance", json={"days": 2})
+    assert reply.status_code == 200 and reply.json()["store_clock"]["paid"] == 1, reply.text
+    after = scrape(observed)
+    paid = ("rebill_billing_charges_total", (("outcome", "paid"),))
+    assert after.get(paid, 0.0) - before.get(paid, 0.0) == 1
+    assert charges_of(mapi, address.id)[0].status == "success"
+
+
 def test_every_job_run_is_counted_by_result(observed, mapi):
     def broken() -> None:
         raise RuntimeError("boom")
@@ -379,6 +395,33 @@ def test_a_refused_requests_line_names_its_route_without_a_store(api, request_li
     line = json.loads(JsonFormatter().format(record))
     assert line["store_id"] is None and line["route"] == "/customers/{customer_id}" and line["status"] == 401
     assert line["request_id"] == reply.headers["x-request-id"] and line["version"] == V01
+
+
+@pytest.mark.parametrize("refusal", ["rate_limit", "version", "uninstalled"])
+def test_a_request_the_edge_refused_after_its_token_named_a_store_names_the_store(api, request_lines, refusal):
+    """429, 426 and the uninstalled store's 403 come before the request's context: their lines
+    name the token's store all the same (found by an audit: `store_id: null`)."""
+    from sqlalchemy import update
+
+    from rebill.models import stores
+    from dataclasses import replace
+    settings = _settings()
+    if refusal == "rate_limit":
+        settings = replace(settings, rate_limit=RateLimit(burst=1, per_second=0.001))
+    app = create_app(settings, db=api.db, clock=api.clock)
+    client = TestClient(app, base_url="http://rebill.test")
+    headers = {"X-Service-Access-Token": api.token, "X-Service-Version": "1999-01" if refusal == "version" else V11}
+    if refusal == "uninstalled":
+        with api.db.write() as conn:
+            conn.execute(update(stores).where(stores.c.id == api.store.id).values(installed=False))
+    if refusal == "rate_limit":
+        assert client.get("/customers", headers=headers).status_code == 200
+    reply = client.get("/customers", headers=headers)
+    assert reply.status_code == {"rate_limit": 429, "version": 426, "uninstalled": 403}[refusal], reply.text
+    line = json.loads(JsonFormatter().format(
+        [r for r in request_lines.records if r.name == "rebill.requests"][-1]))
+    assert (line["store_id"], line["status"], line["request_id"]) == (
+        api.store.id, reply.status_code, reply.headers["x-request-id"])
 
 
 def test_a_jobs_lines_carry_the_run_store_result_and_duration(mapi, observed, caplog):

@@ -221,6 +221,40 @@ def test_text_lines_when_asked_and_no_metrics_by_default(tmp_path):
         process.wait(timeout=30)
 
 
+def test_one_process_stopped_by_sigterm_removes_its_metrics_directory(tmp_path):
+    """docs/operations.md: the directory goes at a clean stop (found by an audit: uvicorn sends
+    SIGTERM to itself again after its graceful stop, and the default handler ended a single
+    process before it removed the directory). The start line says the limit is off when it is."""
+    url = f"sqlite:///{tmp_path / 'rebill.db'}"
+    _, token, customer_id = _prepare(url)
+    metrics_dir = tmp_path / "metrics"
+    port = _free_port()
+    env = {**os.environ, **QUIET, "REBILL_METRICS": "on", "REBILL_METRICS_DIR": str(metrics_dir),
+           "REBILL_REDIS_URL": "redis://127.0.0.1:1/0"}
+    for name in ("REBILL_FAILPOINT", "PROMETHEUS_MULTIPROC_DIR", "REBILL_LOG_FORMAT"):
+        env.pop(name, None)
+    log = tmp_path / "serve.err"
+    with log.open("wb") as err:
+        process = subprocess.Popen([sys.executable, "-m", "rebill.cli", "serve", "--port", str(port), "--database",
+                                    url, "--rate-limit", "off"], env=env, stdout=subprocess.DEVNULL, stderr=err)
+    served = Served(f"http://127.0.0.1:{port}", token, log)
+    try:
+        def answering() -> bool:
+            try:
+                return served.get(f"/customers/{customer_id}")[0] == 200
+            except OSError:
+                return False
+        _wait_for(answering, 60, "rebill serve answered", served)
+        assert any(metrics_dir.glob("counter_*.db"))
+        assert "Rate limits off (--rate-limit off)" in log.read_text()
+    finally:
+        process.terminate()
+        code = process.wait(timeout=30)
+    assert code == 128 + signal.SIGTERM, log.read_text()
+    assert "Application shutdown complete" in log.read_text()
+    assert not metrics_dir.exists()
+
+
 def test_an_unknown_log_format_stops_the_start():
     done = subprocess.run([sys.executable, "-m", "rebill.cli", "serve", "--log-format", "xml"], capture_output=True,
                           text=True, timeout=60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 from typing import Optional
 from urllib.parse import urlsplit
 
@@ -93,12 +94,18 @@ def serve(
     # Issue 18: the operator learns at start whether the rate limit is shared (docs/operations.md, "Redis").
     parts = urlsplit(settings.redis_url or "")
     where = parts.netloc.rpartition("@")[2] + parts.path  # the host, port and db: never a password
-    line = (f"Rate limits shared through Redis ({where})" if settings.redis_url else
+    line = ("Rate limits off (--rate-limit off)" if not rl.enabled else
+            f"Rate limits shared through Redis ({where})" if settings.redis_url else
             f"Rate limits are per process (no REBILL_REDIS_URL): each of the {workers} process(es) counts its own")
     if json_logs:
         log.info(line)
     else:
         err.print(line, soft_wrap=True)  # one line, whatever the terminal's width
+    if metrics_dir is not None:
+        # uvicorn stops gracefully on SIGTERM, then sends it to itself again with the handler
+        # it found in place: the default one would end the process before the `finally` below
+        # (found by an audit: a single process left its metrics directory behind).
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         # Rebill writes its own line per request (observability/logs.py): uvicorn's access log stays off.
         # httptools' protocol with the error shape for a request it cannot parse (http/protocol.py).
@@ -108,3 +115,7 @@ def serve(
     finally:
         if metrics_dir is not None:
             remove_directory(metrics_dir)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # what a shell reports for a process SIGTERM ended

@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from rebill.api.contract import Version
 from rebill.domain.store.model import Store, Token
 
+# The store a token named, in the scope of a request the edge refused after resolving it (a
+# 403, 429 or 426 has no context): the request's log line names it (http/observe.py).
+STORE_KEY = "rebill.store_id"
+
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs 0.7 µs more to build, per request
 class RequestContext:

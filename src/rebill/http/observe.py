@@ -33,6 +33,7 @@ from rebill.observability import metrics as metrics_module
 from rebill.observability.logs import lighten, log_request, requests_logged
 from rebill.observability.metrics import UNMATCHED, Metrics
 
+from .context import STORE_KEY
 from .processor_events import endpoint_key
 
 _CONVERTOR = re.compile(r"\{(\w+):\w+\}")
@@ -78,7 +79,7 @@ class Observed:
             route, version, store_id, request_id = ctx.route or self._route(scope["path"]), ctx.version.name, \
                 ctx.store.id, ctx.request_id
         else:
-            route, store_id = self._route(scope["path"]), None
+            route, store_id = self._route(scope["path"]), scope.get(STORE_KEY)
             version = request_id = ""
             for name, value in start["headers"]:
                 if name == _REQUEST_ID:

@@ -5,6 +5,7 @@ from rebill.domain.geo import country_name, subdivisions
 from rebill.domain.unit import zone
 from rebill.errors import Forbidden
 from rebill.jobs.deliver import drain_now
+from rebill.observability import record
 
 from ..call import Call, Reply
 from ..declared import Body, listed, one, whole
@@ -79,6 +80,9 @@ def advance_clock(call: Call) -> Reply:
                                   days=body.get("days"), to=body.get("to"), hours=body.get("hours"),
                                   deliver=lambda store: drain_now(db, real_now, store_id=store.id,
                                                                   private_policy=call.services.webhook_private))
+    # Its stops are billing runs: counted in the billing figures as the scheduled runs' are
+    # (found by an audit: an advance that paid 1,400 charges left rebill_billing_charges at 0).
+    record.billing_store(call.store.id, summary)
     local = now.astimezone(zone(call.store.timezone))
     return Reply({"store_clock": {
         "now": local.isoformat(), "today": local.date().isoformat(), "processed": summary.processed,
