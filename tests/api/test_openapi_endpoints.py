@@ -82,8 +82,11 @@ def test_rebill_openapi_writes_the_served_document(client, tmp_path, version):
     assert target.read_bytes() == client.get("/openapi.json", params={"version": version}).content
     printed = CliRunner().invoke(cli, ["openapi", "--version", version], catch_exceptions=False)
     assert msgspec.json.decode(printed.stdout_bytes) == openapi.document(version)
+    assert printed.stdout_bytes == target.read_bytes()  # the same bytes on stdout (no newline added)
     refused = CliRunner().invoke(cli, ["openapi", "--version", "2020-01"])
     assert refused.exit_code == 2
+    unwritable = CliRunner().invoke(cli, ["openapi", "--version", version, "--output", str(tmp_path)])
+    assert unwritable.exit_code == 1 and f"cannot write {tmp_path}" in unwritable.output
 
 
 def test_the_declared_shapes_match_what_the_serializers_render(api):

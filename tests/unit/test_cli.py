@@ -435,3 +435,56 @@ def test_tokens_revoke_refuses_an_unknown_id(store_db):
     result = run("tokens", "revoke", "987654", "--database", store_db)
     assert result.exit_code == 2
     assert "no token with id 987654" in result.output
+
+
+# Found by an audit of the command line ------------------------------------------------------
+
+def test_tokens_create_refuses_scopes_and_all_scopes_together_and_no_scope(store_db):
+    both = runner.invoke(cli, ["tokens", "create", "--store", "acme", "--scopes", "read_customers", "--all-scopes",
+                               "--database", store_db])
+    assert both.exit_code == 2 and "give either --scopes a,b,c or --all-scopes" in both.output
+    none = runner.invoke(cli, ["tokens", "create", "--store", "acme", "--scopes", "", "--database", store_db])
+    assert none.exit_code == 2 and "scopes: give at least one scope" in none.output
+    mail = runner.invoke(cli, ["tokens", "create", "--store", "acme", "--all-scopes", "--contact-email", "bad",
+                               "--database", store_db])
+    assert mail.exit_code == 2 and "contact_email: is invalid" in mail.output
+
+
+def test_stores_rates_takes_a_shipping_price_alone_and_refuses_a_tax_rate_given_twice(store_db):
+    alone = run("stores", "rates", "acme", "--shipping-rate", "3.00", "--database", store_db)
+    assert alone.exit_code == 0, alone.output
+    [rate] = _store(store_db, "acme").shipping_rates
+    assert (rate["price"], rate["country_codes"]) == ("3.00", [])
+    twice = runner.invoke(cli, ["stores", "rates", "acme", "--tax-rate", "US:0.1:CA", "--tax-rate", "US:0.2:ca",
+                                "--database", store_db])
+    assert twice.exit_code == 2
+    assert "tax_rates.1.province: a rate for this country and province is given already" in twice.output
+    assert run("stores", "rates", "acme", "--clear-shipping", "--database", store_db).exit_code == 0
+
+
+def test_a_store_name_is_trimmed_and_a_host_s_own_zone_is_no_time_zone(store_db):
+    made = run("stores", "create", "  spaced  ", "--database", store_db)
+    assert made.exit_code == 0 and _store(store_db, "spaced") is not None
+    assert runner.invoke(cli, ["stores", "create", "spaced", "--database", store_db]).exit_code == 2
+    for zone in ("localtime", "Factory"):
+        refused = runner.invoke(cli, ["stores", "update", "spaced", "--timezone", zone, "--database", store_db])
+        assert refused.exit_code == 2 and "timezone: must be an IANA time zone name" in refused.output
+
+
+@pytest.mark.parametrize("database, said", [
+    ("sqlite:///{tmp}/missing/db.sqlite", "no database at"),
+    ("sqlite:///{tmp}/empty.db", "the database has no tables yet (no such table: stores): run `rebill migrate` first"),
+    ("postgresql://root@127.0.0.1:1/nodb", "cannot use the database: connection failed"),
+    ("mysql://x/y", "not a database URL Rebill can use"),
+    ("not a url", "not a database URL Rebill can use"),
+])
+def test_a_database_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path, database, said):
+    import subprocess
+    import sys
+    (tmp_path / "empty.db").touch()
+    url = database.format(tmp=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "rebill.cli", "stores", "list", "--database", url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode in (1, 2), done.stderr
+    assert said in " ".join(done.stderr.split()) and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "missing").exists()  # a command that reads makes no database

@@ -29,4 +29,12 @@ for _name in COMMANDS:
 
 
 def main() -> None:
-    app()
+    from .common import database_problem, err
+    try:
+        app()
+    except Exception as exc:
+        said = database_problem(exc)
+        if said is None:
+            raise
+        err.print(f"[red]{said}[/red]", soft_wrap=True)
+        raise SystemExit(1) from None

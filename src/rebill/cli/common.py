@@ -7,14 +7,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, NoReturn, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
 import typer
+from alembic.util.exc import CommandError
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Connection
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
-from rebill.db.engine import Database
+from rebill.db.engine import Database, normalize_url, unavailable
 from rebill.db.migrate import upgrade
 from rebill.domain.store import repository as stores_repo
 from rebill.domain.store.model import Store
@@ -37,11 +41,48 @@ def settings_for(database: str | None) -> Settings:
 
 def open_database(database: str | None, *, migrate: bool = False) -> Database:
     """The database of the settings (``--database`` first); ``migrate`` brings its schema up to
-    date first, for the commands that may be the first to touch a new database."""
+    date first, for the commands that may be the first to touch a new database. A command that
+    does not migrate refuses a SQLite file that is not there, rather than make an empty one."""
     url = settings_for(database).database_url
+    parsed = _parsed(url)
+    if not migrate and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+            and not Path(parsed.database).exists():
+        err.print(f"[red]no database at {parsed.database}[/red]: run `rebill migrate` (or `rebill serve`) first")
+        raise typer.Exit(1)
     if migrate:
         upgrade(url)
     return Database.from_url(url)
+
+
+SUPPORTED = "sqlite:///PATH or postgresql://USER@HOST:PORT/NAME"
+
+
+def _parsed(url: str) -> URL:
+    try:
+        parsed = make_url(normalize_url(url))
+    except ArgumentError:
+        parsed = None
+    if parsed is None or parsed.get_backend_name() not in ("sqlite", "postgresql") or (
+            parsed.get_backend_name() == "sqlite" and not parsed.database):
+        err.print(f"[red]not a database URL Rebill can use[/red]: {url!r} (use {SUPPORTED})")
+        raise typer.Exit(2)
+    return parsed
+
+
+def database_problem(exc: BaseException) -> str | None:
+    """One line for an error of the database a command could not use (found by an audit: each
+    was a traceback), or None for any other error, which keeps its traceback."""
+    if isinstance(exc, CommandError):  # Alembic: a revision it does not know (a newer Rebill's)
+        return f"cannot migrate: {exc}"
+    if isinstance(exc, (ArgumentError, NoSuchModuleError)):
+        return f"not a database URL Rebill can use (use {SUPPORTED})"
+    if isinstance(exc, DBAPIError):
+        said = str(exc.orig or exc).strip().splitlines()[0] if str(exc.orig or exc).strip() else type(exc).__name__
+        if "no such table" in said or (getattr(exc.orig, "sqlstate", None) == "42P01"):
+            return f"the database has no tables yet ({said}): run `rebill migrate` first"
+        if unavailable(exc) or isinstance(exc, OperationalError):
+            return f"cannot use the database: {said}"
+    return None
 
 
 # The widest line a table piped elsewhere may take (rich lays out up to this, then stops).
@@ -63,7 +104,7 @@ def stores_named(conn: Connection, name: str | None) -> list[Store]:
 
 
 def store_named(conn: Connection, name: str) -> Store:
-    found = stores_repo.by_name(conn, name)
+    found = stores_repo.by_name(conn, name.strip())  # names are stored trimmed
     if found is None:
         err.print(f"[red]no store named {name!r}[/red]")
         raise typer.Exit(2)
@@ -71,10 +112,19 @@ def store_named(conn: Connection, name: str) -> Store:
 
 
 def fail(exc: ValidationFailed) -> NoReturn:
-    """Print a refusal field by field, as the API would name them, and exit 2."""
-    for field, messages in (exc.errors.items() if isinstance(exc.errors, dict) else [("error", [exc.errors])]):
+    """Print a refusal field by field, as the API would name them (a nested one by its path:
+    `tax_rates.0.rate`), and exit 2."""
+    for field, messages in _flat(exc.errors if isinstance(exc.errors, dict) else {"error": [exc.errors]}):
         err.print(f"[red]{field}[/red]: {'; '.join(messages)}")
     raise typer.Exit(2)
+
+
+def _flat(errors: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, list[str]]]:
+    for name, said in errors.items():
+        if isinstance(said, dict):
+            yield from _flat(said, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", [str(m) for m in (said if isinstance(said, list) else [said])]
 
 
 def csv(value: str | None) -> list[str] | None:

@@ -29,8 +29,13 @@ def openapi(
         raise typer.Exit(2)
     data = documents.encoded(version)
     if output is None:
-        sys.stdout.buffer.write(data + b"\n")
+        # The bytes alone, no newline after them (found by an audit: `cmp` with the endpoint's failed).
+        sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    output.write_bytes(data)
+    try:
+        output.write_bytes(data)
+    except OSError as exc:
+        err.print(f"[red]cannot write {output}[/red]: {exc.strerror or exc}")
+        raise typer.Exit(1) from None
     err.print(f"Wrote the {version} document to {output}")

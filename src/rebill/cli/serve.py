@@ -33,7 +33,7 @@ def serve(
     port: int = typer.Option(8000, help="Port to listen on"),
     database: Optional[str] = DatabaseOption,
     rate_limit: Optional[str] = typer.Option(None, "--rate-limit", help="BURST/PER_SECOND, e.g. 40/2, or off"),
-    workers: int = typer.Option(1, help="Worker processes"),
+    workers: int = typer.Option(1, min=1, help="Worker processes"),
     log_format: Optional[str] = typer.Option(
         None, "--log-format", help="text or json: one JSON object a line (default: $REBILL_LOG_FORMAT or text)"),
     jobs: Optional[str] = typer.Option(
@@ -94,7 +94,7 @@ def serve(
     # Issue 18: the operator learns at start whether the rate limit is shared (docs/operations.md, "Redis").
     parts = urlsplit(settings.redis_url or "")
     where = parts.netloc.rpartition("@")[2] + parts.path  # the host, port and db: never a password
-    line = ("Rate limits off (--rate-limit off)" if not rl.enabled else
+    line = ("Rate limits off" if not rl.enabled else
             f"Rate limits shared through Redis ({where})" if settings.redis_url else
             f"Rate limits are per process (no REBILL_REDIS_URL): each of the {workers} process(es) counts its own")
     if json_logs:

@@ -102,10 +102,12 @@ def _now(store: Any) -> datetime:
     return store_clock.clock_for(store, SystemClock().now)()
 
 
-def _rate(text: str, names: tuple[str, ...]) -> dict[str, str]:
+def _rate(text: str, names: tuple[str, ...], required: int) -> dict[str, str]:
+    """The parts of a rate, the first ``required`` of them required (a shipping rate's price
+    alone applies to every country; found by an audit: `--shipping-rate 3.00` was refused)."""
     parts = text.split(":")
-    if len(parts) < 2 or len(parts) > len(names):
-        raise typer.BadParameter(f"{text!r}: expected {':'.join(names)}")
+    if len(parts) < required or len(parts) > len(names):
+        raise typer.BadParameter(f"{text!r}: expected {':'.join(names)} (at least {':'.join(names[:required])})")
     return dict(zip(names, parts))
 
 
@@ -127,11 +129,11 @@ def stores_rates(
     if shipping_rate:
         shipping = []
         for text in shipping_rate:
-            rate = _rate(text, ("price", "country_codes", "code", "title"))
+            rate = _rate(text, ("price", "country_codes", "code", "title"), 1)
             shipping.append({**rate, "country_codes": csv(rate.get("country_codes")) or []})
     tax = [] if clear_tax else None
     if tax_rate:
-        tax = [_rate(text, ("country_code", "rate", "province", "title")) for text in tax_rate]
+        tax = [_rate(text, ("country_code", "rate", "province", "title"), 2) for text in tax_rate]
     db = open_database(database)
     try:
         with db.write() as conn:

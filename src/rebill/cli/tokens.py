@@ -29,8 +29,9 @@ def tokens_create(
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Create a token and print it alone on stdout."""
-    if not all_scopes and scopes is None:
-        raise typer.BadParameter("give --scopes a,b,c or --all-scopes")
+    if all_scopes == (scopes is not None):
+        # Both: an operator who meant a narrow token would get every scope (found by an audit).
+        raise typer.BadParameter("give either --scopes a,b,c or --all-scopes")
     db = open_database(database, migrate=True)
     try:
         with db.write() as conn:

@@ -61,6 +61,10 @@ def check_tax(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
             add_error(errors, f"{index}.country_code", "must be a 2-letter country code")
         # A blank province (`US:0.0725::US tax` on the command line) is the whole country's rate.
         province = str(rate.get("province") or "").strip() or None
+        if any(c["country_code"] == code and (c["province"] or "").casefold() == (province or "").casefold()
+               for c in clean):
+            # Which of the two would apply? Refused (found by an audit).
+            add_error(errors, f"{index}.province", "a rate for this country and province is given already")
         clean.append({"country_code": code, "province": province, "rate": value,
                       "title": rate.get("title") or "Tax"})
     if errors:

@@ -38,6 +38,7 @@ def create_store(
     phone: str = "",
     checkout_logo_url: str = "",
 ) -> Store:
+    name = name.strip()  # " shop1 " is shop1, as every setting is trimmed (found by an audit)
     contact = {"email": email.strip(), "phone": phone.strip(), "checkout_logo_url": checkout_logo_url.strip()}
     errors = settings_problems(contact)
     ships = [c.strip().upper() for c in (ships_to if ships_to is not None else ["US"]) if c.strip()]
@@ -91,6 +92,11 @@ def create_store(
     })
 
 
+# Files of the tz directory that are no zone of the database: the host's own zone, a
+# placeholder, a rules template (found by an audit: `localtime` was taken).
+NOT_ZONES = frozenset({"localtime", "Factory", "posixrules", "posix", "right"})
+
+
 @cache
 def _zones() -> frozenset[str]:
     return frozenset(available_timezones())
@@ -100,7 +106,7 @@ def timezone_problem(name: str) -> str | None:
     """NOTE: decisions §1.3, a store's time zone decides its "today" (when a charge is due, what
     is in the past): an IANA name, as the tz database spells it (found by an audit: no command
     set one, so every store ran on UTC)."""
-    if name not in _zones():
+    if name not in _zones() or name in NOT_ZONES:
         return "must be an IANA time zone name, such as America/New_York or UTC"
     return None
 
@@ -213,9 +219,16 @@ def create_token(
 ) -> str:
     """Returns the raw token; only its hash is kept."""
     chosen = list(SCOPES) if scopes is None else scopes
-    unknown = sorted(set(chosen) - set(SCOPES))
-    if unknown:
-        raise ValidationFailed({"scopes": [f"unknown scopes: {', '.join(unknown)}"]})
+    errors: dict[str, list[str]] = {}
+    if unknown := sorted(set(chosen) - set(SCOPES)):
+        errors["scopes"] = [f"unknown scopes: {', '.join(unknown)}"]
+    elif not chosen:  # a token that may do nothing is a mistake (found by an audit)
+        errors["scopes"] = ["give at least one scope"]
+    if contact_email is not None and (problem := settings_problems({"email": contact_email.strip()}).get("email")):
+        errors["contact_email"] = problem  # checked as the store's e-mail is (found by an audit)
+    if errors:
+        raise ValidationFailed(errors)
+    contact_email = contact_email.strip() if contact_email is not None else None
     raw = "rb_" + secrets.token_urlsafe(32)
     repository.insert_token(conn, {
         "store_id": store.id,
