@@ -401,10 +401,11 @@ def test_a_refused_requests_line_names_its_route_without_a_store(api, request_li
 def test_a_request_the_edge_refused_after_its_token_named_a_store_names_the_store(api, request_lines, refusal):
     """429, 426 and the uninstalled store's 403 come before the request's context: their lines
     name the token's store all the same (found by an audit: `store_id: null`)."""
+    from dataclasses import replace
+
     from sqlalchemy import update
 
     from rebill.models import stores
-    from dataclasses import replace
     settings = _settings()
     if refusal == "rate_limit":
         settings = replace(settings, rate_limit=RateLimit(burst=1, per_second=0.001))

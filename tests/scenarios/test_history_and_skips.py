@@ -12,7 +12,7 @@ from sqlalchemy import update
 
 from rebill.models import stores
 from tests.api.test_charges_skip import skip_date
-from tests.builders import charges_of, events_of, make_address, make_onetime
+from tests.builders import charges_of, events_of, make_address, make_onetime, make_subscription
 from tests.scenarios.conftest import advance, pay_with, subscriber
 
 
@@ -134,3 +134,21 @@ def test_a_new_cadence_is_refused_while_the_charge_its_last_retry_closed_holds_t
     [after] = charges_of(api, address.id)
     assert (after.total_price, after.line_items, after.orders_count) == (
         closed.total_price, closed.line_items, closed.orders_count)
+
+
+def test_a_whole_unskip_brings_back_the_items_that_do_not_wait_for_a_retry(api, at):
+    """The items of a skipped charge whose earlier charge waits for its retry stay skipped; the
+    others come back (found by a review: one waiting item made the whole unskip a 422)."""
+    at(date(2027, 1, 10))
+    address, waiting = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 1, 20))
+    free = make_subscription(api, address, next_charge_scheduled_at=date(2027, 2, 20))
+    skipped = skip_date(api, address.id, {"date": "2027-02-20", "subscription_ids": [waiting.id, free.id]})
+    assert skipped.status_code == 200, skipped.text
+    assert advance(api, to="2027-01-20")["failed"] == 1
+    reply = api.post(f"/charges/{skipped.json()['charge']['id']}/unskip", json={}, version="2021-11")
+    assert reply.status_code == 200, reply.text
+    assert [line["purchase_item_id"] for line in reply.json()["charge"]["line_items"]] == [free.id]
+    on_date = {c.status: c for c in charges_of(api, address.id) if c.scheduled_at == date(2027, 2, 20)}
+    assert sorted(on_date) == ["queued", "skipped"]
+    assert on_date["skipped"].id == skipped.json()["charge"]["id"]
+    assert [line["purchase_item_id"] for line in on_date["skipped"].line_items] == [waiting.id]

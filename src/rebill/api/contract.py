@@ -122,7 +122,7 @@ class Version:
         # A stored field the caller sent inside an object (a 2021-11 discount's
         # `usage_limits.redemptions` for `usage_limit`): named there (found by an audit).
         nested = {k: path for k, path in schema.nested_names.items()
-                  if k not in sent and isinstance(sent.get(path[0]), Mapping) and path[1] in sent[path[0]]} \
+                  if k not in sent and isinstance(sent.get(path[0]), Mapping)} \
             if schema is not None and isinstance(sent, Mapping) else {}
         if not isinstance(errors, dict) or not (self.error_names or sent_as or nested):
             return errors
@@ -133,8 +133,9 @@ class Version:
             if k in nested:
                 outer, key = nested[k]
                 within = renamed.setdefault(outer, {})
-                if isinstance(within, dict):
-                    within.setdefault(key, v)
+                if isinstance(within, dict):  # two stored fields of one nested key: both said
+                    said = within.get(key, [])
+                    within[key] = said + v if isinstance(said, list) and isinstance(v, list) else v
                 continue
             name = k if k in sent else sent_as.get(k) or self.error_names.get(k, k)
             value = self.rename_errors(v, inner(k))

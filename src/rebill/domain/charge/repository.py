@@ -11,6 +11,7 @@ from rebill.db import statements
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
+from rebill.db.text import unicode_lower
 from rebill.models import charge_items, charges, customers, discounts, orders
 
 from ..filters import Filter, time_window, where
@@ -56,7 +57,7 @@ def _with_code(key: str) -> Any:
     discount whose line showed it (decisions §7.5: they keep their discount lines; found by an
     audit: the filter by id found them, the filter by code did not)."""
     of_deleted = and_(charges.c.discount_id.is_not(None), charges.c.discount_id.not_in(select(discounts.c.id)),
-                      func.lower(func.trim(charges.c.discounts[(0, "code")].as_string())) == key)
+                      unicode_lower(func.trim(charges.c.discounts[(0, "code")].as_string())) == key)
     return or_(charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code_key == key)), of_deleted)
 
 

@@ -131,6 +131,13 @@ def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = 
     if charge.scheduled_at < unit.today:
         raise ValidationFailed.field("scheduled_at", "a skipped charge in the past cannot be unskipped")
     chosen = items.many(unit.conn, unit.store_id, _chosen(charge, item_ids, field))
+    if item_ids is None and len(chosen) > 1:
+        # The whole charge: the items that wait for a retry or a payment stay skipped, the others
+        # come back (found by a review: one waiting item kept every other one skipped). Named
+        # items, or a charge of waiting items alone, are checked below.
+        free = {i: item for i, item in chosen.items()
+                if not errored.holding(unit, i) and not repository.being_paid(unit.conn, unit.store_id, i)}
+        chosen = free or chosen
     for item in chosen.values():
         if item.status != ACTIVE:
             raise ValidationFailed.field(field, f"purchase item {item.id} is {item.status}")
