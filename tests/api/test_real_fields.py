@@ -340,13 +340,28 @@ STORE_SETTINGS = [
     {"email": "owner@example.com", "currency": "EUR", "presentment_currencies": ["USD", "GBP", "JPY", "XTS"],
      "timezone": "America/New_York", "checkout_platform": "platform_s_hosted", "sandbox": False},
     {"timezone": "Australia/Sydney", "checkout_platform": "platform_b_hosted", "presentment_currencies": ["CAD"]},
+    # A zone the tz database does not know (stores create refuses one; a row written before
+    # that check, or a tz database that lost it, may still hold it): rendered all the same.
     {"timezone": "Not/AZone", "checkout_platform": "platform_s_checkout"},
 ]
 
 
+def _store_with(api, settings):
+    from sqlalchemy import update
+
+    from rebill.models import stores
+    zone = settings.get("timezone")
+    if zone != "Not/AZone":
+        return api.other_store(**settings)
+    other = api.other_store(**{k: v for k, v in settings.items() if k != "timezone"})
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == other.store.id).values(timezone=zone))
+    return other
+
+
 @pytest.mark.parametrize("settings", STORE_SETTINGS)
 def test_store_2021_11_renders_every_real_field(api, settings):
-    other = api.other_store(**settings)
+    other = _store_with(api, settings)
     response = other.get("/store", version=V11)
     assert response.status_code == 200, response.text
     assert_fields(response.json()["store"], STORE_2021_11)
@@ -354,7 +369,7 @@ def test_store_2021_11_renders_every_real_field(api, settings):
 
 @pytest.mark.parametrize("settings", STORE_SETTINGS)
 def test_shop_2021_01_renders_every_real_field_of_shop_and_store(api, settings):
-    other = api.other_store(**settings)
+    other = _store_with(api, settings)
     response = other.get("/shop", version=V01)
     assert response.status_code == 200, response.text
     body = response.json()
