@@ -47,7 +47,8 @@ def open_database(database: str | None, *, migrate: bool = False) -> Database:
     parsed = _parsed(url)
     if not migrate and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
             and not Path(parsed.database).exists():
-        err.print(f"[red]no database at {parsed.database}[/red]: run `rebill migrate` (or `rebill serve`) first")
+        err.print(f"[red]no database at {parsed.database}[/red]: run `rebill migrate` (or `rebill serve`) first",
+                  soft_wrap=True)
         raise typer.Exit(1)
     if migrate:
         upgrade(url)
@@ -64,7 +65,7 @@ def _parsed(url: str) -> URL:
         parsed = None
     if parsed is None or parsed.get_backend_name() not in ("sqlite", "postgresql") or (
             parsed.get_backend_name() == "sqlite" and not parsed.database):
-        err.print(f"[red]not a database URL Rebill can use[/red]: {url!r} (use {SUPPORTED})")
+        err.print(f"[red]not a database URL Rebill can use[/red]: {url!r} (use {SUPPORTED})", soft_wrap=True)
         raise typer.Exit(2)
     return parsed
 

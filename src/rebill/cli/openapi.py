@@ -36,6 +36,6 @@ def openapi(
     try:
         output.write_bytes(data)
     except OSError as exc:
-        err.print(f"[red]cannot write {output}[/red]: {exc.strerror or exc}")
+        err.print(f"[red]cannot write {output}[/red]: {exc.strerror or exc}", soft_wrap=True)
         raise typer.Exit(1) from None
     err.print(f"Wrote the {version} document to {output}")
