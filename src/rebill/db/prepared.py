@@ -114,22 +114,6 @@ class _Compiled:
             cursor.close()
         return [self._decode(row) for row in rows], count
 
-    def insert(self, conn: Connection, params: dict[str, Any]) -> int:
-        """A plain INSERT on sqlite3; its row's id is the cursor's ``lastrowid``. ``RETURNING``
-        costs SQLite more than the insert's own work: 10-20 µs a row on this machine
-        (docs/performance.md), two of them in every create."""
-        dbapi = conn.dialect.loaded_dbapi
-        cursor = conn.connection.dbapi_connection.cursor()
-        try:
-            cursor.execute(self.sql, self.arguments(params))
-            row_id = cursor.lastrowid
-        except dbapi.Error as exc:
-            raise DBAPIError.instance(self.sql, None, exc, dbapi.Error) from exc
-        finally:
-            cursor.close()
-        assert isinstance(row_id, int)
-        return row_id
-
     def arguments_many(self, rows: list[dict[str, Any]]) -> list[Any]:
         """``arguments`` of each row, a value the rows share (one ``now`` in every row's
         timestamps) processed once: SQLite's datetime processor costs about 3 µs a value."""
@@ -201,8 +185,7 @@ class Prepared:
 
 
 class PreparedInsert:
-    """An INSERT for one table that answers the new row's id (``RETURNING id``, or on SQLite the
-    rowid, which every table's integer ``id`` is), compiled once per dialect and set of columns.
+    """``INSERT ... RETURNING id`` for one table, compiled once per dialect and set of columns.
 
     It runs beside SQLAlchemy's execution, so it cannot apply Python-side column defaults;
     a table that has any is refused rather than silently written without them."""
@@ -227,16 +210,11 @@ class PreparedInsert:
         compiled.execute_many(conn, rows)
 
     def run(self, conn: Connection, values: dict[str, Any]) -> int:
-        """One row; returns its id: ``RETURNING id`` on PostgreSQL, the rowid on SQLite."""
         key = (conn.dialect.driver, *values)
         compiled = self._by_columns.get(key)
-        sqlite = conn.dialect.name == "sqlite"
         if compiled is None:
             assert self.stmt is not None, "a table without an id column has no id to return"
-            compiled = self._by_columns[key] = _Compiled(self.plain if sqlite else self.stmt, conn.dialect,
-                                                         column_keys=list(values))
-        if sqlite:
-            return compiled.insert(conn, values)
+            compiled = self._by_columns[key] = _Compiled(self.stmt, conn.dialect, column_keys=list(values))
         row = compiled.first(conn, values)
         assert row is not None  # RETURNING always answers
         return int(row[0])

@@ -50,8 +50,6 @@ def insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> l
         return [row[0] for row in result]
     if not table.dialect_options["sqlite"]["autoincrement"]:
         raise TypeError(f"{table.name}: consecutive ids need AUTOINCREMENT on SQLite")
-    if len(rows) == 1:  # most writes record one event: one statement, not two
-        return [insert_row(conn, table, rows[0])]
     insert_all(conn, table, rows)
     # On the driver: through SQLAlchemy's exec_driver_sql this cost 7-11 % of a subscription
     # create (three event inserts). sqlite3's cursor.lastrowid is not set by executemany.
