@@ -189,27 +189,43 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
     assert not metrics_dir.exists()  # removed at the clean stop
 
 
+def _one_server(tmp_path: Path, url: str, token: str, path: str, env: dict[str, str],
+                drop: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], Served, Path]:
+    """One `rebill serve` process (no rate limit) with ``env`` added and ``drop`` left out of
+    the environment, its stderr in ``serve.err``; returned once ``path`` answers 200."""
+    port = _free_port()
+    environment = {**os.environ, **QUIET, **env}
+    for name in ("REBILL_FAILPOINT", "PROMETHEUS_MULTIPROC_DIR", "REBILL_LOG_FORMAT", *drop):
+        environment.pop(name, None)
+    log = tmp_path / "serve.err"
+    with log.open("wb") as err:
+        process = subprocess.Popen([sys.executable, "-m", "rebill.cli", "serve", "--port", str(port), "--database",
+                                    url, "--rate-limit", "off"], env=environment, stdout=subprocess.DEVNULL,
+                                   stderr=err)
+    served = Served(f"http://127.0.0.1:{port}", token, log)
+
+    def answering() -> bool:
+        try:
+            return served.get(path)[0] == 200
+        except OSError:
+            return False
+    try:
+        _wait_for(answering, 60, "rebill serve answered", served)
+    except BaseException:
+        process.kill()
+        process.wait(timeout=30)
+        raise
+    return process, served, log
+
+
 def test_text_lines_when_asked_and_no_metrics_by_default(tmp_path):
     """Text is the default format, without a line per request unless REBILL_LOG_REQUESTS=on
     (settings.py, ``request_lines``); /metrics is off unless REBILL_METRICS=on."""
     url = f"sqlite:///{tmp_path / 'rebill.db'}"
     store_id, token, customer_id = _prepare(url)
-    port = _free_port()
-    env = {**os.environ, **QUIET, "REBILL_LOG_REQUESTS": "on"}
-    for name in ("REBILL_FAILPOINT", "PROMETHEUS_MULTIPROC_DIR", "REBILL_LOG_FORMAT", "REBILL_METRICS"):
-        env.pop(name, None)
-    log = tmp_path / "serve.err"
-    with log.open("wb") as err:
-        process = subprocess.Popen([sys.executable, "-m", "rebill.cli", "serve", "--port", str(port), "--database",
-                                    url, "--rate-limit", "off"], env=env, stdout=subprocess.DEVNULL, stderr=err)
-    served = Served(f"http://127.0.0.1:{port}", token, log)
+    process, served, log = _one_server(tmp_path, url, token, f"/customers/{customer_id}",
+                                       {"REBILL_LOG_REQUESTS": "on"}, drop=("REBILL_METRICS",))
     try:
-        def answering() -> bool:
-            try:
-                return served.get(f"/customers/{customer_id}")[0] == 200
-            except OSError:
-                return False
-        _wait_for(answering, 60, "rebill serve answered", served)
         assert served.get("/metrics")[0] == 404 and served.get("/metrics", token=False)[0] == 401
         status, headers, _ = served.get(f"/customers/{customer_id}")
         wanted = (f"rebill.requests: GET /customers/{customer_id} 200 ", f"request_id={headers['x-request-id']}",
@@ -228,23 +244,9 @@ def test_one_process_stopped_by_sigterm_removes_its_metrics_directory(tmp_path):
     url = f"sqlite:///{tmp_path / 'rebill.db'}"
     _, token, customer_id = _prepare(url)
     metrics_dir = tmp_path / "metrics"
-    port = _free_port()
-    env = {**os.environ, **QUIET, "REBILL_METRICS": "on", "REBILL_METRICS_DIR": str(metrics_dir),
-           "REBILL_REDIS_URL": "redis://127.0.0.1:1/0"}
-    for name in ("REBILL_FAILPOINT", "PROMETHEUS_MULTIPROC_DIR", "REBILL_LOG_FORMAT"):
-        env.pop(name, None)
-    log = tmp_path / "serve.err"
-    with log.open("wb") as err:
-        process = subprocess.Popen([sys.executable, "-m", "rebill.cli", "serve", "--port", str(port), "--database",
-                                    url, "--rate-limit", "off"], env=env, stdout=subprocess.DEVNULL, stderr=err)
-    served = Served(f"http://127.0.0.1:{port}", token, log)
+    process, served, log = _one_server(tmp_path, url, token, f"/customers/{customer_id}", {
+        "REBILL_METRICS": "on", "REBILL_METRICS_DIR": str(metrics_dir), "REBILL_REDIS_URL": "redis://127.0.0.1:1/0"})
     try:
-        def answering() -> bool:
-            try:
-                return served.get(f"/customers/{customer_id}")[0] == 200
-            except OSError:
-                return False
-        _wait_for(answering, 60, "rebill serve answered", served)
         assert any(metrics_dir.glob("counter_*.db"))
         assert "Rate limits off" in log.read_text()
     finally:
