@@ -53,6 +53,7 @@ from rebill.http.render import decode_object, send_error, send_json
 
 from . import idempotency
 from .call import Call, NeedsThread, Reply, Services
+from .contract import Version
 from .declared import Body, Returns, replies
 from .query import QueryParser
 
@@ -106,6 +107,12 @@ class Operation:
     query: tuple[tuple[str, QueryParser | tuple[str, QueryParser]], ...] = ()
     extension: bool = False
     errors: tuple[int, ...] = ()
+
+    def said_in(self, version: Version, errors: Any, sent: Any) -> Any:
+        """Domain errors, which name head fields, in this version's names and where the caller
+        sent them (``Version.rename_errors`` with this endpoint's body schema)."""
+        schema = self.body.errors_schema(version) if self.body is not None else None
+        return version.rename_errors(errors, sent=sent, schema=schema)
 
     @property
     def takes_include(self) -> bool:
@@ -287,9 +294,7 @@ class Api:
                     reply = await self._in_thread(operation, call)
             except ValidationFailed as exc:
                 # Domain rules name head fields; the caller reads its own version's names.
-                body = operation.body
-                schema = body.errors_schema(ctx.version) if body is not None else None
-                exc.errors = ctx.version.rename_errors(exc.errors, sent=call.body, schema=schema)
+                exc.errors = operation.said_in(ctx.version, exc.errors, call.body)
                 raise
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)

@@ -210,8 +210,6 @@ def run(kind: BatchType, call: TaskCall) -> tuple[int, Any]:
     except ServiceError as exc:
         if isinstance(exc, ValidationFailed):
             # Domain rules name head fields; the batch's version says them in its own names.
-            body = kind.operation.body
-            schema = body.errors_schema(call.version) if body is not None else None
-            exc.errors = call.version.rename_errors(exc.errors, sent=call.body, schema=schema)
+            exc.errors = kind.operation.said_in(call.version, exc.errors, call.body)
         return exc.status, {"errors": exc.errors}
     return reply.status, reply.body

@@ -78,7 +78,7 @@ def database_problem(exc: BaseException) -> str | None:
     if isinstance(exc, (ArgumentError, NoSuchModuleError)):
         return f"not a database URL Rebill can use (use {SUPPORTED})"
     if isinstance(exc, DBAPIError):
-        said = str(exc.orig or exc).strip().splitlines()[0] if str(exc.orig or exc).strip() else type(exc).__name__
+        said = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0]
         if "no such table" in said or (getattr(exc.orig, "sqlstate", None) == "42P01"):
             return f"the database has no tables yet ({said}): run `rebill migrate` first"
         if unavailable(exc) or isinstance(exc, OperationalError):
