@@ -113,6 +113,36 @@ def test_2021_01_original_shipping_lines_follows_the_override_and_empties_when_i
     assert (cleared["original_shipping_lines"], cleared["shipping_lines_override"]) == ([], None)
 
 
+def test_2021_01_address_sent_back_as_shown_keeps_the_store_shipping(api):
+    """Found by an audit: the GET body sent back answered 422 (`[]` against null), and
+    `original_shipping_lines: []` alone put an empty override on the address, so every charge
+    lost its shipping. `[]` under the old name is no override, as it shows."""
+    from tests.api.test_charges_totals import set_rates
+    from tests.builders import make_subscription
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "5.00"}])
+    address = make_address(api)
+    make_subscription(api, address)
+    shown = _ok(api.get(f"/addresses/{address.id}", version=V01), "address")
+    assert (shown["original_shipping_lines"], shown["shipping_lines_override"]) == ([], None)
+
+    def shipping() -> list[str]:
+        [charge] = _ok(api.get("/charges", params={"address_id": address.id}, version=V01), "charges")
+        return [line["price"] for line in charge["shipping_lines"]]
+
+    assert shipping() == ["5.00"]
+    for body in (shown, {"original_shipping_lines": []},
+                 {"shipping_lines_override": None, "original_shipping_lines": []}):
+        again = _ok(api.put(f"/addresses/{address.id}", version=V01, json=body), "address")
+        assert (again["original_shipping_lines"], again["shipping_lines_override"]) == ([], None)
+        assert shipping() == ["5.00"]
+    # Both names sent: the new one decides; a free-shipping override is made with it.
+    free = _ok(api.put(f"/addresses/{address.id}", version=V01,
+                       json={"shipping_lines_override": [], "original_shipping_lines": []}), "address")
+    assert free["shipping_lines_override"] == [] and shipping() == []
+    back = _ok(api.put(f"/addresses/{address.id}", version=V01, json=free), "address")
+    assert back["shipping_lines_override"] == [] and shipping() == []
+
+
 def test_2021_11_address_has_no_original_shipping_lines(api):
     body = _ok(api.get(f"/addresses/{make_address(api).id}", version=V11), "address")
     assert "original_shipping_lines" not in body and body["shipping_lines_override"] is None

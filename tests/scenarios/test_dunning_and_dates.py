@@ -227,3 +227,56 @@ def test_a_new_quantity_is_what_the_retry_bills(api, at):
     assert advance(api, to="2027-01-14")["paid"] == 1  # the retry
     paid = api.get(f"/charges/{charge.id}").json()["charge"]
     assert paid["status"] == "success" and paid["total_price"] == f"{again.total_price:.2f}"
+
+
+@pytest.mark.parametrize("order_day", [None, 1])
+def test_activated_onto_tomorrow_the_cadence_runs_from_that_date(api, at, order_day):
+    """Found by an audit: activated after its date had passed, a monthly subscription was
+    charged tomorrow (the 6th) and then renewed on its old anchor day (the 1st), 26 days later.
+    A new date is the cadence's from then on, as any date set by hand (its order day too)."""
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(api, next_charge_scheduled_at=date(2027, 2, 1),
+                                       **({"order_day_of_month": order_day} if order_day else {}))
+    assert api.post(f"/subscriptions/{subscription.id}/cancel", json={"cancellation_reason": "x"}).status_code == 200
+    advance(api, to="2027-02-05")
+    reply = api.post(f"/subscriptions/{subscription.id}/activate", json={})
+    assert reply.status_code == 200, reply.text
+    shown = reply.json()["subscription"]
+    assert shown["next_charge_scheduled_at"].startswith("2027-02-06")
+    assert shown["order_day_of_month"] == (6 if order_day else None)
+    assert advance(api, to="2027-02-06")["paid"] == 1
+    after = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert after["next_charge_scheduled_at"].startswith("2027-03-06")
+    assert [c.scheduled_at for c in charges_of(api, address.id) if c.status == "queued"] == [date(2027, 3, 6)]
+
+
+def test_activated_onto_its_old_date_keeps_its_cadence(api, at):
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(api, next_charge_scheduled_at=date(2027, 2, 1))
+    api.post(f"/subscriptions/{subscription.id}/cancel", json={"cancellation_reason": "x"})
+    advance(api, to="2027-01-25")
+    assert api.post(f"/subscriptions/{subscription.id}/activate", json={}).status_code == 200
+    assert advance(api, to="2027-02-01")["paid"] == 1
+    after = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert after["next_charge_scheduled_at"].startswith("2027-03-01")
+
+
+def test_a_deferred_regeneration_writes_on_the_store_clock(api, at):
+    """Found by an audit: after `commit=false`, the regeneration 5 s later stamped the charge's
+    `updated_at` and its `charge/updated` event with the real time on a store whose clock was
+    ahead, before the charge's own creation, so `updated_at_min` syncs never saw the change."""
+    from rebill.jobs import regenerate
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(api, next_charge_scheduled_at=date(2027, 3, 1))
+    advance(api, to="2027-02-10")
+    reply = api.put(f"/subscriptions/{subscription.id}", json={"quantity": 2}, params={"commit": "false"})
+    assert reply.status_code == 200, reply.text
+    api.clock.advance(seconds=6)  # the real clock: the 5-second window is real waiting
+    assert regenerate.run_due(api.db, api.clock, store_id=api.store.id) == 1
+    [charge] = charges_of(api, address.id)
+    assert charge.total_price == 25 and charge.updated_at.date() == date(2027, 2, 10)
+    events = api.get("/events", params={"object_type": "charge", "object_id": charge.id}).json()["events"]
+    updated = [e for e in events if e["verb"] == "updated"]
+    assert updated and all(e["created_at"].startswith("2027-02-10") for e in updated)
+    changed = api.get("/charges", params={"updated_at_min": "2027-02-10"}).json()["charges"]
+    assert [c["id"] for c in changed] == [charge.id]

@@ -57,6 +57,10 @@ class Field:
     # What an absent optional field is stored as when the whole object is given (a create, a
     # list item); MISSING leaves it out. An attribute sent without `value` keeps the key.
     default: Any = MISSING
+    # A deprecated alias that gives way to its successor when both are sent: it is not read
+    # then (an object sent back as GET shows it names both, and the alias may show the
+    # successor's null as something else).
+    yields: bool = False
 
     @property
     def target(self) -> str:
@@ -197,6 +201,9 @@ class Schema:
         errors: dict[str, Any] = {}
         for field in self.fields:
             raw = body.get(field.name, MISSING)
+            if raw is not MISSING and field.yields and any(
+                    f.name in body for f in self.fields if f.target == field.target and f is not field):
+                continue
             if raw is MISSING:
                 if field.required and not partial:
                     errors[field.name] = ["is required"]

@@ -26,15 +26,17 @@ def schedule_regenerate(
 
     from rebill.domain.address import repository as address_repo
     from rebill.domain.schedule.reconcile import BATCH, replan
+    from rebill.domain.store import clock as store_clock
     from rebill.domain.unit import Unit
     db = open_database(database)
-    now = SystemClock().now()
     with db.read() as conn:
         plan = [(s, address_repo.ids_of_store(conn, s.id)) for s in stores_named(conn, store)]
     total = sum(len(ids) for _, ids in plan)
     with Progress(console=err) as progress:
         task = progress.add_task("regenerating", total=total)
         for found, ids in plan:
+            # A sandbox store's charges are replanned on its own clock (decisions §6.12).
+            now = store_clock.clock_for(found, SystemClock().now)()
             for start in range(0, len(ids), BATCH * 4):
                 with db.write() as conn:
                     replan(Unit(conn, found, now, origin="cli"), ids[start:start + BATCH * 4])
@@ -51,14 +53,16 @@ def schedule_check(
     """Compare the stored queued charges with a plan made from scratch; exit 1 on a difference."""
     from rebill.domain.address import repository as address_repo
     from rebill.domain.schedule.audit import differences
+    from rebill.domain.store import clock as store_clock
     from rebill.domain.unit import Unit
     db = open_database(database)
     found_any = False
     with db.read() as conn:
         for found in stores_named(conn, store):
             ids = address_repo.ids_of_store(conn, found.id)
+            now = store_clock.clock_for(found, SystemClock().now)()
             for start in range(0, len(ids), 500):
-                for line in differences(Unit(conn, found, SystemClock().now()), ids[start:start + 500]):
+                for line in differences(Unit(conn, found, now), ids[start:start + 500]):
                     found_any = True
                     out.print(f"{found.name}: {line}")
     if found_any:

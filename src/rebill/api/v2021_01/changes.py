@@ -98,7 +98,10 @@ class AddressDeprecatedAliases(Change):
             aliases.append(Field("cart_attributes", "list", nullable=False, key=note.target, items=note.items))
         if "shipping_lines_override" in by_name:
             lines = by_name["shipping_lines_override"]
-            aliases.append(Field("original_shipping_lines", "list", key=lines.target, items=lines.items))
+            # It shows `[]` for no override, so `[]` sent means none (found by an audit: the
+            # address sent back as shown lost its shipping, or answered a conflict).
+            aliases.append(Field("original_shipping_lines", "list", key=lines.target, items=lines.items,
+                                 convert=lambda value: value or None, yields=True))
         return schema.without("payment_method_id").plus(*aliases)
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:

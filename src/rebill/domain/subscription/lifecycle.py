@@ -56,11 +56,16 @@ def activate(unit: Unit, subscription_id: int) -> PurchaseItem:
     today = unit.today
     # NOTE: decisions §5.16, the date it had when cancelled if still ahead, else tomorrow.
     when = current.cancelled_next_date
+    changes: dict[str, object] = {}
     if when is None or when <= today:
         when = today + timedelta(days=1)
+        # A new date, not the cadence's: the cadence runs from it, as from any date set by hand
+        # (found by an audit: activated onto the 6th, paid there, renewed on the old anchor's 1st).
+        changes = intervals.set_by_hand(current, when)
     _save(unit, current, {"status": ACTIVE, "cancelled_at": None, "cancellation_reason": None,
                           "cancellation_reason_comments": None, "cancelled_next_date": None,
-                          "next_charge_scheduled_at": when, "max_retries_reached": False}, "subscription/activated")
+                          "next_charge_scheduled_at": when, "max_retries_reached": False, **changes},
+          "subscription/activated")
     activity.refresh(unit, current.customer_id)
     # Cancelled by its last failed retry (decisions §6.4), it is still on that closed charge,
     # which would hold it out of the plan for good: it leaves it, as a cancel takes an item out
