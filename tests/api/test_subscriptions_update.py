@@ -159,6 +159,24 @@ def test_a_subscription_that_is_not_swappable_keeps_its_variant(api):
                    ).status_code == 200
 
 
+def test_its_own_product_sent_alone_keeps_the_variant(vapi):
+    """Found by an audit: a PUT naming only the product it has took that product's first
+    variant (another size shipped), in both versions. Only a new product changes the variant."""
+    product_id, _ = make_catalog(vapi)
+    own = ({"external_product_id": {"ecommerce": product_id}} if vapi.version == V11
+           else {"platform_product_id": product_id})
+    variant = ({"external_variant_id": {"ecommerce": f"{product_id}-2"}} if vapi.version == V11
+               else {"platform_variant_id": f"{product_id}-2"})
+    sub = create_sub(vapi, **own, **variant)
+    assert sub["sku"] == "COF-1K"
+    reply = vapi.put(f"/subscriptions/{sub['id']}", json=own)
+    assert reply.status_code == 200, reply.text
+    kept = reply.json()["subscription"]
+    assert (kept["variant_title"], kept["sku"], kept["updated_at"]) == (sub["variant_title"], "COF-1K", sub["updated_at"])
+    variant_key = "external_variant_id" if vapi.version == V11 else "platform_variant_id"
+    assert kept[variant_key] == sub[variant_key]
+
+
 def test_update_of_an_unknown_or_another_stores_subscription_answers_404(vapi):
     foreign = make_subscription(vapi.other_store())
     for ident in (foreign.id, 999_999_999):

@@ -145,7 +145,11 @@ def catalog_values(unit: Unit, values: dict[str, Any], *, currency: str) -> dict
 def swap_values(unit: Unit, current: PurchaseItem, changes: dict[str, Any]) -> None:
     """A new product or variant: the catalog's defaults for what was not sent; a product the
     catalog does not hold keeps the item's own titles and sku (as a create with explicit fields
-    would take them). The price is kept unless sent (docs/api-choices.md)."""
+    would take them). The price is kept unless sent (docs/api-choices.md). Its own product sent
+    alone is no swap (found by an audit: it took the product's first variant)."""
+    if "external_variant_id" not in changes and changes.get("external_product_id") == current.external_product_id:
+        del changes["external_product_id"]
+        return
     product_id = changes.get("external_product_id", current.external_product_id)
     variant_id = changes.get("external_variant_id")
     swapped = {"external_product_id": product_id, "external_variant_id": variant_id,
