@@ -276,12 +276,16 @@ def test_a_subscription_lines_cadence_is_checked(vapi):
     response = vapi.post("/checkouts", json={"line_items": [
         {**SUB_LINE, "order_interval_unit": "year"},
         {**SUB_LINE, "charge_interval_frequency": 3, "order_interval_frequency": 2},
-        {**SUB_LINE, "first_recurring_charge_delay": -1}]})
+        {**SUB_LINE, "first_recurring_charge_delay": -1},
+        # A line that has the two is a subscription line whatever they say (decisions §7.7.2;
+        # found by an audit: a frequency of 0 made a one-time line).
+        {**SUB_LINE, "order_interval_frequency": 0}]})
     assert response.json() == {"errors": {"line_items": {
         "0": {"order_interval_unit": ["must be one of: day, week, month"]},
         "1": {"charge_interval_frequency": ["must equal order_interval_frequency or be a larger multiple of it "
                                             "(prepaid)"]},
-        "2": {"first_recurring_charge_delay": ["must be from 0 to 3650 (days)"]}}}}
+        "2": {"first_recurring_charge_delay": ["must be from 0 to 3650 (days)"]},
+        "3": {"order_interval_frequency": ["must be from 1 to 1000"]}}}}
 
 
 def test_a_shipping_address_without_partial_shipping_must_be_complete(vapi):
@@ -848,6 +852,27 @@ def test_the_platform_ids_of_a_checkout_in_each_versions_names(vapi):
     charge_id = vapi.post(f"/checkouts/{body['token']}/charge", json=CHARGE).json()["checkout_charge"]["charge_id"]
     customer = vapi.get(f"/charges/{charge_id}", version=V11).json()["charge"]["customer"]
     assert customer["external_customer_id"] == {"ecommerce": "cus_9"}
+
+
+def test_spec_02s_customer_id_name_is_taken_in_both_versions(vapi):
+    """NOTE: spec 02 Checkouts create body `external_checkout_customer_id`, kept in 2021-11 by
+    decisions §7.7.14 (found by an audit: 2021-11 dropped it, and the customer had no id)."""
+    priced_store(vapi)
+    sent = {"ecommerce": "cus_7"} if vapi.version == V11 else "cus_7"
+    body = ready(vapi, external_checkout_customer_id=sent)
+    assert body["external_customer_id"] == sent
+    charge_id = vapi.post(f"/checkouts/{body['token']}/charge", json=CHARGE).json()["checkout_charge"]["charge_id"]
+    customer = vapi.get(f"/charges/{charge_id}", version=V11).json()["charge"]["customer"]
+    assert customer["external_customer_id"] == {"ecommerce": "cus_7"}
+    # Both names, the same id: taken; two ids: 422, nothing made.
+    assert create(vapi, external_checkout_customer_id="cus_8", external_customer_id="cus_8")[
+        "external_customer_id"] in ({"ecommerce": "cus_8"}, "cus_8")
+    before = count(vapi, checkouts)
+    response = vapi.post("/checkouts", json={"line_items": [ONE_LINE], "external_checkout_customer_id": "a",
+                                             "external_customer_id": "b"})
+    assert response.status_code == 422
+    assert "conflicts with" in str(response.json()["errors"])
+    assert count(vapi, checkouts) == before
 
 
 def test_a_processor_that_does_not_answer_is_asked_again_with_the_same_key(api, monkeypatch):

@@ -1,6 +1,6 @@
 """How 2021-01 differs from the head for checkouts (spec 02 Checkout, 03-real-fields
 "checkout (2021-01)"): flat ids, naive datetimes, upper-case enums, `country` names in the
-addresses, and spec 02's `external_checkout_customer_id` in the body. Merged by ``contract.py``."""
+addresses. Merged by ``contract.py``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract, Rename
 from rebill.api.external_ids import platform_id
-from rebill.api.fields import Field, Schema
+from rebill.api.fields import Schema
 from rebill.domain.geo import country_name
 
 from .changes import NaiveDatetimes
@@ -34,16 +34,10 @@ class CheckoutNaiveDatetimes(NaiveDatetimes):
 class CheckoutOldShape(Change):
     """Checkouts carry flat `external_checkout_id`/`external_customer_id` strings, addresses
     with the `country` name, and lines with upper-case `type` and the flat platform ids
-    (`product_id` and `variant_id` as numbers where they are); the create body names the
-    customer `external_checkout_customer_id` (spec 02), `external_customer_id` is read too."""
+    (`product_id` and `variant_id` as numbers where they are). The body's
+    `external_checkout_customer_id` (spec 02) is the head's, in both versions."""
 
     kinds = ("checkout",)
-
-    def request(self, schema: Schema) -> Schema:
-        if "external_customer_id" not in schema:
-            return schema
-        return schema.plus(Field("external_checkout_customer_id", "external_id", max_length=64,
-                                 key="external_customer_id"))
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         for name in ("external_checkout_id", "external_customer_id"):

@@ -202,6 +202,9 @@ FIELDS = (
     Field("external_checkout_id", "external_id", max_length=64),
     Field("external_checkout_source", "str", max_length=64),
     Field("external_customer_id", "external_id", max_length=64),
+    # NOTE: spec 02 Checkouts names it so in the body; decisions §7.7.14 keeps spec 02's names in
+    # 2021-11 too (found by an audit: 2021-11 dropped it). Two names that disagree: 422.
+    Field("external_checkout_customer_id", "external_id", max_length=64, key="external_customer_id"),
     Field("note", "str", max_length=4096),
     Field("order_attributes", "list", items=ATTRIBUTE, key="note_attributes"),
     # NOTE: spec 02 Checkouts, with `partial_shipping` the country and zip are enough for now.

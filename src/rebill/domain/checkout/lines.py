@@ -22,8 +22,11 @@ MAX_DELAY_DAYS = 3650
 
 
 def _kind(line: LineInput) -> str:
-    """NOTE: decisions §7.7.2, a line with an order unit and frequency is a subscription line."""
-    return SUBSCRIPTION if line.order_interval_unit and line.order_interval_frequency else ONETIME
+    """NOTE: decisions §7.7.2, a line with an order unit and frequency is a subscription line:
+    one that has them, whatever their values, which are then checked as a subscription's (found
+    by an audit: a frequency of 0 made a one-time line, and the buyer had no subscription)."""
+    return SUBSCRIPTION if line.order_interval_unit is not None and line.order_interval_frequency is not None \
+        else ONETIME
 
 
 def _problems(unit: Unit, line: LineInput) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -59,6 +62,8 @@ def _problems(unit: Unit, line: LineInput) -> tuple[dict[str, Any], dict[str, An
         except ValidationFailed as exc:
             assert isinstance(exc.errors, dict)
             problems.update(exc.errors)
+            if line.charge_interval_frequency is None and "order_interval_frequency" in problems:
+                problems.pop("charge_interval_frequency", None)  # not sent: the order frequency's copy
         if delay is not None and not 0 <= delay <= MAX_DELAY_DAYS:
             problems["first_recurring_charge_delay"] = [f"must be from 0 to {MAX_DELAY_DAYS} (days)"]
     stored.update(cadence, first_recurring_charge_delay=delay)
