@@ -421,6 +421,25 @@ def test_2021_11_update_takes_the_external_order_id_nested_or_flat_and_null_clea
     assert cleared["external_order_id"] == {"ecommerce": None}
 
 
+def test_the_platform_id_of_a_charges_first_order_is_the_charges_too(api):
+    """Found by an audit: no charge ever showed its order's platform id, so the charges'
+    `platform_order_id` filter and count found nothing. A prepaid charge's later orders keep
+    theirs to themselves."""
+    first, second, _ = prepaid(api)
+    charge_id = first.charge_id
+    assert api.put(f"/orders/{first.id}", version=V01, json={"platform_order_id": 450789469}).status_code == 200
+    assert api.put(f"/orders/{second.id}", json={"external_order_id": {"ecommerce": "999"}}).status_code == 200
+    assert api.get(f"/charges/{charge_id}").json()["charge"]["external_order_id"] == {"ecommerce": "450789469"}
+    shown = api.get(f"/charges/{charge_id}", version=V01).json()["charge"]
+    assert shown["platform_order_id"] == 450789469
+    found = api.get("/charges", version=V01, params={"platform_order_id": "450789469"}).json()["charges"]
+    assert [c["id"] for c in found] == [charge_id]
+    assert api.get("/charges/count", version=V01, params={"platform_order_id": "450789469"}).json() == {"count": 1}
+    assert api.get("/charges", params={"external_order_id": "999"}).json()["charges"] == []
+    events = api.get("/events", params={"object_type": "charge", "object_id": charge_id}).json()["events"]
+    assert any(e["verb"] == "updated" and e["updated_attributes"] == ["external_order_id"] for e in events)
+
+
 def test_update_moves_the_date_of_a_queued_order_and_nothing_else(vapi):
     _, moving, third = prepaid(vapi)
     when = today(vapi) + timedelta(days=10)

@@ -120,6 +120,32 @@ def test_one_bad_item_of_a_bulk_create_writes_nothing_and_names_its_index(api):
     assert events_of(api) == before
 
 
+def test_every_bad_entry_is_named_at_once_in_each_method(api):
+    """Decisions §2.3 (found by an audit: the rules of each entry stopped at the first bad one)."""
+    customer = make_customer(api)
+    address, other = make_address(api, customer), make_address(api, customer)
+    s1, s2, s3 = (make_subscription(api, address) for _ in range(3))
+    stranger = make_subscription(api, other)
+    before = events_of(api)
+    response = bulk(api, "POST", address.id, [item(api), item(api, next_charge_scheduled_at=day(api, -1)),
+                                              item(api, quantity=0), {}])
+    assert errors_of(response) == {"subscriptions": {
+        "1": {"next_charge_scheduled_at": ["must not be in the past"]},
+        "2": {"quantity": ["must be from 1 to 1000000"]},
+        "3": {"charge_interval_frequency": ["is required"], "order_interval_frequency": ["is required"],
+              "order_interval_unit": ["is required"]}}}
+    response = bulk(api, "PUT", address.id, [{"id": s1.id, "quantity": 7}, {"id": s2.id, "quantity": 0},
+                                             {"id": s3.id, "price": "1.001"}, {"id": stranger.id, "quantity": 2}])
+    assert errors_of(response) == {"subscriptions": {
+        "1": {"quantity": ["must be from 1 to 1000000"]}, "2": {"price": ["has too many decimal places for USD (at most 2)"]},
+        "3": {"id": ["not found on this address"]}}}
+    response = bulk(api, "DELETE", address.id, [{"id": s1.id}, {"id": stranger.id}, {"id": 999_999_999}])
+    assert errors_of(response) == {"subscriptions": {"1": {"id": ["not found on this address"]},
+                                                     "2": {"id": ["not found on this address"]}}}
+    assert stored(api, address.id) == [s1.id, s2.id, s3.id] and events_of(api) == before
+    assert api.get(f"/subscriptions/{s1.id}").json()["subscription"]["quantity"] == 1
+
+
 def test_bulk_create_errors_use_the_2021_01_names(api):
     address = make_address(api)
     response = bulk(api, "POST", address.id, [item(api, platform_product_id="nope", product_title=None,

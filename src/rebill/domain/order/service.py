@@ -13,6 +13,7 @@ from rebill.errors import NotFound, ValidationFailed
 
 from ..address.rules import check_location
 from ..address.verifier import AddressVerifier
+from ..charge import repository as charges
 from ..event import attributes
 from ..geo import country
 from ..listing import ListQuery, PageResult
@@ -82,6 +83,14 @@ def update(unit: Unit, verifier: AddressVerifier, order_id: int, command: OrderU
         # NOTE: an update that changes nothing records no event (docs/api-choices.md).
         repository.update_order(unit.conn, unit.store_id, order_id, {**changes, "updated_at": unit.now})
         unit.record("order/updated", order_id, changed=attributes.names(changes))
+        if "external_order_id" in changes and current.charge_id is not None and current.sequence == 0:
+            # NOTE: spec 01/02 Charge `external_order_id` / `platform_order_id`: the platform's id of
+            # the order the charge made, its first (found by an audit: never set, so the charge
+            # filter by it found nothing).
+            charges.update_one(unit.conn, unit.store_id, current.charge_id,
+                               {"external_order_id": changes["external_order_id"], "updated_at": unit.now})
+            unit.record("charge/updated", current.charge_id, customer_id=current.customer_id,
+                        changed=("external_order_id",))
     return get(unit, order_id)
 
 

@@ -1,8 +1,9 @@
 """The 2021-01 bulk operations on one address (decisions §5.2, §5.16): 1 to 20
 subscriptions created, updated or deleted all or nothing, and one replan at the end.
 
-A failing entry raises ``{"subscriptions": {"<index>": {...}}}``; the request's unit then
-rolls back whatever the entries before it did."""
+Every failing entry is named at once, ``{"subscriptions": {"<index>": {...}, ...}}`` (decisions
+§2.3; found by an audit: only the first was): the entries after a failing one still run so that
+theirs are checked too, and the request's unit then rolls back whatever any of them did."""
 
 from __future__ import annotations
 
@@ -21,14 +22,16 @@ T = TypeVar("T")
 
 
 def _each(items: list[T], step: Callable[[T], Any], rename: Callable[[int, Any], Any]) -> list[Any]:
-    done = []
+    done, errors = [], {}
     for index, item in enumerate(items):
         try:
             done.append(step(item))
         except NotFound:
-            raise ValidationFailed({"subscriptions": {str(index): {"id": ["not found on this address"]}}}) from None
+            errors[str(index)] = {"id": ["not found on this address"]}
         except ValidationFailed as exc:
-            raise ValidationFailed({"subscriptions": {str(index): rename(index, exc.errors)}}) from None
+            errors[str(index)] = rename(index, exc.errors)
+    if errors:
+        raise ValidationFailed({"subscriptions": errors})
     return done
 
 
