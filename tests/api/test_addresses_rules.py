@@ -569,7 +569,9 @@ def test_update_payment_method_must_belong_to_the_address_customer(api):
 # --- shipping lines override ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("sent, shown", [("5", "5.00"), (5, "5.00"), ("4.5", "4.50"), ("7.555", "7.56"),
-                                         ("0", "0.00"), ("12.50", "12.50")])
+                                         ("0", "0.00"), ("12.50", "12.50"),
+                                         # A zero is unsigned (found by an audit: "-0.00" was shown).
+                                         ("-0.00", "0.00"), ("-0", "0.00")])
 def test_shipping_line_prices_are_normalized_to_two_decimals(vapi, sent, shown):
     body = created(vapi, make_customer(vapi), shipping_lines_override=[{"code": "c", "price": sent, "title": "T"}])
     assert body["shipping_lines_override"] == [{"code": "c", "price": shown, "title": "T"}]

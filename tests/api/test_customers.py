@@ -286,7 +286,10 @@ def test_external_customer_id_ecommerce_must_be_a_string_in_2021_11(api):
 
 
 @pytest.mark.parametrize("email", ["plainaddress", "ada@example", "ada lovelace@example.com", "@example.com",
-                                   "ada@@example.com", "ada@exa mple.com"])
+                                   "ada@@example.com", "ada@exa mple.com",
+                                   # Invisible characters: a look-alike of a taken e-mail (found by an audit).
+                                   "ada@example.com\u200b", "a\u202e@example.com", "ada\u0007x@example.com",
+                                   "ada\u2060@example.com"])
 def test_an_invalid_email_is_refused(vapi, email):
     response = vapi.post("/customers", json=create_body(vapi.version, email=email))
     assert response.status_code == 422

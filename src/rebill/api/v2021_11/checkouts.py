@@ -12,7 +12,7 @@ from rebill.api.contract import ListContract, Serializer
 from rebill.api.fields import Field, Schema
 from rebill.domain.checkout.lines import MAX_LINES
 from rebill.domain.checkout.model import ADDRESS_FIELDS, PAYMENT_TYPES, SUBSCRIPTION, Checkout, CheckoutCharge
-from rebill.domain.customer.service import EMAIL
+from rebill.domain.customer.service import email_problem
 from rebill.domain.money import format_amount
 from rebill.domain.payment_method.model import token_card_data_problem
 
@@ -154,10 +154,6 @@ def shipping_rate(found: dict[str, Any]) -> dict[str, Any]:
 
 # Requests --------------------------------------------------------------------------------
 
-def _email(value: str) -> str | None:
-    return None if EMAIL.match(value.strip()) else "is invalid"
-
-
 def _currency(value: str) -> str:
     if len(value.strip()) != 3 or not value.strip().isalpha():
         raise ValueError("must be a 3-letter currency code")
@@ -198,7 +194,7 @@ FIELDS = (
     Field("buyer_accepts_marketing", "bool"),
     Field("currency", "str", convert=_currency),
     Field("discount_code", "str"),
-    Field("email", "str", check=_email),
+    Field("email", "str", check=email_problem),
     Field("external_checkout_id", "external_id", max_length=64),
     Field("external_checkout_source", "str", max_length=64),
     Field("external_customer_id", "external_id", max_length=64),
