@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from rebill.domain.charge.model import item_ids
 from rebill.jobs import regenerate
 from tests.api.test_subscriptions import (
     MONTHLY,
@@ -185,6 +186,28 @@ def test_update_of_an_unknown_or_another_stores_subscription_answers_404(vapi):
 
 
 # Deferred regeneration (decisions §5.3) ------------------------------------------------------
+
+def test_a_charge_whose_plan_did_not_change_loses_its_flag_without_an_event(api):
+    """The flag is set with no event and no `updated_at` (docs/api-choices.md, The schedule), so
+    it goes back the same way on a charge the change did not touch (found by an audit: the
+    regeneration told charge/updated of the address's charge of another date)."""
+    address = make_address(api)
+    sub = create_sub(api, address)
+    other = make_subscription(api, address, next_charge_scheduled_at=today(api) + timedelta(days=20))
+    before = {c.id: c.updated_at for c in charges_of(api, address.id)}
+    assert len(before) == 2
+    api.put(f"/subscriptions/{sub['id']}", json={"price": "20"}, params={"commit": "false"})
+    assert all(c.has_uncommitted_changes for c in charges_of(api, address.id))
+    api.clock.advance(seconds=6)
+    told = len(events_of(api))
+    assert regenerate.run_due(api.db, api.clock, store_id=api.store.id) == 1
+    after = {c.id: c for c in charges_of(api, address.id)}
+    assert not any(c.has_uncommitted_changes for c in after.values())
+    [changed] = [c for c in after.values() if other.id not in item_ids(c.line_items)]
+    [untouched] = [c for c in after.values() if other.id in item_ids(c.line_items)]
+    assert changed.total_price == 20 and untouched.updated_at == before[untouched.id]
+    assert events_of(api)[told:] == [("charge/updated", changed.id)]
+
 
 @pytest.mark.parametrize("version", [V11, V01])
 def test_commit_false_flags_the_charges_and_the_regeneration_follows_after_5_seconds(api, version):

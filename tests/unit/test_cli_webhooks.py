@@ -20,7 +20,7 @@ from rebill.db.engine import Database
 from rebill.domain.store import repository
 from rebill.domain.store.service import new_client_secret
 from rebill.domain.webhook import signing
-from rebill.models import events, tokens, webhook_deliveries, webhooks
+from rebill.models import events, stores, tokens, webhook_deliveries, webhooks
 
 from .test_cli import _store, run
 
@@ -87,6 +87,22 @@ def test_rotate_keeps_the_old_secret_signing_for_24_hours(store_db):
                             "customer/created", SystemClock().now())
     assert _verifies(new, body, after) and not _verifies(old, body, after)
     assert after["X-Service-Hmac-Sha256"] == within["X-Service-Hmac-Sha256"] == signing.sha256_header(new, body)
+
+
+def test_rotate_on_a_store_whose_clock_is_ahead_counts_the_24_hours_in_real_time(store_db):
+    """Found by an audit: the rotation was stamped with the store's clock, 112 days ahead, so the
+    old (perhaps leaked) secret went on signing for months of real time."""
+    _created(store_db, "rotating-ahead")
+    db = Database.from_url(store_db)
+    with db.write() as conn:
+        conn.execute(update(stores).where(stores.c.name == "rotating-ahead")
+                     .values(clock_offset_seconds=112 * 86400))
+    db.dispose()
+    before = SystemClock().now()
+    assert run("stores", "secret", "rotating-ahead", "--rotate", "--database", store_db).exit_code == 0
+    store = _store(store_db, "rotating-ahead")
+    assert before <= store.client_secret_rotated_at <= SystemClock().now()
+    assert signing.secrets_signing(store, before + timedelta(hours=25)) == [store.client_secret]
 
 
 # Upcoming notices ------------------------------------------------------------------------------

@@ -157,7 +157,9 @@ def stores_secret(
     with db.write() if rotate else db.read() as conn:
         store = store_named(conn, name)
         if rotate:
-            store = store_service.rotate_client_secret(conn, _now(store), store)
+            # Real time, not the store's clock: the 24 hours are the receivers' (found by an
+            # audit: a store whose clock was ahead kept its old secret signing for months).
+            store = store_service.rotate_client_secret(conn, SystemClock().now(), store)
     if rotate:
         err.print(f"[green]rotated the client secret of[/green] {name}; the previous one signs too for 24 hours")
     # Plain stdout, not rich: nothing may wrap or colour the secret a script captures.

@@ -226,6 +226,14 @@ def change_items(conn: Connection, store_id: int, added: list[tuple[int, int]], 
         conn.execute(_insert_items, [{"charge_id": c, "purchase_item_id": i, "store_id": store_id} for c, i in added])
 
 
+def clear_uncommitted(conn: Connection, store_id: int, ids: list[int]) -> None:
+    """The flag of ``mark_uncommitted`` back on charges whose plan did not change: no other
+    column, ``updated_at`` neither (the flag is not an API change, docs/api-choices.md)."""
+    if ids:
+        conn.execute(update(charges).where(charges.c.store_id == store_id, charges.c.id.in_(ids))
+                     .values(has_uncommitted_changes=False))
+
+
 def mark_uncommitted(conn: Connection, store_id: int, address_id: int) -> None:
     conn.execute(update(charges).where(charges.c.store_id == store_id, charges.c.address_id == address_id,
                                        charges.c.status == "queued")

@@ -203,6 +203,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     removed: list[tuple[int, int]] = []
     rewritten: list[dict[str, Any]] = []
     names: dict[int, tuple[str, ...]] = {}  # the `updated_attributes` of each rewritten charge
+    flag_only: list[int] = []  # charges whose `has_uncommitted_changes` alone goes back
     result: dict[Key, int] = {}
     for plan in planned:
         charge = taken.get(plan.key)
@@ -221,12 +222,17 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
         if extra:
             charges.update_one(unit.conn, unit.store_id, charge.id, extra)
             changed.extend(extra)
-        if charge.has_uncommitted_changes:
-            changed.append("has_uncommitted_changes")
         if changed:
+            if charge.has_uncommitted_changes:
+                changed.append("has_uncommitted_changes")
             rewritten.append({**plan.values, "charge_id": charge.id, "has_uncommitted_changes": False,
                               "updated_at": unit.now})
             names[charge.id] = attributes.names(changed, API_NAMES)
+        elif charge.has_uncommitted_changes:
+            # The flag alone goes back, as it came (charges.mark_uncommitted): no event and the
+            # same `updated_at` (found by an audit: the regeneration told charge/updated of a
+            # charge of another date that nothing had changed).
+            flag_only.append(charge.id)
         if charge.purchase_item_ids != plan.item_ids:
             before, after = set(charge.purchase_item_ids), set(plan.item_ids)
             item_pairs += [(charge.id, item_id) for item_id in sorted(after - before)]
@@ -234,6 +240,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
     # Every changed charge gets the whole plan in one statement (the unchanged columns are
     # written with the values they have).
     charges.update_many(unit.conn, REWRITTEN, rewritten)
+    charges.clear_uncommitted(unit.conn, unit.store_id, flag_only)
     # Every planned charge's customer is the plan's: named here, the events need no look-up.
     unit.record_many("charge/updated", [row["charge_id"] for row in rewritten], changed=names,
                      customer_ids={row["charge_id"]: row["customer_id"] for row in rewritten})
