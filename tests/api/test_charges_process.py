@@ -47,6 +47,25 @@ def test_a_failed_payment_answers_200_with_the_charge_in_error(tier_a):
     assert body["error_type"] == "CARD_DECLINED"
 
 
+def test_a_charge_of_zero_is_paid_without_asking_the_processor(tier_a):
+    """Found by an audit: a free box (0.00) with a card the sandbox declines went into dunning,
+    while Stripe stores pay a charge of 0 without asking. No processor is asked for nothing."""
+    customer = make_customer(tier_a)
+    make_payment_method(tier_a, customer, processor_payment_method_token="pm_declined")
+    address = make_address(tier_a, customer)
+    make_subscription(tier_a, address, price="0.00")
+    [charge] = charges_of(tier_a, address.id)
+    assert charge.total_price == 0
+    reply = tier_a.post(f"/charges/{charge.id}/process", json={})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["charge"]["status"] == ("success" if tier_a.version == "2021-11" else "SUCCESS")
+    # A charge that costs something is still declined.
+    paying = make_subscription(tier_a, make_address(tier_a, customer), price="5.00")
+    [dear] = [c for c in charges_of(tier_a, paying.address_id)]
+    reply = tier_a.post(f"/charges/{dear.id}/process", json={})
+    assert reply.json()["charge"]["status"] == ("error" if tier_a.version == "2021-11" else "ERROR")
+
+
 def test_a_paid_charge_cannot_be_processed_again(tier_a):
     charge, _ = _queued(tier_a)
     assert tier_a.post(f"/charges/{charge.id}/process", json={}).status_code == 200

@@ -48,7 +48,7 @@ class StripeGateway:
 
     def charge(self, payment: Payment) -> Result:
         if payment.amount_minor == 0:
-            return Result(CAPTURED)  # nothing to take: Stripe refuses a PaymentIntent of 0
+            return Result(CAPTURED)  # the router asks no processor for 0 (router.NOTHING_TO_TAKE)
         params: dict[str, Any] = {
             "amount": payment.amount_minor, "currency": payment.currency.lower(),
             "payment_method_types": [METHOD_TYPES.get((payment.payment_type or "").upper(), "card")],
