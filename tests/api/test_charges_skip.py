@@ -147,6 +147,24 @@ def test_a_partial_skip_leaves_the_rest_queued_under_the_same_id(vapi):
     assert ("subscription/skipped", kept.id) not in events_of(vapi, kept.id)
 
 
+def test_2021_11_takes_the_address_skips_subscription_ids_on_a_charge_too(api):
+    """Found by an audit: `subscription_ids` (the 2021-11 address skip's name) sent to a charge
+    was ignored as unknown and the whole charge was skipped: every delivery lost."""
+    address = make_address(api)
+    kept, skipped = weekly(api, address, price="10.00"), weekly(api, address, price="3.00")
+    row = only(api, address.id)
+    response = skip(api, row.id, {"subscription_ids": [skipped.id]})
+    assert response.status_code == 200, response.text
+    assert response.json()["charge"]["total_price"] == "3.00"
+    assert lines(charge(api, row.id, V11)) == [kept.id]
+    # Errors name it as sent; both names must agree.
+    assert skip(api, row.id, {"subscription_ids": []}).json()["errors"] == {
+        "subscription_ids": ["must name at least one purchase item"]}
+    conflict = skip(api, row.id, {"subscription_ids": [kept.id], "purchase_item_ids": [skipped.id]})
+    assert conflict.status_code == 422 and "conflicts with" in str(conflict.json()["errors"])
+    assert lines(charge(api, row.id, V11)) == [kept.id]
+
+
 def test_unskipping_a_partial_skip_puts_the_items_back_into_the_queued_charge(vapi):
     address = make_address(vapi)
     kept, skipped = weekly(vapi, address), weekly(vapi, address)

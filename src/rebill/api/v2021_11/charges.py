@@ -150,17 +150,20 @@ def date_(value: str) -> Any:
 
 SERIALIZERS: dict[str, Serializer] = {"charge": charge}
 ITEMS = Field("purchase_item_ids", "list", nullable=False, items="int")
+# NOTE: decisions §5.11 names `purchase_item_ids`; the address skip's `subscription_ids` (spec 01)
+# names the same items here too (found by an audit: sent to a charge, it was ignored and the
+# whole charge skipped). Both sent must agree.
+SUBSCRIPTION_IDS = Field("subscription_ids", "list", nullable=False, items="int", key="purchase_item_ids")
 SCHEMAS: dict[str, Schema] = {
-    "charge.skip": Schema(ITEMS),
-    "charge.unskip": Schema(ITEMS),
+    "charge.skip": Schema(ITEMS, SUBSCRIPTION_IDS),
+    "charge.unskip": Schema(ITEMS, SUBSCRIPTION_IDS),
     "charge.change_next_charge_date": Schema(Field("next_charge_date", "date", required=True, nullable=False)),
     # NOTE: decisions §6.8, §6.12: the currency's places are checked against the charge's currency.
     "charge.refund": Schema(Field("amount", "money", decimals=None), Field("full_refund", "bool")),
     # NOTE: spec 01 Addresses skip, `subscription_ids`; the sample sends `purchase_item_ids`.
     "address.skip_charge": Schema(
         Field("date", "date", required=True, nullable=False),
-        Field("subscription_ids", "list", nullable=False, items="int", key="purchase_item_ids"),
-        Field("purchase_item_ids", "list", nullable=False, items="int"),
+        SUBSCRIPTION_IDS, ITEMS,
         one_of=(("subscription_ids", "purchase_item_ids"),),
     ),
 }
