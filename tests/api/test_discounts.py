@@ -50,6 +50,17 @@ def test_create_2021_11_renders_the_nested_shape_of_decisions_7_1(api):
     assert not old["created_at"].endswith("+00:00")
 
 
+def test_a_minimum_subtotal_has_the_currencys_places_at_most(api):
+    """Found by an audit: 2021-01 kept `30.555` (USD) and showed it as text."""
+    for version, body in ((V01, {"discount_type": "percentage", "duration": "forever"}),
+                          (V11, {"value_type": "percentage"})):
+        reply = api.post("/discounts", version=version, json={
+            "code": f"MIN{version[-2:]}", "value": "10", "prerequisite_subtotal_min": "30.555", **body})
+        assert errors_of(reply) == {"prerequisite_subtotal_min": ["has too many decimal places for USD (at most 2)"]}
+    assert create(api, V01, code="MINOK", discount_type="percentage", value="10", duration="forever",
+                  prerequisite_subtotal_min="30.5")["prerequisite_subtotal_min"] == "30.5"
+
+
 def test_create_2021_01_takes_the_flat_fields_and_requires_duration(api):
     made = create(api, V01, code="FLAT", discount_type="fixed_amount", value="5", duration="single_use",
                   applies_to_id=123, applies_to_product_type="onetime", prerequisite_subtotal_min=20)

@@ -126,6 +126,10 @@ def _check(unit: Unit, values: dict[str, Any], errors: dict[str, list[str]] | No
     minimum = values["prerequisite_subtotal_min"]
     if minimum is not None and minimum < 0:
         add_error(errors, "prerequisite_subtotal_min", "must not be negative")
+    elif minimum is not None and (problem := places_problem(minimum, unit.store.currency)):
+        # An amount of the store's currency (decisions §7.5, §2.7; found by an audit: 30.555
+        # was kept).
+        add_error(errors, "prerequisite_subtotal_min", problem)
     _check_window(values, errors)
     if errors:
         raise ValidationFailed(errors)
