@@ -268,3 +268,18 @@ def test_the_delivery_schedule_needs_read_customers(api):
     refused = api.get(path, token=api.token_with("read_subscriptions"))
     assert refused.status_code == 403
     assert refused.json() == {"errors": "This token lacks the scope this endpoint needs: read_customers"}
+
+
+def test_the_later_orders_of_a_paid_prepaid_charge_show_the_charge_that_paid_them(api):
+    """docs/api-choices.md: a prepaid item's later orders show the charge that pays for them;
+    once that charge was paid they showed none (found by an audit)."""
+    from tests.api.test_orders import prepaid
+    first, second, third = prepaid(api)
+    paid = first.charge_id
+    customer_id = api.get(f"/orders/{first.id}").json()["order"]["customer"]["id"]
+    body = api.get(f"/customers/{customer_id}/delivery_schedule", params={"delivery_count_future": 4}).json()
+    shown = {d["date"]: [o["charge_id"] for o in d["orders"]] for d in body["deliveries"]}
+    [queued] = [c.id for c in charges_of(api, first.address_id) if c.status == "queued"]
+    assert shown[second.scheduled_at.isoformat()] == [paid]
+    assert shown[third.scheduled_at.isoformat()] == [paid]
+    assert shown[(third.scheduled_at + timedelta(days=7)).isoformat()] == [queued]

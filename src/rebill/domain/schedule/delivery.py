@@ -29,6 +29,7 @@ import msgspec
 from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
+from ..charge.model import PROCESSED, QUEUED, SKIPPED
 from ..customer.model import Customer
 from ..payment_method import repository as payment_methods
 from ..subscription import repository as items
@@ -193,9 +194,14 @@ def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int
     # Items sit on their customer's addresses; should one not, its address is still shown.
     found.update(addresses.many(conn, store_id, [i.address_id for i in owned if i.address_id not in found]))
     skips = [(item_id, when) for _, item_id, when in items.skips_of(conn, list(found))] if found else []
+    # A prepaid item's later orders are paid by its last processed charge (found by an audit:
+    # they showed no charge); processed charges are read only when a prepaid item has one.
+    paid_dates = {(item.id, item.last_charge_date) for item in owned if item.is_prepaid and item.last_charge_date}
+    statuses = (QUEUED, SKIPPED, *(PROCESSED if paid_dates else ()))
     charge_ids = {(line["purchase_item_id"], charge.scheduled_at): charge.id
-                  for charge in charges.of_addresses(conn, store_id, list(found), ("queued", "skipped"))
-                  for line in charge.line_items}
+                  for charge in charges.of_addresses(conn, store_id, list(found), statuses)
+                  for line in charge.line_items
+                  if charge.status in (QUEUED, SKIPPED) or (line["purchase_item_id"], charge.scheduled_at) in paid_dates}
     deliveries = project(owned, skips, charge_ids, today=today, until=until, limit=count) if until >= today else []
     methods = payment_methods.of_customers(conn, store_id, [customer_id])
     by_id = {m.id: m for m in methods}
