@@ -9,6 +9,7 @@ import msgspec
 from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..charge import repository as charges
+from ..charge.model import OPEN
 from ..customer import repository as customers
 from ..discount import apply as discount_apply
 from ..event import attributes
@@ -144,15 +145,17 @@ def delete(unit: Unit, address_id: int) -> None:
 
 def forget(unit: Unit, address_ids: list[int], customer_id: int) -> None:
     """What goes with deleted addresses (all of ``customer_id``), each with its event: their
-    purchase items and their queued and skipped charges (processed charges stay: money history
-    is kept)."""
+    purchase items and their charges not paid, queued, skipped and in error (processed charges
+    stay: money history is kept; a pending one is authorized money its capture decides). A
+    charge in error went too late: it was retried and billed for a deleted address and deleted
+    items (found by an audit)."""
     subscription_ids: list[int] = []
     for kind in ("subscription", "onetime"):
         for item in items.of(unit.conn, unit.store_id, kind, address_ids=address_ids):
             unit.record(f"{kind}/deleted", item.id, {"id": item.id}, customer_id=customer_id)
             if kind == "subscription":
                 subscription_ids.append(item.id)
-    open_charges = charges.of_addresses(unit.conn, unit.store_id, address_ids, ("queued", "skipped"))
+    open_charges = charges.of_addresses(unit.conn, unit.store_id, address_ids, OPEN)
     if any(c.claimed_by is not None for c in open_charges):
         # A billing run is paying one of them: deleting it would leave the payment with no
         # charge to record it on (domain/billing/claim.py). The run ends in moments.
