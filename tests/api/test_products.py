@@ -498,6 +498,35 @@ def test_2021_01_update_to_onetime_deletes_the_subscription_plans(api):
     assert ("plan/deleted", monthly["id"]) in events_of(api)
 
 
+def test_2021_01_what_a_product_shows_sent_back_changes_no_plan(api):
+    """Found by an audit: the echo of `subscription_defaults` re-derived the plans, deleting
+    those 2021-11 had made (the plan of an active subscription among them), or answered 422 for a
+    mix of plans the options cannot say."""
+    product = make_product(api, "8001")
+    monthly = make_plan(api, product)
+    prepaid = make_plan(api, product, type="prepaid", subscription_preferences={**MONTHLY, "charge_interval_frequency": 3})
+    weekly = make_plan(api, product, subscription_preferences={**MONTHLY, "interval_unit": "week"})
+    before = plans_of(api, "8001")
+    shown = api.get(f"/products/{product.id}", version=V01).json()["product"]
+    told = len(events_of(api))
+    for echo in ({"subscription_defaults": shown["subscription_defaults"]},
+                 {key: shown[key] for key in ("subscription_defaults", "discount_amount", "discount_type", "title")}):
+        reply = api.put(f"/products/{product.id}", json=echo, version=V01)
+        assert reply.status_code == 200, reply.text
+    assert plans_of(api, "8001") == before and {p["id"] for p in before} == {monthly.id, prepaid.id, weekly.id}
+    assert events_of(api)[told:] == []
+
+
+def test_2021_01_a_switch_to_one_time_drops_the_subscription_discount(api):
+    """Found by an audit: refused over the discount of the plans that go, which was not sent."""
+    product = legacy_create(api, discount_amount="15")
+    reply = api.put(f"/products/{product['id']}", json={"subscription_defaults": {
+        "storefront_purchase_options": "onetime"}}, version=V01)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["product"]["discount_amount"] == 0
+    assert [p["type"] for p in plans_of(api, "8001")] == ["onetime"]
+
+
 def test_2021_01_a_discount_sent_alone_goes_to_the_recurring_plans_and_keeps_them(api):
     product = make_product(api, "8001")
     weekly = make_plan(api, product, subscription_preferences={**MONTHLY, "interval_unit": "week"})

@@ -226,21 +226,37 @@ def update(unit: Unit, product_id: int, command: LegacyProductWrite) -> Product:
     touched = False
     if command.subscription_defaults is not UNSET:
         sent = _options(command.subscription_defaults)
+        shown: dict[str, Any] | None = None
         if product.plans:
             current = derive(product.plans)
-            options = {**_options(current.options), **sent}
+            shown = _options(current.options)
+            options = {**shown, **sent}
             amount, kind = current.discount_amount, current.discount_type
+            if options.get("storefront_purchase_options") == "onetime" and command.discount_amount is UNSET:
+                # The stored discount was the subscription plans', which go (found by an audit:
+                # a switch to one-time was refused over a discount the client did not send).
+                amount = kind = None
         else:
             options, amount, kind = sent, None, None
         if command.discount_amount is not UNSET:
             amount = command.discount_amount
         if command.discount_type is not UNSET:
             kind = command.discount_type
-        touched = _reconcile(unit, product, _plan_specs(options, amount, kind, unit.store.currency))
+        # What it shows sent back is no change (found by an audit: the echo re-derived the plans
+        # and deleted those 2021-11 had made, the plan of an active subscription among them).
+        if shown is None or options != shown or _discount_of(amount, kind) != _discount_of(
+                current.discount_amount, current.discount_type):
+            touched = _reconcile(unit, product, _plan_specs(options, amount, kind, unit.store.currency))
     elif command.discount_amount is not UNSET or command.discount_type is not UNSET:
         touched = _discount_recurring(unit, product, command)
     change_product(unit, product, _product_fields(command), touch=touched)
     return get_product_by_id(unit, product.id)
+
+
+def _discount_of(amount: Decimal | None, kind: str | None) -> tuple[Decimal | None, str | None]:
+    """A discount as it compares: 0 is none (a 2021-01 product shows 0 for none), and no
+    amount has no type."""
+    return (None, None) if not amount else (amount, kind)
 
 
 def _discount_recurring(unit: Unit, product: Product, command: LegacyProductWrite) -> bool:
