@@ -117,6 +117,16 @@ def test_external_ids_may_be_nested_or_numbers_and_show_as_plain_strings(api, gi
     assert product["variants"][0]["external_variant_id"] == "55"
 
 
+def test_an_external_id_is_trimmed_as_everywhere_else(api):
+    """Found by an audit: " 6002 " was kept, and no subscription, collection or filter could
+    name the product."""
+    made = create(api, external_product_id=" 6002 ", variants=[{"external_variant_id": " v1 ", "price": "5.00"}])
+    assert made["external_product_id"] == "6002"
+    assert made["variants"][0]["external_variant_id"] == "v1"
+    found = api.get("/products", params={"external_product_ids": "6002"}, version=V11).json()["products"]
+    assert [p["id"] for p in found] == [made["id"]]
+
+
 def test_a_non_numeric_external_id_is_a_key_like_any_other(api):
     create(api, external_product_id="sku-coffee.250")
     assert api.get("/products/sku-coffee.250", version=V11).json()["product"]["title"] == "Coffee"

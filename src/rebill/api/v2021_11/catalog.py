@@ -30,12 +30,16 @@ def _plain(value: Any) -> Any:
         value = value["ecommerce"]
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, str):
+        # Trimmed, as every other external id is (api/fields.py "external_id"): a product kept
+        # as " 6002 " could be named by no subscription, collection or filter (found by an audit).
+        return value.strip()
     return value
 
 
 def plain_ids(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The body with every external id as a plain string: `{"ecommerce": "7001"}` and `7001`
-    both become `"7001"` (other types are left for the schema to refuse)."""
+    """The body with every external id as a plain string: `{"ecommerce": "7001"}`, `7001` and
+    `" 7001 "` all become `"7001"` (other types are left for the schema to refuse)."""
     clean = dict(body)
     for key in ID_KEYS:
         if key in clean:
