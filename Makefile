@@ -20,7 +20,7 @@ migrate: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
-	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 # schemathesis against a running server, both API versions: the suite's test of tests/fuzz/, with
 # far more cases per operation (docs/openapi.md, "Fuzzing"). REBILL_FUZZ_EXAMPLES=N changes how

@@ -37,8 +37,8 @@ VERSIONS = ("2021-01", "2021-11")
 
 
 # The files that take longest (tens of seconds to two minutes each, most of it processes they
-# start) run first. `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: xdist
-# hands whole files to its two workers in the order they were collected. By default it orders
+# start) run first. `make test` runs `pytest -n 3 --dist loadfile --no-loadscope-reorder`: xdist
+# hands whole files to its workers in the order they were collected. By default it orders
 # them by their number of tests instead, which put schemathesis (3 tests, 2 minutes) and the
 # soak (1 test) last: one worker ran them for minutes after the other had run out of files (a
 # clean run used 67 % of the two cores). Within a file the order is kept.
