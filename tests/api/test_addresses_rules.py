@@ -118,6 +118,15 @@ def test_create_with_several_bad_fields_names_every_one(api):
         "phone": ["is required"]}}
 
 
+def test_the_rules_after_the_types_name_every_bad_field_too(api):
+    """Decisions §2.3 (found by an audit: the zip, then the currency, then the payment method,
+    one request each)."""
+    customer = make_customer(api)
+    response = create(api, customer, zip="1", presentment_currency="GBP", payment_method_id=999_999)
+    body = errors_of(response)["errors"]
+    assert set(body) == {"zip", "presentment_currency", "payment_method_id"}, body
+
+
 def test_order_attribute_without_a_name_is_refused_at_its_index(api):
     response = create(api, make_customer(api), order_attributes=[{"name": "ok", "value": "1"}, {"value": "2"}])
     assert errors_of(response) == {"errors": {"order_attributes": {"1": {"name": ["is required"]}}}}

@@ -74,9 +74,16 @@ def create(unit: Unit, verifier: AddressVerifier, command: AddressCreate) -> Add
         raise ValidationFailed.field("customer_id", "customer not found")
     values = msgspec.structs.asdict(command)
     entries = values.pop("discounts")
-    values = check_location(unit.store, verifier, values)
-    values["presentment_currency"] = check_presentment_currency(unit.store, command.presentment_currency)
-    _check_payment_method(unit, command.customer_id, command.payment_method_id)
+    # Every bad field at once (decisions §2.3; found by an audit: the zip, then the currency,
+    # then the payment method, one request each).
+    errors: dict[str, Any] = {}
+    located = ValidationFailed.collect(errors, check_location, unit.store, verifier, values)
+    currency = ValidationFailed.collect(errors, check_presentment_currency, unit.store, command.presentment_currency)
+    ValidationFailed.collect(errors, _check_payment_method, unit, command.customer_id, command.payment_method_id)
+    if errors:
+        raise ValidationFailed(errors)
+    values = located
+    values["presentment_currency"] = currency
     values.update(
         store_id=unit.store_id,
         discount_id=(_discount_id(unit, entries, None, command.customer_id, values["presentment_currency"])

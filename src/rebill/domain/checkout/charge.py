@@ -175,11 +175,11 @@ def ready(unit: Unit, verifier: AddressVerifier, checkout: Checkout) -> dict[str
     if address is None:
         errors["shipping_address"] = [service.SOON]
     else:
-        checked = service.collect(errors, service.check_shipping, unit, verifier, address, partial=False)
+        checked = ValidationFailed.collect(errors, service.check_shipping, unit, verifier, address, partial=False)
         if checked is not None:
             address, validations = checked
-    service.collect(errors, service.check_currency, unit, checkout.currency)
-    service.collect(errors, checkout_lines.check_dates, checkout.line_items, unit.today)
+    ValidationFailed.collect(errors, service.check_currency, unit, checkout.currency)
+    ValidationFailed.collect(errors, checkout_lines.check_dates, checkout.line_items, unit.today)
     if errors:
         raise ValidationFailed(errors)
     state = {name: getattr(checkout, name) for name in service.WRITTEN}

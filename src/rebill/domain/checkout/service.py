@@ -4,7 +4,6 @@ decisions §7.3, §7.7). Charging is ``charge.py``. Field names are the head (20
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -60,16 +59,6 @@ def held(checkout: Checkout) -> bool:
     """Whether a payment of the checkout is in flight, or was and never answered (its claim
     stays until a charge request or the billing run finishes it: charge.py)."""
     return checkout.claimed_by is not None
-
-
-def collect(errors: dict[str, Any], work: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-    """Runs ``work``; its 422 joins ``errors`` (every bad field at once, decisions §2.3)."""
-    try:
-        return work(*args, **kw)
-    except ValidationFailed as exc:
-        assert isinstance(exc.errors, dict)
-        errors.update(exc.errors)
-        return None
 
 
 def _merged(current: dict[str, Any] | None, sent: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -152,27 +141,27 @@ def _state(unit: Unit, verifier: AddressVerifier, current: dict[str, Any], comma
     if changes.get("email") is not None and (problem := email_problem(changes["email"])):
         errors["email"] = [problem]  # the e-mail its payment gives a customer
     if "analytics_data" in changes:
-        collect(errors, check_analytics, changes["analytics_data"])
+        ValidationFailed.collect(errors, check_analytics, changes["analytics_data"])
         state["analytics_data"] = changes["analytics_data"]
     if "note_attributes" in changes:
         state["note_attributes"] = changes["note_attributes"] or []
     if "buyer_accepts_marketing" in changes:
         state["buyer_accepts_marketing"] = bool(changes["buyer_accepts_marketing"])
     if "currency" in changes:
-        state["currency"] = collect(errors, check_currency, unit, changes["currency"]) or state["currency"]
+        state["currency"] = ValidationFailed.collect(errors, check_currency, unit, changes["currency"]) or state["currency"]
     if "discount_code" in changes:
-        found = collect(errors, _discount, unit, changes["discount_code"])
+        found = ValidationFailed.collect(errors, _discount, unit, changes["discount_code"])
         if found is not None:
             state["discount_code"], state["discount_id"] = found
     if "line_items" in changes:
-        resolved = collect(errors, checkout_lines.resolve, unit, changes["line_items"])
+        resolved = ValidationFailed.collect(errors, checkout_lines.resolve, unit, changes["line_items"])
         state["line_items"] = resolved if resolved is not None else state["line_items"]
     validations = (current.get("pricing") or {}).get("shipping_address_validations")
     if "shipping_address" in changes:
         address = _merged(current.get("shipping_address"), changes["shipping_address"])
         validations = None
         if address is not None:
-            checked = collect(errors, check_shipping, unit, verifier, address, partial=bool(command.partial_shipping))
+            checked = ValidationFailed.collect(errors, check_shipping, unit, verifier, address, partial=bool(command.partial_shipping))
             if checked is not None:
                 address, validations = checked
         state["shipping_address"] = address
