@@ -78,6 +78,41 @@ def _days(name: str, text: str) -> float:
     return value
 
 
+# The longest period or wait a setting in seconds may name: a year. `inf` or 1e12 stopped the job
+# scheduler at start (a date out of range) and left the API with no jobs (found by an audit).
+MAX_SECONDS = 366 * 86400
+
+
+def _seconds(name: str, text: str) -> float:
+    """A number of seconds, 0 to a year; anything else stops the start with its name."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= MAX_SECONDS):
+        raise ValueError(f"{name} must be a number of seconds from 0 to {MAX_SECONDS}, not {text!r}")
+    return value
+
+
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def redis_url(text: str) -> str:
+    """A URL the redis client takes; checked at start, since the client would refuse it at
+    every request instead (found by an audit: every request with a token answered 500)."""
+    if not text.strip().lower().startswith(REDIS_SCHEMES):
+        raise ValueError(f"REBILL_REDIS_URL must begin with {', '.join(REDIS_SCHEMES)}, not {text!r}")
+    return text.strip()
+
+
+def host_and_port(name: str, text: str) -> str:
+    """HOST:PORT with a port from 1 to 65535."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{name} must be HOST:PORT with a port from 1 to 65535, not {text!r}")
+    return text
+
+
 def _switch(name: str, text: str) -> bool:
     """``on``/``off`` (and the usual spellings); anything else is a mistake worth stopping for:
     a typo must not leave an unauthenticated endpoint on, or metrics silently off."""
@@ -165,38 +200,39 @@ class Settings:
         if env.get("REBILL_RATE_LIMIT"):
             values["rate_limit"] = RateLimit.parse(env["REBILL_RATE_LIMIT"])
         if env.get("REBILL_TOKEN_CACHE_SECONDS"):
-            values["token_cache_seconds"] = float(env["REBILL_TOKEN_CACHE_SECONDS"])
+            values["token_cache_seconds"] = _seconds("REBILL_TOKEN_CACHE_SECONDS", env["REBILL_TOKEN_CACHE_SECONDS"])
         if env.get("REBILL_REGENERATE_EVERY"):
-            values["regenerate_every"] = float(env["REBILL_REGENERATE_EVERY"])
+            values["regenerate_every"] = _seconds("REBILL_REGENERATE_EVERY", env["REBILL_REGENERATE_EVERY"])
         if env.get("REBILL_CLAIM_STALE_SECONDS"):
-            values["claim_stale_seconds"] = float(env["REBILL_CLAIM_STALE_SECONDS"])
+            values["claim_stale_seconds"] = _seconds("REBILL_CLAIM_STALE_SECONDS", env["REBILL_CLAIM_STALE_SECONDS"])
         if env.get("REBILL_BILL_EVERY"):
-            values["bill_every"] = float(env["REBILL_BILL_EVERY"])
+            values["bill_every"] = _seconds("REBILL_BILL_EVERY", env["REBILL_BILL_EVERY"])
         if env.get("REBILL_PURGE_EVERY"):
-            values["purge_every"] = float(env["REBILL_PURGE_EVERY"])
+            values["purge_every"] = _seconds("REBILL_PURGE_EVERY", env["REBILL_PURGE_EVERY"])
         if env.get("REBILL_DELIVERY_RETENTION_DAYS"):
             values["delivery_retention_days"] = _days("REBILL_DELIVERY_RETENTION_DAYS",
                                                       env["REBILL_DELIVERY_RETENTION_DAYS"])
         if env.get("REBILL_EVENT_RETENTION_DAYS"):
             values["event_retention_days"] = _days("REBILL_EVENT_RETENTION_DAYS", env["REBILL_EVENT_RETENTION_DAYS"])
         if env.get("REBILL_DELIVER_WEBHOOKS"):
-            values["deliver_webhooks"] = env["REBILL_DELIVER_WEBHOOKS"] not in {"0", "false", "no", "off"}
+            values["deliver_webhooks"] = _switch("REBILL_DELIVER_WEBHOOKS", env["REBILL_DELIVER_WEBHOOKS"])
         if env.get("REBILL_DELIVERY_LEASE_SECONDS"):
-            values["delivery_lease_seconds"] = float(env["REBILL_DELIVERY_LEASE_SECONDS"])
+            values["delivery_lease_seconds"] = _seconds("REBILL_DELIVERY_LEASE_SECONDS", env["REBILL_DELIVERY_LEASE_SECONDS"])
         if env.get("REBILL_BATCH_EVERY"):
-            values["batch_every"] = float(env["REBILL_BATCH_EVERY"])
+            values["batch_every"] = _seconds("REBILL_BATCH_EVERY", env["REBILL_BATCH_EVERY"])
         if env.get("REBILL_BATCH_LEASE_SECONDS"):
-            values["batch_lease_seconds"] = float(env["REBILL_BATCH_LEASE_SECONDS"])
+            values["batch_lease_seconds"] = _seconds("REBILL_BATCH_LEASE_SECONDS", env["REBILL_BATCH_LEASE_SECONDS"])
         if env.get("REBILL_SECRET_KEY"):
             values["secret_key"] = env["REBILL_SECRET_KEY"]
         if env.get("REBILL_STRIPE_TIMEOUT_SECONDS"):
-            values["stripe_timeout_seconds"] = float(env["REBILL_STRIPE_TIMEOUT_SECONDS"])
+            values["stripe_timeout_seconds"] = _seconds("REBILL_STRIPE_TIMEOUT_SECONDS", env["REBILL_STRIPE_TIMEOUT_SECONDS"])
         if env.get("REBILL_METRICS"):
             values["metrics"] = _switch("REBILL_METRICS", env["REBILL_METRICS"])
         if env.get("REBILL_METRICS_DIR"):
             values["metrics_dir"] = env["REBILL_METRICS_DIR"]
         if env.get("REBILL_WORKER_METRICS_ADDRESS"):
-            values["worker_metrics_address"] = env["REBILL_WORKER_METRICS_ADDRESS"]
+            values["worker_metrics_address"] = host_and_port("REBILL_WORKER_METRICS_ADDRESS",
+                                                             env["REBILL_WORKER_METRICS_ADDRESS"])
         if env.get("REBILL_LOG_FORMAT"):
             values["log_format"] = log_format(env["REBILL_LOG_FORMAT"])
         if env.get("REBILL_LOG_REQUESTS"):
@@ -204,9 +240,9 @@ class Settings:
         if env.get("REBILL_BACKGROUND_JOBS"):
             values["background_jobs"] = background_jobs(env["REBILL_BACKGROUND_JOBS"])
         if env.get("REBILL_JOBS_STOP_SECONDS"):
-            values["jobs_stop_seconds"] = float(env["REBILL_JOBS_STOP_SECONDS"])
+            values["jobs_stop_seconds"] = _seconds("REBILL_JOBS_STOP_SECONDS", env["REBILL_JOBS_STOP_SECONDS"])
         if env.get("REBILL_REDIS_URL"):
-            values["redis_url"] = env["REBILL_REDIS_URL"]
+            values["redis_url"] = redis_url(env["REBILL_REDIS_URL"])
         if env.get("REBILL_REDIS_PREFIX"):
             values["redis_prefix"] = env["REBILL_REDIS_PREFIX"]
         if env.get("REBILL_WEBHOOK_PRIVATE_ADDRESSES"):

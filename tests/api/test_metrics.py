@@ -470,3 +470,30 @@ def _due_charge(api: Api, token: str) -> int:
     address = make_address(api, customer)
     make_subscription(api, address, next_charge_scheduled_at=api.clock.now().date())
     return address.id
+
+
+@pytest.mark.parametrize("env, said", [
+    ({"REBILL_DELIVER_WEBHOOKS": "maybe"}, "REBILL_DELIVER_WEBHOOKS must be on or off"),
+    ({"REBILL_REDIS_URL": "127.0.0.1:6379"}, "REBILL_REDIS_URL must begin with redis://"),
+    ({"REBILL_REDIS_URL": "notaurl"}, "REBILL_REDIS_URL must begin with redis://"),
+    ({"REBILL_BILL_EVERY": "inf"}, "REBILL_BILL_EVERY must be a number of seconds from 0 to"),
+    ({"REBILL_BATCH_EVERY": "1e12"}, "REBILL_BATCH_EVERY must be a number of seconds"),
+    ({"REBILL_TOKEN_CACHE_SECONDS": "-1"}, "REBILL_TOKEN_CACHE_SECONDS must be a number of seconds"),
+    ({"REBILL_JOBS_STOP_SECONDS": "soon"}, "REBILL_JOBS_STOP_SECONDS must be a number of seconds"),
+    ({"REBILL_WORKER_METRICS_ADDRESS": "bad"}, "REBILL_WORKER_METRICS_ADDRESS must be HOST:PORT"),
+    ({"REBILL_WORKER_METRICS_ADDRESS": "127.0.0.1:99999"}, "REBILL_WORKER_METRICS_ADDRESS must be HOST:PORT"),
+])
+def test_a_setting_it_cannot_take_stops_the_start_naming_it(env, said):
+    """Found by an audit: a bad Redis URL answered 500 to every request, `False` left deliveries
+    on, `inf` left the API with no jobs, a bad metrics address was a traceback."""
+    with pytest.raises(ValueError, match=said):
+        Settings.from_env(env)
+
+
+def test_the_switches_take_every_usual_spelling():
+    for off in ("0", "off", "OFF", "False", "no"):
+        assert Settings.from_env({"REBILL_DELIVER_WEBHOOKS": off}).deliver_webhooks is False
+    for on in ("1", "on", "True", "YES"):
+        assert Settings.from_env({"REBILL_DELIVER_WEBHOOKS": on}).deliver_webhooks is True
+    assert Settings.from_env({"REBILL_REDIS_URL": " rediss://h:6380/0 "}).redis_url == "rediss://h:6380/0"
+    assert Settings.from_env({"REBILL_BILL_EVERY": "0.5"}).bill_every == 0.5

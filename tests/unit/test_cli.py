@@ -469,6 +469,23 @@ def test_a_store_name_is_trimmed_and_a_host_s_own_zone_is_no_time_zone(store_db)
         assert refused.exit_code == 2 and "timezone: must be an IANA time zone name" in refused.output
 
 
+@pytest.mark.parametrize("command", [["serve", "--port", "1"], ["worker"], ["bill"], ["migrate"]])
+@pytest.mark.parametrize("database", ["mysql://a@b/c", "sqlite://", "garbage"])
+def test_the_long_running_commands_refuse_a_url_they_cannot_use_in_one_line(command, database):
+    """Found by an audit: `serve`, `worker`, `bill` and `migrate` printed a traceback of 120 lines."""
+    result = runner.invoke(cli, [*command, "--database", database])
+    assert result.exit_code == 2, result.output
+    assert "not a database URL Rebill can use" in " ".join(result.output.split())
+
+
+def test_bill_makes_no_database_at_a_mistyped_path(tmp_path):
+    """Found by an audit: it made the folder and an empty file, then said "no tables yet"."""
+    result = runner.invoke(cli, ["bill", "--database", f"sqlite:///{tmp_path}/nodir/x.sqlite"])
+    assert result.exit_code == 1 and "no database at" in result.output
+    assert not (tmp_path / "nodir").exists()
+
+
+
 @pytest.mark.parametrize("database, said", [
     ("sqlite:///{tmp}/missing/db.sqlite", "no database at"),
     ("sqlite:///{tmp}/empty.db", "the database has no tables yet (no such table: stores): run `rebill migrate` first"),
@@ -486,3 +503,29 @@ def test_a_database_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path,
     assert done.returncode in (1, 2), done.stderr
     assert said in " ".join(done.stderr.split()) and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "missing").exists()  # a command that reads makes no database
+
+
+def test_a_worker_whose_metrics_address_is_taken_says_so_in_one_line(tmp_path):
+    """Found by an audit: a port in use was a traceback of 137 lines."""
+    import socket
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert run("migrate", "--database", url).exit_code == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        result = runner.invoke(cli, ["worker", "--database", url],
+                               env={"REBILL_METRICS": "on", "REBILL_WORKER_METRICS_ADDRESS": address})
+    assert result.exit_code == 2, result.output
+    assert f"REBILL_WORKER_METRICS_ADDRESS {address}" in " ".join(result.output.split())
+
+
+def test_stores_list_piped_keeps_every_name_and_version_whole(store_db):
+    """Found by an audit: piped, it cut names and versions to `defau…` and `2021-…`."""
+    name = "a-store-with-a-rather-long-name-for-a-table"
+    assert run("stores", "create", name, "--ships-to", "US", "--default-version", "2021-11",
+               "--database", store_db).exit_code == 0
+    listed = run("stores", "list", "--database", store_db)
+    assert listed.exit_code == 0
+    [row] = [line for line in listed.output.splitlines() if name in line]
+    assert "2021-11" in row

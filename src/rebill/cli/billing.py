@@ -9,7 +9,7 @@ import typer
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 
-from .common import DatabaseOption, date_option, err, out, settings_for, stores_named
+from .common import DatabaseOption, date_option, err, print_table, settings_for, stores_named
 
 
 def register(app: typer.Typer) -> None:
@@ -34,7 +34,8 @@ def bill(
     from rebill.domain.payment.processors import gateway_for
     from rebill.domain.store import clock as store_clock
     last = date_option(until, "--until")
-    settings = settings_for(database)
+    # Never makes a database: a mistyped path is refused (found by an audit: it made the file).
+    settings = settings_for(database, existing=True)
     db = Database.from_url(settings.database_url)
     clock = SystemClock()
     gateway = gateway_for(db, clock.now, secret_key=settings.secret_key, timeout=settings.stripe_timeout_seconds)
@@ -54,11 +55,11 @@ def bill(
         table.add_column(column, justify="right")
     table.add_row(*(str(v) for v in (summary.processed, summary.paid, summary.pending, summary.failed,
                                       summary.closed, summary.retried)))
-    out.print(table)
+    print_table(table)
     if summary.amounts:
         amounts = Table(title="paid, per currency")
         amounts.add_column("currency")
         amounts.add_column("amount", justify="right")
         for currency, amount in sorted(summary.amounts.items()):
             amounts.add_row(currency, str(amount))
-        out.print(amounts)
+        print_table(amounts)

@@ -35,21 +35,26 @@ DatabaseOption: Optional[str] = typer.Option(
     None, "--database", help="Database URL (default: $REBILL_DATABASE_URL or ./var/rebill.db)")
 
 
-def settings_for(database: str | None) -> Settings:
-    return Settings.from_env().with_(database_url=database)
-
-
-def open_database(database: str | None, *, migrate: bool = False) -> Database:
-    """The database of the settings (``--database`` first); ``migrate`` brings its schema up to
-    date first, for the commands that may be the first to touch a new database. A command that
-    does not migrate refuses a SQLite file that is not there, rather than make an empty one."""
-    url = settings_for(database).database_url
-    parsed = _parsed(url)
-    if not migrate and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+def settings_for(database: str | None, *, existing: bool = False) -> Settings:
+    """The settings (``--database`` first), their database URL one Rebill can use (exit 2 in one
+    line otherwise: found by an audit, `serve`, `worker`, `bill` and `migrate` printed a
+    traceback); ``existing``: a SQLite file that is not there is refused (exit 1) rather than
+    made empty."""
+    settings = Settings.from_env().with_(database_url=database)
+    parsed = _parsed(settings.database_url)
+    if existing and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
             and not Path(parsed.database).exists():
         err.print(f"[red]no database at {parsed.database}[/red]: run `rebill migrate` (or `rebill serve`) first",
                   soft_wrap=True)
         raise typer.Exit(1)
+    return settings
+
+
+def open_database(database: str | None, *, migrate: bool = False) -> Database:
+    """The database of the settings; ``migrate`` brings its schema up to date first, for the
+    commands that may be the first to touch a new database. The others refuse a SQLite file
+    that is not there."""
+    url = settings_for(database, existing=not migrate).database_url
     if migrate:
         upgrade(url)
     return Database.from_url(url)

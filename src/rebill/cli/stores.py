@@ -16,7 +16,7 @@ from rebill.domain.store import repository as stores_repo
 from rebill.domain.store import service as store_service
 from rebill.errors import ValidationFailed
 
-from .common import DatabaseOption, csv, err, fail, open_database, out, settings_for, store_named
+from .common import DatabaseOption, csv, err, fail, open_database, out, print_table, settings_for, store_named
 
 app = typer.Typer(name="stores", help="Manage stores (tenants).", no_args_is_help=True)
 
@@ -93,7 +93,7 @@ def stores_list(database: Optional[str] = DatabaseOption) -> None:
         for s in stores_repo.all_stores(conn):
             table.add_row(str(s.id), s.name, s.currency, ",".join(s.ships_to), s.plan_tier, s.checkout_platform,
                           s.default_api_version, str(s.sandbox), str(s.installed))
-    out.print(table)
+    print_table(table)
 
 
 def _now(store: Any) -> datetime:

@@ -14,7 +14,7 @@ from rebill.domain.store import service as store_service
 from rebill.domain.store.model import SCOPES
 from rebill.errors import NotFound, ValidationFailed
 
-from .common import DatabaseOption, csv, err, fail, open_database, out, store_named
+from .common import DatabaseOption, csv, err, fail, open_database, print_table, store_named
 
 app = typer.Typer(name="tokens", help="Manage API tokens.", no_args_is_help=True)
 
@@ -64,7 +64,7 @@ def tokens_list(
     for token in found:
         table.add_row(str(token.id), token.name, token.token_prefix, scopes_text(token.scopes),
                       _when(token.created_at), _when(token.revoked_at) if token.revoked_at else "")
-    out.print(table)
+    print_table(table)
 
 
 @app.command("revoke")

@@ -28,6 +28,7 @@ def worker(
     any host, beside `rebill serve` processes that then run none (REBILL_BACKGROUND_JOBS)."""
     from rebill.jobs import worker as jobs_worker
     from rebill.observability import logs
+    from rebill.observability.metrics import AddressUnavailable
 
     try:
         settings = settings_for(database)
@@ -36,4 +37,8 @@ def worker(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     logs.configure(settings.log_format, requests=False)
-    raise typer.Exit(asyncio.run(jobs_worker.run(settings, concurrency=concurrency)))
+    try:
+        code = asyncio.run(jobs_worker.run(settings, concurrency=concurrency))
+    except AddressUnavailable as exc:
+        raise typer.BadParameter(str(exc)) from None
+    raise typer.Exit(code)

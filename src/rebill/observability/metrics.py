@@ -356,6 +356,10 @@ class Backlog:
 _current: Metrics | None = None
 
 
+class AddressUnavailable(Exception):
+    """The worker's metrics address cannot be listened on (in use, not this host's)."""
+
+
 def serve_worker(settings: Settings, db: Database, clock: Clock) -> Callable[[], None] | None:
     """For a process without the API (`rebill worker`): when ``settings.metrics`` is on, its
     figures (jobs, billing, deliveries, batches, its pool, and what waits in the database) on
@@ -372,8 +376,14 @@ def serve_worker(settings: Settings, db: Database, clock: Clock) -> Callable[[],
         raise ValueError(f"REBILL_WORKER_METRICS_ADDRESS must be HOST:PORT, not {settings.worker_metrics_address!r}")
     os.environ.pop(DIRECTORY_VARIABLE, None)
     figures = enable(db, clock)
+    try:
+        # A port in use is said in one line, not a traceback (found by an audit).
+        server, thread = start_http_server(int(port), addr=host.strip("[]"), registry=_Scrape(figures))
+    except (OSError, OverflowError) as exc:
+        disable()
+        raise AddressUnavailable(f"REBILL_WORKER_METRICS_ADDRESS {settings.worker_metrics_address}: "
+                                 f"{getattr(exc, 'strerror', None) or exc}") from None
     figures.start_sampling()
-    server, thread = start_http_server(int(port), addr=host.strip("[]"), registry=_Scrape(figures))
 
     def stop() -> None:
         server.shutdown()
