@@ -317,6 +317,12 @@ def test_stores_rates_refuses_a_bad_rate(store_db):
     assert result.exit_code == 2 and "tax_rates" in result.output
 
 
+def test_stores_rates_with_nothing_to_change_says_so(store_db):
+    """Found by an audit: it printed "updated rates" and changed nothing."""
+    result = run("stores", "rates", "acme", "--database", store_db)
+    assert result.exit_code == 2 and "give --shipping-rate" in " ".join(result.output.split())
+
+
 def test_bill_pays_what_is_due_and_prints_the_summary_and_amounts(store_db):
     from datetime import date
 

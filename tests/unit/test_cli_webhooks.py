@@ -428,3 +428,11 @@ def test_clock_advance_sends_the_deliveries_that_fall_due_on_the_way(store_db):
     [second] = _deliveries(seeded)
     assert second.attempts == 2, "the retry went out when the clock reached it"
     seeded.db.dispose()
+
+
+def test_webhooks_replay_with_nothing_to_replay_says_what_to_give(store_db):
+    """Found by an audit: it said "not both" when neither was given."""
+    result = run("webhooks", "replay", "--database", store_db)
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert "give a DELIVERY_ID or --failed-since" in said and "not both" not in said

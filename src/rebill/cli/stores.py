@@ -134,6 +134,10 @@ def stores_rates(
     tax = [] if clear_tax else None
     if tax_rate:
         tax = [_rate(text, ("country_code", "rate", "province", "title"), 2) for text in tax_rate]
+    if shipping is None and tax is None and taxes_included is None:
+        # Found by an audit: it said "updated" and changed nothing.
+        raise typer.BadParameter("give --shipping-rate, --tax-rate, --clear-shipping, --clear-tax, "
+                                 "--taxes-included or --taxes-added")
     db = open_database(database)
     try:
         with db.write() as conn:

@@ -95,8 +95,10 @@ def webhooks_replay(
 
     The same body and webhook-id, as a new series of attempts. The deliveries of a disabled
     webhook wait for `webhooks enable`."""
-    if (delivery_id is None) == (failed_since is None):
+    if delivery_id is not None and failed_since is not None:
         raise typer.BadParameter("give a DELIVERY_ID or --failed-since, not both")
+    if delivery_id is None and failed_since is None:
+        raise typer.BadParameter("give a DELIVERY_ID or --failed-since")
     if delivery_id is not None and (store or webhook is not None):
         raise typer.BadParameter("--store and --webhook go with --failed-since")
     if delivery_id is not None:
