@@ -715,3 +715,21 @@ def test_write_customers_implies_read_customers(vapi):
 def test_a_scope_of_another_resource_does_not_grant_customer_writes(vapi):
     token = vapi.token_with("write_subscriptions", "read_customers")
     assert vapi.post("/customers", json=create_body(vapi.version), token=token).status_code == 403
+
+
+def test_a_2021_01_customer_sent_back_as_shown_records_no_update(api):
+    """Found by an audit: its first round trip stored the shown defaults over nulls (the
+    analytics_data, the processor type of its default method), with a customer/updated event."""
+    from tests.builders import events_of, make_payment_method
+    api.version = V01
+    made = create(api)
+    make_payment_method(api, type("C", (), {"id": made["id"]})(), processor_name="stripe")
+    shown = api.get(f"/customers/{made['id']}", version=V01).json()["customer"]
+    assert shown["processor_type"] == "stripe" and shown["analytics_data"] == {"utm_params": []}
+    before = events_of(api, made["id"])
+    api.clock.advance(seconds=1)
+    sent = {k: v for k, v in shown.items() if k not in ("id", "created_at", "updated_at")}
+    reply = api.put(f"/customers/{made['id']}", version=V01, json=sent)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["customer"]["updated_at"] == shown["updated_at"]
+    assert events_of(api, made["id"]) == before

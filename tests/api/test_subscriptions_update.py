@@ -54,6 +54,18 @@ def test_an_update_that_changes_nothing_records_no_event_and_keeps_updated_at(ap
     assert events_of(api) == before
 
 
+def test_the_shown_analytics_data_sent_back_is_no_change(vapi):
+    """Found by an audit: the first round trip stored the shown default over null, with an event."""
+    sub = create_sub(vapi)
+    before = events_of(vapi)
+    vapi.clock.advance(seconds=1)
+    shown = vapi.get(f"/subscriptions/{sub['id']}").json()["subscription"]["analytics_data"]
+    assert shown == {"utm_params": []}
+    reply = vapi.put(f"/subscriptions/{sub['id']}", json={"analytics_data": shown})
+    assert reply.status_code == 200 and reply.json()["subscription"]["updated_at"] == sub["updated_at"]
+    assert events_of(vapi) == before
+
+
 def test_the_three_interval_fields_change_together_or_not_at_all(vapi):
     sub = create_sub(vapi)
     response = vapi.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "week"})

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
+from rebill.domain import analytics
 from rebill.domain.address.model import Address
 from rebill.domain.customer.model import Customer
 from rebill.domain.store.model import Store
@@ -33,13 +34,8 @@ def ts(value: datetime | None) -> str | None:
     return _encode(value)[1:20].decode() + "+00:00"
 
 
-def _analytics(data: dict[str, Any] | None) -> dict[str, Any]:
-    """Spec 03: `analytics_data.utm_params` is an array, also when the client sent none."""
-    if not data:
-        return {"utm_params": []}
-    if data.get("utm_params") is None:
-        return {**data, "utm_params": []}
-    return data
+# Spec 03: `analytics_data.utm_params` is an array, also when the client sent none.
+_analytics = analytics.shown
 
 
 def customer(c: Customer) -> dict[str, Any]:

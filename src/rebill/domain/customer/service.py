@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from rebill.errors import NotFound, ValidationFailed
 
+from .. import analytics
 from ..address import repository as addresses
 from ..event import attributes
 from ..listing import ListQuery, PageResult
@@ -165,8 +166,13 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate, *, tokens: Map
         changes["email"] = changes["email"].strip()
         if changes["email"].lower() != current.email.lower():
             _check_email(unit, changes["email"], other_than=customer_id)
-    # Sending what is already stored changes nothing: no event, same updated_at.
-    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    # Sending what is already stored changes nothing: no event, same updated_at. Nor does sending
+    # what it shows: the default of an analytics_data never given, and (2021-01) the processor
+    # type derived from the default method when the customer was given none.
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v
+               and not (k == "analytics_data" and analytics.same(current.analytics_data, v))
+               and not (k == "processor_type" and current.processor_type is None
+                        and v == current.default_method_processor)}
     if changes:
         changes["updated_at"] = unit.now
         try:

@@ -11,6 +11,7 @@ import msgspec
 
 from rebill.errors import Conflict, NotFound, ValidationFailed
 
+from .. import analytics
 from ..address import repository as addresses
 from ..address.model import Address
 from ..bundle import repository as bundles
@@ -339,7 +340,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         # now, as the billing run would have with its last charge (no next date, no queued charge).
         changes.update(status=EXPIRED, next_charge_scheduled_at=None)
         repository.remove_skips(unit.conn, subscription_id, from_date=today)
-    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v
+               and not (k == "analytics_data" and analytics.same(current.analytics_data, v))}
     if changes:
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, subscription_id, current.lock_version, changes):
