@@ -66,6 +66,21 @@ def test_the_shown_analytics_data_sent_back_is_no_change(vapi):
     assert events_of(vapi) == before
 
 
+def test_a_status_is_changed_by_its_actions_not_by_an_update(vapi):
+    """Found by an audit: `{"status": "cancelled"}` answered 200 and the subscription stayed
+    active. The status it has, sent back as shown, passes."""
+    sub = create_sub(vapi)
+    before = events_of(vapi)
+    other = "cancelled" if vapi.version == V11 else "CANCELLED"
+    reply = vapi.put(f"/subscriptions/{sub['id']}", json={"status": other, "quantity": 3})
+    assert errors_of(reply) == {"status": [f"is changed by POST /subscriptions/{sub['id']}/cancel or /activate, "
+                                           "not by an update"]}
+    shown = vapi.get(f"/subscriptions/{sub['id']}").json()["subscription"]
+    assert (shown["status"].lower(), shown["quantity"]) == ("active", 1) and events_of(vapi) == before
+    assert vapi.put(f"/subscriptions/{sub['id']}", json={"status": shown["status"]}).status_code == 200
+    assert errors_of(vapi.put(f"/subscriptions/{sub['id']}", json={"status": 5})) == {"status": ["must be a string"]}
+
+
 def test_the_three_interval_fields_change_together_or_not_at_all(vapi):
     sub = create_sub(vapi)
     response = vapi.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "week"})

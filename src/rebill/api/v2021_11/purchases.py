@@ -137,6 +137,8 @@ SUBSCRIPTION_UPDATE = Schema(
     Field("next_charge_scheduled_at", "date", nullable=False),
     *CADENCE_FIELDS,
     *SUBSCRIPTION_FLAGS,
+    # The one it has, sent back, passes; another is refused (domain/subscription/service.update).
+    Field("status", "str", nullable=False, max_length=32),
 )
 ONETIME_CREATE = Schema(
     Field("address_id", "int", required=True, nullable=False),

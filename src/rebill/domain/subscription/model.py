@@ -169,5 +169,7 @@ class SubscriptionUpdate(ItemUpdate, kw_only=True, omit_defaults=True):
     is_skippable: bool | UnsetType = UNSET
     is_swappable: bool | UnsetType = UNSET
     analytics_data: dict[str, Any] | None | UnsetType = UNSET
+    # Read-only: the status it has is taken (a body sent back as shown), another is refused.
+    status: str | UnsetType = UNSET
     # NOTE: decisions §5.3, commit=false defers the regeneration of the queued charges.
     commit: bool = True

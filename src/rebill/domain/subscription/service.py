@@ -260,6 +260,12 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
 def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
     current = locked(unit, subscription_id)
     changes = command.changes()
+    asked = changes.pop("status", None)
+    if asked is not None and asked.strip().lower() != current.status:
+        # Found by an audit: `{"status": "cancelled"}` answered 200 and the subscription stayed
+        # active. A status changes through its actions, which do what goes with it.
+        raise ValidationFailed.field("status", f"is changed by POST /subscriptions/{subscription_id}/cancel "
+                                               "or /activate, not by an update")
     sent = [name for name in intervals.INTERVAL_FIELDS if name in changes]
     if sent and len(sent) != len(intervals.INTERVAL_FIELDS):
         # NOTE: decisions §5.3, the three interval fields change together or not at all.
