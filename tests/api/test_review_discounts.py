@@ -291,7 +291,10 @@ def test_a_full_disable_racing_applies_leaves_the_code_nowhere(api):
                    if c.status == "queued")
 
 
-@pytest.mark.parametrize("code, asked", [("KEEPME", " keepme "), ("ÉTÉ10", "été10")])
+# Greek and Turkish capitals: Python's and PostgreSQL's lower() differ there (found by an
+# audit: on PostgreSQL the exact code found nothing once its discount was deleted).
+@pytest.mark.parametrize("code, asked", [("KEEPME", " keepme "), ("ÉTÉ10", "été10"), ("ΚΑΛΟΣ10", "ΚΑΛΟΣ10 "),
+                                         ("İSTANBUL", "İSTANBUL")])
 def test_the_code_filter_finds_the_paid_charges_of_a_deleted_discount(vapi, code, asked):
     """decisions §7.5: a processed charge keeps its discount lines after its discount is
     deleted, and the `discount_code` filter finds it as the `discount_id` filter does (found by
