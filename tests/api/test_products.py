@@ -337,8 +337,11 @@ def test_every_2021_01_product_reply_carries_the_deprecation_headers(api):
         # Refused before the handler runs (a token without the scope): still deprecated.
         api.get("/products", version=V01, token=api.token_with("read_customers")),
         api.post("/products", json={}, version=V01, token=api.token_with("read_products")),
+        # A method the path does not serve (found by an audit: the 405 had no headers).
+        api.delete("/products", version=V01),
+        api.request("PATCH", f"/products/{product['id']}", version=V01),
     ]
-    assert [r.status_code for r in replies[-2:]] == [403, 403]
+    assert [r.status_code for r in replies[-4:]] == [403, 403, 405, 405]
     for response in replies:
         assert {k: response.headers.get(k) for k in DEPRECATED} == DEPRECATED, response.request.url
     assert "deprecation" not in api.get("/products", version=V11).headers

@@ -218,7 +218,7 @@ class Api:
         route = self._find(path)
         return next(iter(route.methods.values())).path if route is not None else None
 
-    def _match(self, method: str, path: str) -> tuple[Operation, dict[str, Any]]:
+    def _match(self, method: str, path: str, version: str) -> tuple[Operation, dict[str, Any]]:
         if not path.startswith("/"):
             raise NotFound()  # ``*`` and other targets that are no path (the edge answers 400 first)
         route = self._static.get(path)
@@ -234,7 +234,15 @@ class Api:
                 raise NotFound()
         operation = route.methods.get("GET" if method == "HEAD" else method)
         if operation is None:
-            raise MethodNotAllowed(headers={"Allow": route.allow})
+            headers = {"Allow": route.allow}
+            # A deprecated path says so on a 405 too (found by an audit: "every reply, errors
+            # included" missed the methods it does not serve).
+            deprecated = next((op for op in route.methods.values() if version in op.deprecated_in), None)
+            if deprecated is not None:
+                headers["Deprecation"] = "true"
+                if deprecated.sunset:
+                    headers["Sunset"] = deprecated.sunset
+            raise MethodNotAllowed(headers=headers)
         return operation, params
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -248,7 +256,7 @@ class Api:
             return
         ctx: RequestContext = scope["rebill"]
         try:
-            operation, scope["path_params"] = self._match(scope["method"], scope["path"])
+            operation, scope["path_params"] = self._match(scope["method"], scope["path"], ctx.version.name)
             ctx.route = operation.path
             if ctx.version.name in operation.deprecated_in:
                 # This request's own list: every reply, errors included, carries them.
