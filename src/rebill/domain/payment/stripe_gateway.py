@@ -47,8 +47,6 @@ class StripeGateway:
         self._pauses, self._sleep = rate_limit_pauses, sleep
 
     def charge(self, payment: Payment) -> Result:
-        if payment.amount_minor == 0:
-            return Result(CAPTURED)  # the router asks no processor for 0 (router.NOTHING_TO_TAKE)
         params: dict[str, Any] = {
             "amount": payment.amount_minor, "currency": payment.currency.lower(),
             "payment_method_types": [METHOD_TYPES.get((payment.payment_type or "").upper(), "card")],
