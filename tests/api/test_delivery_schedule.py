@@ -5,6 +5,7 @@ to come, projected from the customer's subscriptions and one-time items, skips i
 from __future__ import annotations
 
 from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -283,3 +284,47 @@ def test_the_later_orders_of_a_paid_prepaid_charge_show_the_charge_that_paid_the
     assert shown[second.scheduled_at.isoformat()] == [paid]
     assert shown[third.scheduled_at.isoformat()] == [paid]
     assert shown[(third.scheduled_at + timedelta(days=7)).isoformat()] == [queued]
+
+
+def _paid_orders_shown(api: Any, customer_id: int) -> dict[str, list[dict[str, Any]]]:
+    body = api.get(f"/customers/{customer_id}/delivery_schedule", params={"delivery_count_future": 6}).json()
+    return {d["date"]: [o for o in d["orders"] if o["id"] is not None] for d in body["deliveries"]}
+
+
+def test_the_later_orders_of_a_paid_prepaid_charge_are_shown_as_stored(api):
+    """docs/api-choices.md: a paid prepaid charge's later orders are the stored queued orders, not
+    a projection of the subscription as it is now (found by an audit: after a delay, a new price
+    or an order's new address they showed the projected date, total and address, without an id,
+    and after a cancellation nothing, although the orders are still sent)."""
+    from tests.api.test_orders import prepaid
+    first, second, third = prepaid(api, quantity=2)
+    customer_id = api.get(f"/orders/{first.id}").json()["order"]["customer"]["id"]
+    price = api.get(f"/subscriptions/{first.purchase_item_ids[0]}").json()["subscription"]["price"]
+    item_id = first.purchase_item_ids[0]
+    # The third order goes somewhere else; the second is delayed a week (onto the third's date
+    # before the move); the subscription's price changes, then it is cancelled.
+    moved = api.put(f"/orders/{third.id}", json={"shipping_address": {"address1": "77 Elsewhere Rd"}})
+    assert moved.status_code == 200, moved.text
+    assert api.post(f"/orders/{second.id}/delay", json={}).status_code == 200
+    assert api.put(f"/subscriptions/{item_id}", json={"price": "99.00"}).status_code == 200
+    cancel = api.post(f"/subscriptions/{item_id}/cancel", json={"cancellation_reason": "moving"})
+    assert cancel.status_code == 200, cancel.text
+    shown = _paid_orders_shown(api, customer_id)
+    # A delay moves the order and the later ones of its charge one order interval (7 days).
+    week = timedelta(days=7)
+    assert [o["id"] for o in shown[(second.scheduled_at + week).isoformat()]] == [second.id]
+    assert [o["id"] for o in shown[(third.scheduled_at + week).isoformat()]] == [third.id]
+    assert second.scheduled_at.isoformat() not in shown
+    by_id = {o["id"]: o for orders in shown.values() for o in orders}
+    assert set(by_id) == {second.id, third.id}
+    assert by_id[third.id]["shipping_address"]["address1"] == "77 Elsewhere Rd"
+    assert by_id[second.id]["charge_id"] == first.charge_id
+    (line,) = by_id[second.id]["line_items"]
+    # One delivery's share at the price paid (the charge paid 3 deliveries), not the new 99.00.
+    assert (line["unit_price"], line["quantity"], line["subtotal_price"]) == (
+        price, 2, f"{Decimal(price) * 2:.2f}")
+    assert by_id[second.id]["total_price"] == line["subtotal_price"]
+    assert (line["plan_type"], line["is_skippable"], line["is_skipped"], line["subscription_id"]) == (
+        "prepaid", False, False, item_id)
+    assert_fields(api.get(f"/customers/{customer_id}/delivery_schedule").json(),
+                  [(p, {INT, NULL} if p == "deliveries[].orders[].id" else kinds) for p, kinds in EXPECTED])

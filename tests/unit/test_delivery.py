@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
+from rebill.domain.order.model import Order
 from rebill.domain.schedule.delivery import project
+from rebill.domain.schedule.plan import ADDRESS_FIELDS
 from rebill.domain.subscription.model import PurchaseItem
 
 TODAY = date(2026, 1, 15)
@@ -42,9 +45,35 @@ def dates_of(deliveries: Any) -> list[date]:
     return [d.date for d in deliveries]
 
 
+def place(address_id: int) -> Any:
+    """An address as the projection reads it: its shipping fields."""
+    return SimpleNamespace(**{**dict.fromkeys(ADDRESS_FIELDS), "address1": f"{address_id} Main St",
+                              "country_code": "US"})
+
+
+ADDRESSES = {n: place(n) for n in (1, 2)}
+
+
+def stored(order_id: int, when: date, lines: list[dict[str, Any]], *, charge_id: int = 40, address_id: int = 1,
+           shipping: dict[str, Any] | None = None) -> Order:
+    """A prepaid charge's later order as the billing run stored it (the charge's lines)."""
+    return Order(
+        order_id, 1, 1, address_id, charge_id, "queued", "recurring", True, 1, when, None, "USD", lines, [], [], [],
+        None, shipping or {"address1": "9 Old Rd", "country_code": "US", "city": "Austin"}, [], None, None, True,
+        Decimal(0), Decimal(0), Decimal(0), Decimal(0), Decimal(0), Decimal("75.00"), 0, None, None, None, 1000 + order_id,
+        None, NOW, NOW, "success", "sandbox", None, None, None, None, None, None, None, None, True)
+
+
+def prepaid_line(item_id: int, *, unit_price: str = "37.50", quantity: int = 2, orders: int = 3) -> dict[str, Any]:
+    return {"purchase_item_id": item_id, "purchase_item_type": "subscription", "external_product_id": "coffee",
+            "external_variant_id": "coffee-1lb", "title": "Coffee (old title)", "variant_title": "1 lb",
+            "quantity": quantity, "unit_price": unit_price, "images": None, "properties": [],
+            "orders_per_charge": orders}
+
+
 def run(items: list[PurchaseItem], skips: Any = (), charge_ids: Any = None, *, until: date = FAR,
-        limit: int = 10) -> Any:
-    return project(items, skips, charge_ids or {}, today=TODAY, until=until, limit=limit)
+        limit: int = 10, orders: Any = ()) -> Any:
+    return project(items, skips, charge_ids or {}, ADDRESSES, orders, today=TODAY, until=until, limit=limit)
 
 
 def test_a_subscription_delivers_on_every_cadence_date_from_its_next_date():
@@ -53,7 +82,7 @@ def test_a_subscription_delivers_on_every_cadence_date_from_its_next_date():
     assert dates_of(deliveries) == [date(2026, 2, 1), date(2026, 3, 1), date(2026, 4, 1), date(2026, 5, 1)]
     order = deliveries[0].orders[0]
     assert (order.address_id, order.charge_id, order.is_skipped) == (1, None, False)
-    assert [line.item.id for line in order.lines] == [sub.id]
+    assert [line.subscription_id for line in order.lines] == [sub.id]
 
 
 def test_month_ends_keep_their_anchor_day():
@@ -108,7 +137,7 @@ def test_a_partial_skip_makes_a_queued_and_a_skipped_order_on_one_date():
     kept, skipped = item(), item()
     charges = {(kept.id, date(2026, 2, 1)): 70, (skipped.id, date(2026, 2, 1)): 71}
     first = run([kept, skipped], [(skipped.id, date(2026, 2, 1))], charges, limit=1)[0]
-    assert [(o.charge_id, o.is_skipped, [line.item.id for line in o.lines]) for o in first.orders] == [
+    assert [(o.charge_id, o.is_skipped, [line.subscription_id for line in o.lines]) for o in first.orders] == [
         (70, False, [kept.id]), (71, True, [skipped.id])]
 
 
@@ -117,7 +146,7 @@ def test_lines_of_one_address_and_charge_form_one_order_with_its_total():
     charges = {(a.id, date(2026, 2, 1)): 9, (b.id, date(2026, 2, 1)): 9}
     first, second = run([a, b], (), charges, limit=2)
     (order,) = first.orders
-    assert order.charge_id == 9 and [line.item.id for line in order.lines] == [a.id, b.id]
+    assert order.charge_id == 9 and [line.subscription_id for line in order.lines] == [a.id, b.id]
     assert [line.subtotal_price for line in order.lines] == [Decimal("25.00"), Decimal("3.10")]
     assert order.total_price == Decimal("28.10") and order.currency == "USD"
     # Later cadence dates have no charge yet.
@@ -140,11 +169,43 @@ def test_a_prepaid_expiry_counts_charges_not_orders():
     assert dates_of(run([prepaid])) == [date(2026, 2, 1), date(2026, 3, 1)]
 
 
-def test_the_orders_left_of_the_last_processed_prepaid_charge_are_deliveries():
-    prepaid = item(charge_interval_frequency=3, order_interval_frequency=1, charges_count=1,
+def test_the_stored_later_orders_of_a_paid_prepaid_charge_are_deliveries_as_stored():
+    """docs/api-choices.md: a paid prepaid charge's later orders are shown as stored (found by an
+    audit: they were projected from the subscription as it is now), whatever the item became."""
+    prepaid = item(charge_interval_frequency=3, order_interval_frequency=1, charges_count=1, price=Decimal("99.00"),
                    last_charge_date=date(2025, 12, 20), anchor_day=20, next_charge_scheduled_at=date(2026, 3, 20))
-    assert dates_of(run([prepaid], limit=4)) == [date(2026, 1, 20), date(2026, 2, 20), date(2026, 3, 20),
-                                                 date(2026, 4, 20)]
+    # The second order was delayed to Jan 27; the third was moved to another address's copy.
+    second = stored(7, date(2026, 1, 27), [prepaid_line(prepaid.id)])
+    third = stored(8, date(2026, 2, 20), [prepaid_line(prepaid.id)], shipping={"address1": "1 New Ave"})
+    deliveries = run([prepaid], limit=4, orders=[third, second])
+    assert dates_of(deliveries) == [date(2026, 1, 27), date(2026, 2, 20), date(2026, 3, 20), date(2026, 4, 20)]
+    first, next_ = deliveries[0].orders[0], deliveries[1].orders[0]
+    assert (first.id, first.charge_id, next_.id) == (7, 40, 8)
+    assert next_.shipping_address["address1"] == "1 New Ave" and next_.shipping_address["zip"] is None
+    # One delivery's share of the prepaid line (37.50 for 3 orders), not the item's price now.
+    (line,) = first.lines
+    assert (line.unit_price, line.subtotal_price, first.total_price) == (Decimal("12.50"), Decimal("25.00"),
+                                                                        Decimal("25.00"))
+    assert (line.product_title, line.plan_type, line.is_skippable, line.subscription_id) == (
+        "Coffee (old title)", "prepaid", False, prepaid.id)
+    # Projected deliveries have no order yet; their price is the item's.
+    assert deliveries[2].orders[0].id is None and deliveries[2].orders[0].lines[0].unit_price == Decimal("99.00")
+
+
+def test_stored_orders_outlive_their_subscription_and_keep_to_the_window():
+    cancelled = item(status="cancelled", next_charge_scheduled_at=None, charge_interval_frequency=3)
+    kept = stored(5, date(2026, 1, 20), [prepaid_line(cancelled.id)])
+    early, late = stored(4, TODAY - timedelta(days=1), []), stored(6, FAR + timedelta(days=1), [])
+    (only,) = run([cancelled], orders=[early, kept, late])
+    assert only.date == date(2026, 1, 20) and [o.id for o in only.orders] == [5]
+
+
+def test_a_stored_order_is_an_order_of_its_own_beside_the_projected_ones_of_its_date():
+    a = item(address_id=1, next_charge_scheduled_at=date(2026, 1, 20))
+    charges = {(a.id, date(2026, 1, 20)): 70}
+    (only,) = run([a], (), charges, limit=1, orders=[stored(3, date(2026, 1, 20), [prepaid_line(999)], charge_id=12)])
+    # By address, queued before skipped, then by charge: the older paid charge first.
+    assert [(o.id, o.charge_id) for o in only.orders] == [(3, 12), (None, 70)]
 
 
 def test_a_onetime_delivers_once_and_shows_its_skip():

@@ -10,7 +10,6 @@ from rebill.domain.customer.model import CustomerCreate, CustomerUpdate
 from rebill.domain.money import format_amount
 from rebill.domain.payment_method.model import CUSTOMER_TOKEN_TYPES
 from rebill.domain.schedule import delivery
-from rebill.domain.schedule.plan import shipping_address
 from rebill.errors import Forbidden, ValidationFailed
 
 from .. import query as q
@@ -124,23 +123,21 @@ def _date_max(call: Call, errors: dict[str, Any]) -> date | None:
         return None
 
 
-def _line(line: delivery.DeliveryLine) -> dict[str, Any]:
-    item = line.item
-    currency = item.presentment_currency
+def _line(line: delivery.DeliveryLine, currency: str) -> dict[str, Any]:
     return {
-        "external_product_id": {"ecommerce": item.external_product_id},
-        "external_variant_id": {"ecommerce": item.external_variant_id},
-        "images": item.images or {},
-        "is_skippable": item.is_skippable and not item.is_prepaid,
+        "external_product_id": {"ecommerce": line.external_product_id},
+        "external_variant_id": {"ecommerce": line.external_variant_id},
+        "images": line.images,
+        "is_skippable": line.is_skippable,
         "is_skipped": line.is_skipped,
-        "plan_type": item.kind if item.kind == "onetime" else "prepaid" if item.is_prepaid else "subscription",
-        "product_title": item.product_title,
-        "properties": item.properties,
-        "quantity": item.quantity,
-        "subscription_id": item.id,
+        "plan_type": line.plan_type,
+        "product_title": line.product_title,
+        "properties": line.properties,
+        "quantity": line.quantity,
+        "subscription_id": line.subscription_id,
         "subtotal_price": format_amount(line.subtotal_price, currency),
         "unit_price": format_amount(line.unit_price, currency),
-        "variant_title": item.variant_title,
+        "variant_title": line.variant_title,
     }
 
 
@@ -156,13 +153,13 @@ def _delivery_schedule(schedule: delivery.DeliverySchedule) -> dict[str, Any]:
     return {
         "customer": {"id": c.id, "email": c.email, "first_name": c.first_name, "last_name": c.last_name},
         "deliveries": [{"date": d.date.isoformat(), "orders": [{
-            "id": None,  # NOTE: spec 03, a projected order has no id yet
+            "id": order.id,  # NOTE: spec 03, a projected order has no id yet (null)
             "address_id": order.address_id,
             "charge_id": order.charge_id,
             "currency": order.currency,
-            "line_items": [_line(line) for line in order.lines],
+            "line_items": [_line(line, order.currency) for line in order.lines],
             "payment_method": _payment_method(schedule.payment_methods.get(order.address_id)),
-            "shipping_address": shipping_address(schedule.addresses[order.address_id]),
+            "shipping_address": order.shipping_address,
             "total_price": format_amount(order.total_price, order.currency),
         } for order in d.orders]} for d in schedule.deliveries],
     }

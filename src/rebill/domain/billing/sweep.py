@@ -19,6 +19,7 @@ from sqlalchemy import Table, and_, exists, func, or_, select, update
 from rebill.models import charges, events, orders
 
 from ..charge.model import PENDING, QUEUED
+from ..order.repository import PREPAID_LATER
 from ..unit import Unit
 
 UNCAPTURED_AFTER = timedelta(days=6)
@@ -26,8 +27,7 @@ UNCAPTURED_AFTER = timedelta(days=6)
 
 def _due_orders(unit: Unit) -> list[int]:
     return list(unit.conn.execute(select(orders.c.id).where(
-        orders.c.store_id == unit.store_id, orders.c.status == "queued", orders.c.is_prepaid.is_(True),
-        orders.c.charge_id.is_not(None), orders.c.scheduled_at <= unit.today)).scalars())
+        orders.c.store_id == unit.store_id, *PREPAID_LATER, orders.c.scheduled_at <= unit.today)).scalars())
 
 
 def _uncaptured(unit: Unit) -> list[int]:

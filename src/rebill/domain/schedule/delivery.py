@@ -1,5 +1,6 @@
 """A customer's delivery schedule (decisions §5.15, §5.16): the deliveries its purchase items
-will make from today on, projected from the items and their skips.
+will make from today on, projected from the items and their skips, with the orders already paid
+for as they are stored.
 
 ``project`` is a pure function, no I/O; ``for_customer`` reads its inputs and calls it.
 
@@ -8,12 +9,15 @@ will make from today on, projected from the items and their skips.
   (``expire_after_specific_number_of_charges`` minus ``charges_count``). A skipped date is a
   delivery whose lines are skipped; it does not use up a charge.
 - A prepaid subscription delivers on every order interval: order k of a charge on the charge's
-  date plus k order intervals (decisions §5.4). The orders still to come of its last processed
-  charge are deliveries too.
+  date plus k order intervals (decisions §5.4). The later orders of a charge already paid are
+  stored, queued until their date (decisions §6.12): they are shown as stored (their id, date,
+  address and lines, moved by a delay or changed by an update, and whatever became of the
+  subscription since), not projected.
 - A one-time item delivers on its date, skipped when the date is skipped.
 - One order per address, charge and status on a date: the lines of a queued charge, the lines
   of a skipped charge, and the lines of dates that have no charge yet (later cadence dates),
-  queued and skipped apart, as charges are kept (docs/api-choices.md).
+  queued and skipped apart, as charges are kept (docs/api-choices.md); a stored order is one
+  order.
 """
 
 from __future__ import annotations
@@ -29,13 +33,16 @@ import msgspec
 from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
-from ..charge.model import PROCESSED, QUEUED, SKIPPED
+from ..charge.model import QUEUED, SKIPPED
 from ..customer.model import Customer
+from ..order import repository as orders
+from ..order.model import Order
 from ..payment_method import repository as payment_methods
 from ..subscription import repository as items
-from ..subscription.model import ACTIVE, SUBSCRIPTION, PurchaseItem
+from ..subscription.model import ACTIVE, ONETIME, SUBSCRIPTION, PurchaseItem
 from ..unit import Unit
 from .dates import MAX_STEPS, add_interval, occurrences
+from .plan import ADDRESS_FIELDS, shipping_address
 
 # NOTE: decisions §5.16, at most 50 delivery dates; 10 and 365 days unless asked otherwise.
 DEFAULT_COUNT, MAX_COUNT = 10, 50
@@ -43,32 +50,69 @@ DEFAULT_INTERVAL_DAYS, MAX_INTERVAL_DAYS = 365, 3650
 
 
 class DeliveryLine(msgspec.Struct, frozen=True):
-    item: PurchaseItem
-    is_skipped: bool
+    """What one item delivers: from the item as it is now (a projected delivery) or from a
+    stored order's line (a delivery already paid for)."""
 
-    @property
-    def unit_price(self) -> Decimal:
-        """The price of one delivery (a prepaid item's price is per order, docs/api-choices.md)."""
-        return self.item.price
+    subscription_id: int
+    plan_type: str
+    is_skippable: bool
+    is_skipped: bool
+    product_title: str | None
+    variant_title: str | None
+    external_product_id: str | None
+    external_variant_id: str | None
+    images: dict[str, Any]
+    properties: list[Any]
+    quantity: int
+    unit_price: Decimal  # of one delivery: a prepaid item's price is per order (docs/api-choices.md)
 
     @property
     def subtotal_price(self) -> Decimal:
-        return self.item.price * self.item.quantity
+        return self.unit_price * self.quantity
+
+    @classmethod
+    def of_item(cls, item: PurchaseItem, is_skipped: bool) -> DeliveryLine:
+        return cls(item.id, ONETIME if item.kind == ONETIME else "prepaid" if item.is_prepaid else SUBSCRIPTION,
+                   item.is_skippable and not item.is_prepaid, is_skipped, item.product_title, item.variant_title,
+                   item.external_product_id, item.external_variant_id, item.images or {}, item.properties,
+                   item.quantity, item.price)
+
+    @classmethod
+    def of_order_line(cls, line: dict[str, Any]) -> DeliveryLine:
+        """A charge's line, copied into its order: a prepaid line's price pays every order of
+        the charge (schedule/plan.py), one delivery is its share."""
+        per_charge = line.get("orders_per_charge") or 1
+        kind = line.get("purchase_item_type") or SUBSCRIPTION
+        return cls(line["purchase_item_id"], ONETIME if kind == ONETIME else "prepaid" if per_charge > 1 else kind,
+                   False, False, line.get("title"), line.get("variant_title"), line.get("external_product_id"),
+                   line.get("external_variant_id"), line.get("images") or {}, line.get("properties") or [],
+                   line["quantity"], Decimal(line["unit_price"]) / per_charge)
 
 
 class DeliveryOrder(msgspec.Struct, frozen=True):
+    id: int | None  # a stored order's; a projected one has none yet (spec 03)
     address_id: int
     charge_id: int | None
     is_skipped: bool
+    currency: str
+    shipping_address: dict[str, Any]
     lines: list[DeliveryLine]
-
-    @property
-    def currency(self) -> str:
-        return self.lines[0].item.presentment_currency
 
     @property
     def total_price(self) -> Decimal:
         return sum((line.subtotal_price for line in self.lines), Decimal(0))
+
+    @property
+    def sort_key(self) -> tuple[int, bool, int, int]:
+        """By address, queued before skipped, then by charge (no charge yet first), then by order."""
+        return self.address_id, self.is_skipped, self.charge_id or 0, self.id or 0
+
+    @classmethod
+    def of_order(cls, order: Order) -> DeliveryOrder:
+        return cls(order.id, order.address_id, order.charge_id, False, order.currency,
+                   {name: order.shipping_address.get(name) for name in ADDRESS_FIELDS},
+                   sorted((DeliveryLine.of_order_line(line) for line in order.line_items),
+                          key=lambda line: line.subscription_id))
 
 
 class Delivery(msgspec.Struct, frozen=True):
@@ -95,13 +139,8 @@ def _orders_of_charge(item: PurchaseItem, charge_date: date) -> list[date]:
 def _subscription(item: PurchaseItem, skipped: set[date], today: date, until: date,
                   limit: int) -> list[_Projected]:
     found: dict[date, _Projected] = {}
-    if item.is_prepaid and item.last_charge_date is not None:
-        # The orders still to come of the last charge that was processed.
-        for when in _orders_of_charge(item, item.last_charge_date)[1:]:
-            if today <= when <= until:
-                found[when] = _Projected(when, False, item.last_charge_date)
     if item.status != ACTIVE:
-        return list(found.values())
+        return []
     for when in skipped:
         if today <= when <= until:
             found[when] = _Projected(when, True, when)
@@ -138,15 +177,16 @@ def _onetime(item: PurchaseItem, skipped: set[date], today: date, until: date) -
 
 
 def project(items: Iterable[PurchaseItem], skips: Iterable[tuple[int, date]],
-            charge_ids: Mapping[tuple[int, date], int], *, today: date, until: date,
-            limit: int) -> list[Delivery]:
-    """The deliveries of ``items`` from ``today`` to ``until`` (both included), at most ``limit``
-    dates. ``skips`` are (item id, date); ``charge_ids`` maps (item id, charge date) to the id of
-    the stored charge that holds the item on that date."""
+            charge_ids: Mapping[tuple[int, date], int], addresses: Mapping[int, Address],
+            stored: Iterable[Order] = (), *, today: date, until: date, limit: int) -> list[Delivery]:
+    """The deliveries of ``items`` from ``today`` to ``until`` (both included), with the
+    ``stored`` orders already paid for, at most ``limit`` dates. ``skips`` are (item id, date);
+    ``charge_ids`` maps (item id, charge date) to the id of the stored charge that holds the
+    item on that date; ``addresses`` holds the items' addresses."""
     skipped: dict[int, set[date]] = defaultdict(set)
     for item_id, when in skips:
         skipped[item_id].add(when)
-    lines: dict[date, dict[tuple[int, int | None, bool], list[DeliveryLine]]] = defaultdict(lambda: defaultdict(list))
+    groups: dict[date, dict[tuple[int, int | None, bool], list[PurchaseItem]]] = defaultdict(lambda: defaultdict(list))
     for item in items:
         if item.kind == SUBSCRIPTION:
             projected = _subscription(item, skipped[item.id], today, until, limit)
@@ -154,27 +194,28 @@ def project(items: Iterable[PurchaseItem], skips: Iterable[tuple[int, date]],
             projected = _onetime(item, skipped[item.id], today, until)
         for p in projected:
             charge_id = charge_ids.get((item.id, p.charge_date))
-            lines[p.date][(item.address_id, charge_id, p.is_skipped)].append(DeliveryLine(item, p.is_skipped))
-    deliveries = []
-    for when in sorted(lines)[:limit]:
-        groups = lines[when]
-        # By address, queued before skipped, then by charge (no charge yet first).
-        keys = sorted(groups, key=lambda k: (k[0], k[2], k[1] or 0))
-        deliveries.append(Delivery(when, [
-            DeliveryOrder(address_id, charge_id, is_skipped, sorted(groups[key], key=lambda line: line.item.id))
-            for key in keys for address_id, charge_id, is_skipped in [key]]))
-    return deliveries
+            groups[p.date][(item.address_id, charge_id, p.is_skipped)].append(item)
+    by_date: dict[date, list[DeliveryOrder]] = defaultdict(list)
+    for when, of_date in groups.items():
+        for (address_id, charge_id, is_skipped), held in of_date.items():
+            held.sort(key=lambda item: item.id)
+            by_date[when].append(DeliveryOrder(
+                None, address_id, charge_id, is_skipped, held[0].presentment_currency,
+                shipping_address(addresses[address_id]), [DeliveryLine.of_item(item, is_skipped) for item in held]))
+    for order in stored:
+        if today <= order.scheduled_at <= until:
+            by_date[order.scheduled_at].append(DeliveryOrder.of_order(order))
+    return [Delivery(when, sorted(by_date[when], key=lambda order: order.sort_key)) for when in sorted(by_date)[:limit]]
 
 
 # The service ---------------------------------------------------------------------------------
 
 class DeliverySchedule(msgspec.Struct, frozen=True):
-    """What the endpoint renders: the customer, the deliveries, and the addresses and payment
-    methods the orders name (by id)."""
+    """What the endpoint renders: the customer, the deliveries, and the payment methods the
+    orders are paid with (by address id)."""
 
     customer: Customer
     deliveries: list[Delivery]
-    addresses: dict[int, Address]
     payment_methods: dict[int, Any]  # address id -> the payment method row its orders are paid with
 
 
@@ -194,19 +235,20 @@ def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int
     # Items sit on their customer's addresses; should one not, its address is still shown.
     found.update(addresses.many(conn, store_id, [i.address_id for i in owned if i.address_id not in found]))
     skips = [(item_id, when) for _, item_id, when in items.skips_of(conn, list(found))] if found else []
-    # A prepaid item's later orders are paid by its last processed charge (found by an audit:
-    # they showed no charge); processed charges are read only when a prepaid item has one.
-    paid_dates = {(item.id, item.last_charge_date) for item in owned if item.is_prepaid and item.last_charge_date}
-    statuses = (QUEUED, SKIPPED, *(PROCESSED if paid_dates else ()))
     charge_ids = {(line["purchase_item_id"], charge.scheduled_at): charge.id
-                  for charge in charges.of_addresses(conn, store_id, list(found), statuses)
-                  for line in charge.line_items
-                  if charge.status in (QUEUED, SKIPPED) or (line["purchase_item_id"], charge.scheduled_at) in paid_dates}
-    deliveries = project(owned, skips, charge_ids, today=today, until=until, limit=count) if until >= today else []
+                  for charge in charges.of_addresses(conn, store_id, list(found), (QUEUED, SKIPPED))
+                  for line in charge.line_items}
+    # A prepaid charge already paid: its later orders as stored, wherever they were moved
+    # (found by an audit: they were projected from the subscription as it is now).
+    stored = orders.prepaid_later(conn, store_id, customer_id, today, until) if until >= today else []
+    deliveries = (project(owned, skips, charge_ids, found, stored, today=today, until=until, limit=count)
+                  if until >= today else [])
     methods = payment_methods.of_customers(conn, store_id, [customer_id])
     by_id = {m.id: m for m in methods}
     default = next((m for m in methods if m.is_default), methods[0] if methods else None)
-    # An address's own payment method, else the customer's default one.
+    # An address's own payment method, else the customer's default one (also for an order
+    # whose address was deleted since it was paid).
     paying = {address_id: by_id.get(a.payment_method_id, default) if a.payment_method_id else default
               for address_id, a in found.items()}
-    return DeliverySchedule(customer, deliveries, found, {k: v for k, v in paying.items() if v is not None})
+    paying.update({o.address_id: default for o in stored if o.address_id not in found})
+    return DeliverySchedule(customer, deliveries, {k: v for k, v in paying.items() if v is not None})

@@ -13,7 +13,6 @@ from rebill.api.shapes import (
     datetime_offset,
     integer,
     money,
-    null,
     nullable,
     obj,
     string,
@@ -111,7 +110,9 @@ _payment_method = nullable(obj({
     "payment_details": any_object(),
 }))
 _order = obj({
-    "id": null(),  # NOTE: spec 03, a projected order has no id yet
+    # NOTE: spec 03, a projected order has no id yet; a prepaid charge's later order, paid and
+    # stored, has its own (docs/api-choices.md).
+    "id": nullable(integer()),
     "address_id": integer(),
     "charge_id": nullable(integer()),
     "currency": string(),
