@@ -733,3 +733,37 @@ def test_a_2021_01_customer_sent_back_as_shown_records_no_update(api):
     assert reply.status_code == 200, reply.text
     assert reply.json()["customer"]["updated_at"] == shown["updated_at"]
     assert events_of(api, made["id"]) == before
+
+
+def test_a_customer_with_no_billing_address_sent_back_in_2021_01_is_no_change(api):
+    """Found by an audit: a customer made in 2021-11 (no billing address) read in 2021-01 and
+    sent back as shown answered 422 `cannot be null` for the billing fields a create requires."""
+    made = api.post("/customers", json={"email": "echo@example.com", "first_name": "A", "last_name": "B"})
+    customer_id = made.json()["customer"]["id"]
+    shown = api.get(f"/customers/{customer_id}", version=V01).json()["customer"]
+    assert shown["billing_address1"] is None and shown["billing_country"] is None
+    before = events_of(api, customer_id)
+    api.clock.advance(seconds=1)
+    reply = api.put(f"/customers/{customer_id}", version=V01, json=shown)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["customer"]["updated_at"] == shown["updated_at"]
+    assert events_of(api, customer_id) == before
+
+
+def test_a_required_billing_field_cannot_be_taken_away_in_2021_01(api):
+    """Spec 02 Customers: a create requires them; a null over a value is refused, all at once,
+    and changes nothing; a null over nothing and the optional ones pass."""
+    api.version = V01
+    made = create(api)
+    shown = api.get(f"/customers/{made['id']}").json()["customer"]
+    assert shown["billing_address1"] and shown["billing_country"]
+    refused = api.put(f"/customers/{made['id']}", json={"billing_address1": None, "billing_country": None,
+                                                        "billing_company": None, "first_name": "Changed"})
+    assert refused.status_code == 422
+    assert refused.json() == {"errors": {"billing_address1": ["cannot be null"], "billing_country": ["cannot be null"]}}
+    assert api.get(f"/customers/{made['id']}").json()["customer"] == shown
+    kept = api.put(f"/customers/{made['id']}", json={"billing_company": None, "billing_phone": None})
+    assert kept.status_code == 200, kept.text
+    # A create still requires them.
+    body = {**create_body(V01), "billing_address1": None}
+    assert api.post("/customers", json=body).json()["errors"]["billing_address1"] == ["is required"]

@@ -61,6 +61,10 @@ class Field:
     # then (an object sent back as GET shows it names both, and the alias may show the
     # successor's null as something else).
     yields: bool = False
+    # A required or non-nullable field that an update may still send as null: the null is
+    # passed on, and the domain refuses it only where the record has a value (what a GET shows
+    # of a record that has none, sent back, is no change).
+    null_on_update: bool = False
 
     @property
     def target(self) -> str:
@@ -211,7 +215,9 @@ class Schema:
                     clean[field.target] = field.default
                 continue
             if raw is None:
-                if field.required or not field.nullable:
+                if partial and field.null_on_update:
+                    clean[field.target] = None
+                elif field.required or not field.nullable:
                     errors[field.name] = ["cannot be null" if partial else "is required"]
                 else:
                     clean[field.target] = None

@@ -14,6 +14,7 @@ from rebill.api import shapes as sh
 from rebill.api.contract import Change, Rename
 from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11.serializers import store_domain
+from rebill.domain.customer.model import BILLING_REQUIRED
 from rebill.domain.geo import country_code_for_name, country_name
 from rebill.domain.payment_method.model import CUSTOMER_TOKEN_TYPES, card_data_problem
 
@@ -143,8 +144,6 @@ class CustomerPlatformId(Change):
 
 
 BILLING = ("address1", "address2", "city", "company", "first_name", "last_name", "phone", "province", "zip")
-# NOTE: spec 02 Customers create, the billing fields required on creation.
-BILLING_REQUIRED = ("address1", "city", "first_name", "last_name", "province", "zip")
 
 
 class CustomerBillingAddress(Change):
@@ -155,10 +154,13 @@ class CustomerBillingAddress(Change):
 
     def request(self, schema: Schema) -> Schema:
         limits = {"phone": 64, "zip": 32}
-        fields = [Field(f"billing_{name}", "str", required=name in BILLING_REQUIRED,
+        # An update may send a required one as null: the domain refuses that only where the
+        # customer has a value (a customer with no billing address sent back as shown, nulls
+        # and all, is no change; found by an audit: it was 422).
+        fields = [Field(f"billing_{name}", "str", required=name in BILLING_REQUIRED, null_on_update=True,
                         min_length=1 if name in BILLING_REQUIRED else None, max_length=limits.get(name, 255))
                   for name in BILLING]
-        fields.append(Field("billing_country", "str", required=True, nullable=False,
+        fields.append(Field("billing_country", "str", required=True, nullable=False, null_on_update=True,
                             key="billing_country_code", convert=_country_to_code))
         return schema.plus(*fields)
 

@@ -10,6 +10,9 @@ from msgspec import UNSET, UnsetType
 
 BILLING_FIELDS = ("address1", "address2", "city", "company", "country_code", "first_name",
                   "last_name", "phone", "province", "zip")
+# NOTE: spec 02 Customers create, the parts of a billing address it requires; once given, an
+# update cannot take them away.
+BILLING_REQUIRED = ("address1", "city", "country_code", "first_name", "last_name", "province", "zip")
 
 
 class Customer(msgspec.Struct):

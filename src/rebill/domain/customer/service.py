@@ -21,7 +21,7 @@ from ..payment_method import service as payment_methods
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
-from .model import BILLING_FIELDS, Customer, CustomerCreate, CustomerUpdate
+from .model import BILLING_FIELDS, BILLING_REQUIRED, Customer, CustomerCreate, CustomerUpdate
 
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 EMAIL_LENGTH = 255  # the column's, and its case-insensitive key's (models/customer.py)
@@ -161,6 +161,12 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate, *, tokens: Map
         check_analytics(changes["analytics_data"])
     billing = _pop_billing(changes)
     if billing:
+        # NOTE: spec 02 Customers, a required part of a billing address cannot be taken away;
+        # a null where the customer has no value is no change.
+        had = current.billing_address or {}
+        removed = [name for name in BILLING_REQUIRED if name in billing and billing[name] is None and had.get(name)]
+        if removed:
+            raise ValidationFailed({f"billing_{name}": ["cannot be null"] for name in removed})
         changes["billing_address"] = _billing_address(current.billing_address, billing)
     if "email" in changes:
         changes["email"] = changes["email"].strip()
