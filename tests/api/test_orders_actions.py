@@ -241,6 +241,52 @@ def test_a_clone_can_be_cloned_and_shows_as_2021_01_with_no_charge(api):
         "QUEUED", None, None, None)
 
 
+def test_a_clone_is_sent_on_its_date_by_the_billing_run(api):
+    """docs/api-choices.md, Orders: a clone is a queued order like a prepaid charge's later ones:
+    told `order/upcoming` ahead, processed on its date, shown in the delivery schedule until then
+    (found by an audit: it stayed queued for good)."""
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    first = paid(api)
+    copy = clone(api, first.id, {"scheduled_at": day(api, 5)}).json()["order"]
+    schedule = api.get(f"/customers/{first.customer_id}/delivery_schedule").json()["deliveries"]
+    assert [(d["date"], [o["id"] for o in d["orders"] if o["id"]]) for d in schedule
+            if d["date"] == day(api, 5)] == [(day(api, 5), [copy["id"]])]
+    api.clock.advance(days=4)
+    billing.run_store(api.db, SandboxGateway(api.db, api.clock.now), api.store, api.clock.now)
+    assert (order(api, copy["id"], V11)["status"], order_events(api, copy["id"])) == (
+        "queued", ["order/created", "order/upcoming"])
+    api.clock.advance(days=1)
+    billing.run_store(api.db, SandboxGateway(api.db, api.clock.now), api.store, api.clock.now)
+    sent = order(api, copy["id"], V11)
+    assert (sent["status"], sent["processed_at"]) == ("success", api.clock.now().isoformat())
+    assert order_events(api, copy["id"])[-2:] == ["order/processed", "order/success"]
+    assert order(api, first.id, V11)["status"] == "success"  # the source is not touched
+
+
+def test_a_clone_of_a_mixed_first_order_delays_by_its_prepaid_line_only(api):
+    """Found by an audit: once the prepaid subscription was deleted, a delay of a clone of the
+    charge's first order moved it by the pay-as-you-go line's week instead of refusing."""
+    from tests.builders import make_address, make_customer, make_payment_method, make_subscription
+    customer = make_customer(api)
+    make_payment_method(api, customer)
+    address = make_address(api, customer)
+    weekly = make_subscription(api, address, next_charge_scheduled_at=today(api), order_interval_unit="week",
+                               order_interval_frequency=1, charge_interval_frequency=1)
+    first = make_orders(api, address, order_interval_unit="day", order_interval_frequency=10,
+                        charge_interval_frequency=30)[0]
+    assert weekly.id in first.purchase_item_ids and len(first.purchase_item_ids) == 2
+    copy = clone(api, first.id, {"scheduled_at": day(api, 3)}).json()["order"]
+    assert api.post(f"/orders/{copy['id']}/delay").status_code == 200
+    assert scheduled(api, copy["id"]) == day(api, 13)  # the prepaid line's 10 days
+    [prepaid_id] = [i for i in first.purchase_item_ids if i != weekly.id]
+    assert api.post(f"/subscriptions/{prepaid_id}/cancel", json={"cancellation_reason": "x"}).status_code == 200
+    assert api.delete(f"/subscriptions/{prepaid_id}").status_code in (200, 204)
+    assert errors_of(api.post(f"/orders/{copy['id']}/delay")) == {
+        "is_prepaid": ["the order's prepaid subscription no longer exists"]}
+    assert scheduled(api, copy["id"]) == day(api, 13)
+
+
 def test_clone_refuses_a_date_in_the_past(api):
     first = paid(api)
     assert errors_of(clone(api, first.id, {"scheduled_at": day(api, -1)})) == {

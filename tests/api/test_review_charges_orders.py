@@ -245,7 +245,7 @@ def test_releasing_due_prepaid_orders_tells_only_the_orders_it_changed(api, monk
     assert api.delete(f"/orders/{third.id}").status_code in (200, 204)
     monkeypatch.setattr(sweep, "_due_orders", lambda unit: [second.id, third.id])
     with api.db.write() as conn:
-        released = sweep.release_prepaid_orders(Unit(conn, api.store, api.clock.now()))
+        released = sweep.release_queued_orders(Unit(conn, api.store, api.clock.now()))
     assert released == [second.id]
     assert ("order/processed", second.id) in _events(api, second.id)
     assert ("order/processed", third.id) not in _events(api, third.id)

@@ -71,12 +71,11 @@ def retries(unit: Unit) -> datetime | None:
                                 charges.c.status == ERROR, charges.c.claimed_by.is_(None)))
 
 
-def prepaid_orders(unit: Unit) -> datetime | None:
-    """NOTE: decisions §6.12 Prepaid, a queued order of a paid prepaid charge is processed on its
-    date (sweep.py ``release_prepaid_orders``)."""
+def queued_orders(unit: Unit) -> datetime | None:
+    """NOTE: decisions §6.12 Prepaid, a queued order (a paid prepaid charge's later one, a clone)
+    is processed on its date (sweep.py ``release_queued_orders``)."""
     return came(unit, _earliest(unit, orders.c.scheduled_at, orders.c.store_id == unit.store_id,
-                                orders.c.status == "queued", orders.c.is_prepaid.is_(True),
-                                orders.c.charge_id.is_not(None)))
+                                orders.c.status == "queued"))
 
 
 def uncaptured(unit: Unit) -> datetime | None:
@@ -113,7 +112,7 @@ def upcoming_notices(unit: Unit) -> datetime | None:
     return came(unit, min(dates) - timedelta(days=unit.store.upcoming_notice_days))
 
 
-SOURCES: list[Source] = [queued_charges, retries, prepaid_orders, uncaptured, abandoned_claims, abandoned_checkouts,
+SOURCES: list[Source] = [queued_charges, retries, queued_orders, uncaptured, abandoned_claims, abandoned_checkouts,
                          upcoming_notices]
 
 

@@ -221,7 +221,7 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
     if due:
         with db.write() as conn:
             unit = Unit(conn, store, now(), origin=ORIGIN)
-            sweep.release_prepaid_orders(unit)
+            sweep.release_queued_orders(unit)
             sweep.flag_uncaptured(unit)
     for skip_locked in (True, False):
         for day, batch in _due_batches(db, store, now, until, stale_after):

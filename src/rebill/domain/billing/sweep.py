@@ -1,11 +1,12 @@
 """What a billing run does besides paying charges, once per store and run:
 
-- a prepaid charge's later orders (`queued`, made when the charge was paid) are processed when
-  their date comes: `success`, `processed_at`, `order/processed` and `order/success` (decisions
-  §6.12, Prepaid);
+- queued orders are processed when their date comes: `success`, `processed_at`,
+  `order/processed` and `order/success` (decisions §6.12, Prepaid): a prepaid charge's later
+  orders (made when the charge was paid) and clones (`POST /orders/{id}/clone`, a queued copy
+  on a date: found by an audit, they stayed queued for good);
 - an authorization still uncaptured 6 days after it was made fires `charge/uncaptured`, once
   (decisions §6.7);
-- a queued charge and a prepaid order's queued order are told `charge/upcoming` and
+- a queued charge and a queued order are told `charge/upcoming` and
   `order/upcoming` the store's `upcoming_notice_days` ahead of their date (default 3; 0 tells
   nothing), once per date: a charge moved to another date is told again (issue 14).
 """
@@ -19,7 +20,6 @@ from sqlalchemy import Table, and_, exists, func, or_, select, update
 from rebill.models import charges, events, orders
 
 from ..charge.model import PENDING, QUEUED
-from ..order.repository import PREPAID_LATER
 from ..unit import Unit
 
 UNCAPTURED_AFTER = timedelta(days=6)
@@ -27,7 +27,7 @@ UNCAPTURED_AFTER = timedelta(days=6)
 
 def _due_orders(unit: Unit) -> list[int]:
     return list(unit.conn.execute(select(orders.c.id).where(
-        orders.c.store_id == unit.store_id, *PREPAID_LATER, orders.c.scheduled_at <= unit.today)).scalars())
+        orders.c.store_id == unit.store_id, orders.c.status == "queued", orders.c.scheduled_at <= unit.today)).scalars())
 
 
 def _uncaptured(unit: Unit) -> list[int]:
@@ -49,13 +49,11 @@ def upcoming_due(unit: Unit) -> bool:
 
 
 def _untold_where(unit: Unit, table: Table) -> list[object]:
-    """Queued rows of the store whose date is coming and has not been told (a charge, or a
-    prepaid order's later order)."""
+    """Queued rows of the store whose date is coming and has not been told (a charge, or an
+    order: a prepaid charge's later one or a clone)."""
     status = QUEUED if table is charges else "queued"
     conditions = [table.c.store_id == unit.store_id, table.c.status == status,
                   or_(table.c.upcoming_told_for.is_(None), table.c.upcoming_told_for != table.c.scheduled_at)]
-    if table is orders:
-        conditions.append(orders.c.is_prepaid.is_(True))
     return conditions
 
 
@@ -93,7 +91,7 @@ def tell_upcoming(unit: Unit) -> tuple[list[int], list[int]]:
     return told[0], told[1]
 
 
-def release_prepaid_orders(unit: Unit) -> list[int]:
+def release_queued_orders(unit: Unit) -> list[int]:
     due = _due_orders(unit)
     if due:
         # Only the orders this statement changed are told: one deleted or processed meanwhile

@@ -55,11 +55,14 @@ def _move(unit: Unit, order: Order, when: date) -> None:
 
 
 def _cadence(unit: Unit, order: Order) -> PurchaseItem:
-    """The prepaid subscription the order delivers (its order interval is the step)."""
-    held = repository.item_ids_of(unit.conn, [order.id])[order.id]
+    """The prepaid subscription the order delivers (its order interval is the step): one of
+    the order's lines that its charge paid several orders of, whatever the subscription's
+    cadence became since. Never another line's (found by an audit: a clone of a first order
+    whose prepaid subscription was deleted was delayed by its pay-as-you-go line's week)."""
+    held = [line["purchase_item_id"] for line in order.line_items if (line.get("orders_per_charge") or 1) > 1]
     found = [i for i in items.many(unit.conn, unit.store_id, held).values()
              if i.kind == SUBSCRIPTION and i.order_interval_unit and i.order_interval_frequency]
-    found.sort(key=lambda i: (not i.is_prepaid, i.id))
+    found.sort(key=lambda i: i.id)
     if not found:
         raise ValidationFailed.field("is_prepaid", "the order's prepaid subscription no longer exists")
     return found[0]

@@ -65,10 +65,6 @@ FILTERS: dict[str, Filter] = {
     "purchase_item_ids": lambda v: orders.c.id.in_(_items(order_items.c.purchase_item_id.in_(v))),
 }
 
-# NOTE: decisions §6.12, the later orders of a paid prepaid charge: queued until the billing
-# run releases them on their date (billing/sweep.py). A clone (no charge) is not one of them.
-PREPAID_LATER = (orders.c.status == "queued", orders.c.is_prepaid.is_(True), orders.c.charge_id.is_not(None))
-
 _by_id = Prepared(_select.where(orders.c.id == bindparam("id"), orders.c.store_id == bindparam("store_id")))
 
 
@@ -212,9 +208,10 @@ def row_of(conn: Connection, store_id: int, order_id: int) -> dict[str, Any] | N
     return dict(row) if row is not None else None
 
 
-def prepaid_later(conn: Connection, store_id: int, customer_id: int, first: date, last: date) -> list[Order]:
-    """A customer's prepaid later orders dated ``first`` to ``last``, by date and id: deliveries
-    already paid for (the delivery schedule shows them as they are stored)."""
-    stmt = _select.where(orders.c.store_id == store_id, orders.c.customer_id == customer_id, *PREPAID_LATER,
-                         orders.c.scheduled_at >= first, orders.c.scheduled_at <= last)
+def queued_between(conn: Connection, store_id: int, customer_id: int, first: date, last: date) -> list[Order]:
+    """A customer's queued orders dated ``first`` to ``last``, by date and id: deliveries already
+    made (a prepaid charge's later orders, clones), which the billing run sends on their date
+    (billing/sweep.py)."""
+    stmt = _select.where(orders.c.store_id == store_id, orders.c.customer_id == customer_id,
+                         orders.c.status == "queued", orders.c.scheduled_at >= first, orders.c.scheduled_at <= last)
     return [Order(*row) for row in conn.execute(stmt.order_by(orders.c.scheduled_at, orders.c.id))]

@@ -12,7 +12,7 @@ for as they are stored.
   date plus k order intervals (decisions §5.4). The later orders of a charge already paid are
   stored, queued until their date (decisions §6.12): they are shown as stored (their id, date,
   address and lines, moved by a delay or changed by an update, and whatever became of the
-  subscription since), not projected.
+  subscription since), not projected; so is a clone of an order, queued on its date.
 - A one-time item delivers on its date, skipped when the date is skipped.
 - One order per address, charge and status on a date: the lines of a queued charge, the lines
   of a skipped charge, and the lines of dates that have no charge yet (later cadence dates),
@@ -238,9 +238,10 @@ def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int
     charge_ids = {(line["purchase_item_id"], charge.scheduled_at): charge.id
                   for charge in charges.of_addresses(conn, store_id, list(found), (QUEUED, SKIPPED))
                   for line in charge.line_items}
-    # A prepaid charge already paid: its later orders as stored, wherever they were moved
-    # (found by an audit: they were projected from the subscription as it is now).
-    stored = orders.prepaid_later(conn, store_id, customer_id, today, until) if until >= today else []
+    # Orders already made and queued (a paid prepaid charge's later orders, clones), as stored,
+    # wherever they were moved (found by an audit: the later orders were projected from the
+    # subscription as it is now).
+    stored = orders.queued_between(conn, store_id, customer_id, today, until) if until >= today else []
     deliveries = (project(owned, skips, charge_ids, found, stored, today=today, until=until, limit=count)
                   if until >= today else [])
     methods = payment_methods.of_customers(conn, store_id, [customer_id])
