@@ -333,3 +333,30 @@ def test_include_values_not_built_yet_answer_422(api, version, value):
 def test_include_values_the_spec_does_not_list_answer_422(api, version, value):
     errors = errors_of(api.get("/charges", params={"include": value}, version=version))
     assert list(errors) == ["include"] and errors["include"][0].startswith(f"Invalid value: {value}.")
+
+
+def test_a_charges_payment_methods_are_the_one_it_was_paid_with_or_will_be(api):
+    """docs/api-choices.md, Include: a charge embeds the method its payment was taken with, or
+    for a charge not tried yet the one that will pay it (the address's, else the default); found
+    by an audit: it listed every method of the customer, those made after the payment too."""
+    from tests.builders import charges_of, make_orders
+    first = make_orders(api)[0]
+    paid_by = api.get(f"/charges/{first.charge_id}").json()["charge"]
+    customer_id = paid_by["customer"]["id"]
+    [method] = api.get("/payment_methods", params={"customer_id": customer_id}).json()["payment_methods"]
+    later = make_payment_method(api, type("C", (), {"id": customer_id})())
+
+    def embedded(charge_id: int) -> list[int]:
+        body = api.get(f"/charges/{charge_id}", params={"include": "payment_methods"}).json()["charge"]
+        return [m["id"] for m in body["include"]["payment_methods"]]
+
+    assert embedded(first.charge_id) == [method["id"]]  # not the one made afterwards
+    [queued] = [c for c in charges_of(api, first.address_id) if c.status == "queued"]
+    assert embedded(queued.id) == [method["id"]]  # the default pays it
+    assert api.put(f"/addresses/{first.address_id}", json={"payment_method_id": later}).status_code == 200
+    assert embedded(queued.id) == [later]  # the address's own method now
+    assert embedded(first.charge_id) == [method["id"]]
+    # The list embeds the same, page-wide.
+    listed = api.get("/charges", params={"include": "payment_methods", "address_id": first.address_id}).json()
+    assert {c["id"]: [m["id"] for m in c["include"]["payment_methods"]] for c in listed["charges"]} == {
+        first.charge_id: [method["id"]], queued.id: [later]}

@@ -308,6 +308,10 @@ def test_payment_source_filters_select_by_the_rendered_fields():
     assert ids(customer_id="7", has_card_error_in_dunning="false", payment_type="credit") == [1, 2]
     assert ids(customer_id="8") == ids(has_card_error_in_dunning="1") == []
     assert ids(unknown="x") == [1, 2]
+    # The two filters with a closed set of values match it as loosely as the text ones (found by
+    # an audit: ACTIVE and PAYPAL were 422 although the docs say text ignores case and spaces).
+    assert ids(status="ACTIVE") == ids(status=" Active ") == [1]
+    assert ids(payment_type=" CREDIT") == [1, 2] and ids(payment_type="PayPal") == []
     with pytest.raises(Exception) as raised:
         select_sources(both, {"card_exp_month": "May", "status": "valid", "payment_type": "CREDIT_CARD",
                               "has_card_error_in_dunning": "maybe"})

@@ -91,9 +91,24 @@ def _order_subscriptions(unit: Unit, items: list[Any]) -> dict[int, Any]:
 
 
 def _charge_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
-    found = _grouped(payment_methods.of_customers(unit.conn, unit.store_id, [c.customer_id for c in items]),
-                     "customer_id")
-    return {c.id: found.get(c.customer_id, []) for c in items}
+    """A charge's `payment_methods`: the method its payment was taken (or last tried) with, and
+    for a charge not tried yet the one that will be (decisions §6.12: its address's, else the
+    customer's default), as an address's include shows its own; a list of none or one. Found
+    by an audit: it listed every method of the customer, those made after the payment too."""
+    methods = {m.id: m for m in payment_methods.of_customers(unit.conn, unit.store_id,
+                                                             [c.customer_id for c in items])}
+    default = {m.customer_id: m for m in methods.values() if m.is_default}
+    untried = [c for c in items if c.payment_method_id is None]
+    chosen = {a.id: a.payment_method_id
+              for a in addresses.many(unit.conn, unit.store_id, [c.address_id for c in untried]).values()}
+    out = {}
+    for c in items:
+        if c.payment_method_id is not None:
+            method = methods.get(c.payment_method_id)  # none once deleted
+        else:
+            method = methods.get(chosen.get(c.address_id)) or default.get(c.customer_id)
+        out[c.id] = [method] if method is not None else []
+    return out
 
 
 def _product_collections(unit: Unit, items: list[Any]) -> dict[int, Any]:

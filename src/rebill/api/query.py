@@ -133,9 +133,13 @@ def datetime_(value: str) -> datetime:
     return parse_datetime(value)
 
 
-def choice(*allowed: str, transform: Callable[[str], str] = str.lower) -> QueryParser:
+def choice(*allowed: str, transform: Callable[[str], str] = str.lower,
+           loose: bool = False) -> QueryParser:
+    """``loose``: the value is matched without regard to case or the spaces around it."""
     @typed(type="string", enum=list(allowed))
     def parse(value: str) -> str:
+        if loose:
+            value = next((a for a in allowed if a.casefold() == value.strip().casefold()), value)
         if value not in allowed:
             raise ValueError(f"Invalid value: {value}. Must be one of {', '.join(allowed)}")
         return transform(value)

@@ -95,9 +95,9 @@ SOURCE_FILTERS: dict[str, tuple[str, q.QueryParser]] = {
     "card_last4": ("card_last4", q.text),
     "customer_id": ("customer_id", q.integer),
     "has_card_error_in_dunning": ("has_card_error_in_dunning", q.boolean),
-    "payment_type": ("payment_type", q.choice(*OLD_TYPE_VALUES)),
+    "payment_type": ("payment_type", q.choice(*OLD_TYPE_VALUES, loose=True)),
     "processor_name": ("processor_name", q.text),
-    "status": ("status", q.choice("active", "failed")),
+    "status": ("status", q.choice("active", "failed", loose=True)),
     "status_reason": ("status_reason", q.text),
 }
 
