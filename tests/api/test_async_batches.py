@@ -167,6 +167,9 @@ def test_list_is_newest_first_sorts_by_id_or_created_at_and_filters(api):
     assert [b["id"] for b in ordered] == [first["id"], second["id"]]
     only = api.get("/async_batches", params={"batch_type": "onetime_create"}).json()["async_batches"]
     assert [b["id"] for b in only] == [second["id"]]
+    # Read in any case and without its spaces, as a create reads it (found by an audit).
+    loose = api.get("/async_batches", params={"batch_type": " ONETIME_Create "}).json()["async_batches"]
+    assert [b["id"] for b in loose] == [second["id"]]
     assert api.get("/async_batches", params={"status": "completed"}).json()["async_batches"] == []
     assert errors_of(api.get("/async_batches", params={"sort_by": "updated_at-asc"}))
     assert errors_of(api.get("/async_batches", params={"status": "done"})) == {
