@@ -328,3 +328,48 @@ def test_the_later_orders_of_a_paid_prepaid_charge_are_shown_as_stored(api):
         "prepaid", False, False, item_id)
     assert_fields(api.get(f"/customers/{customer_id}/delivery_schedule").json(),
                   [(p, {INT, NULL} if p == "deliveries[].orders[].id" else kinds) for p, kinds in EXPECTED])
+
+
+def test_a_clone_of_a_checkout_order_with_a_one_time_line_is_a_delivery(api):
+    """Found by a review: a checkout's one-time line has no purchase item, and the schedule of a
+    customer holding a clone of such an order failed (500)."""
+    from tests.api.test_checkouts import CHARGE, priced_store, ready
+    from tests.api.test_orders_actions import clone
+    priced_store(api)
+    paid = api.post(f"/checkouts/{ready(api)['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    charge_id = paid.json()["checkout_charge"]["charge_id"]
+    [order] = api.get("/orders", params={"charge_id": charge_id}).json()["orders"]
+    when = days(api, 5).isoformat()
+    copy = clone(api, order["id"], {"scheduled_at": when}).json()["order"]
+    body = schedule(api, type("C", (), {"id": order["customer"]["id"]})())
+    [cloned] = [o for d in body["deliveries"] if d["date"] == when for o in d["orders"] if o["id"] == copy["id"]]
+    shown = [(line["subscription_id"], line["plan_type"]) for line in cloned["line_items"]]
+    assert shown == [(line["purchase_item_id"], line["purchase_item_type"]) for line in order["line_items"]]
+    assert (None, "onetime") in shown
+    assert cloned["total_price"] == f"{sum(Decimal(line['subtotal_price']) for line in cloned['line_items']):.2f}"
+
+
+def test_an_authorized_prepaid_charge_shows_its_later_deliveries_until_captured(api):
+    """Decisions §6.12 Authorize-only: the orders of a pending charge are made at its capture;
+    its later deliveries are projected from it meanwhile (found by a review: they vanished)."""
+    api = api.other_store(plan_tier="premium_a")  # capturing on request
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    customer = make_customer(api)
+    make_payment_method(api, customer, processor_payment_method_token="authorize_only")
+    address = make_address(api, customer)
+    weekly(api, address, on=0, charge_interval_frequency=21)
+    [charge] = [c for c in charges_of(api, address.id) if c.status == "queued"]
+    [pending] = billing.process(api.db, SandboxGateway(api.db, api.clock.now), api.store, [charge.id],
+                                api.clock.now())
+    assert pending.status == "pending"
+    body = schedule(api, customer, delivery_count_future=3)
+    assert [(d["date"], [(o["id"], o["charge_id"]) for o in d["orders"]]) for d in body["deliveries"]] == [
+        (days(api, 7).isoformat(), [(None, charge.id)]), (days(api, 14).isoformat(), [(None, charge.id)]),
+        (days(api, 21).isoformat(), [(None, [c.id for c in charges_of(api, address.id) if c.status == "queued"][0])])]
+    captured = api.post(f"/charges/{charge.id}/capture_payment")
+    assert captured.status_code == 200, captured.text
+    after = schedule(api, customer, delivery_count_future=3)["deliveries"]
+    assert [d["date"] for d in after] == [d["date"] for d in body["deliveries"]]
+    assert all(o["id"] is not None for d in after[:2] for o in d["orders"])  # the orders made

@@ -199,3 +199,14 @@ def test_include_metafields_issues_the_same_statements_for_few_and_many_rows(sma
 def test_include_metafields_adds_one_statement(large_metafields, path):
     plain = _listed(large_metafields, path, "2021-11", "")[1]
     assert len(_listed(large_metafields, path, "2021-11", "metafields")[1]) == len(plain) + 1
+
+
+def test_charge_payment_methods_add_one_statement_for_a_page(small_metafields, large_metafields):
+    """A charge's method (the one it was paid with, or its address's, else the default) is read
+    in one statement for the page, whatever the number of charges."""
+    plain = _listed(large_metafields, "/charges", "2021-11", "")[1]
+    few, few_statements = _listed(small_metafields, "/charges", "2021-11", "payment_methods")
+    many, many_statements = _listed(large_metafields, "/charges", "2021-11", "payment_methods")
+    assert len(many) > len(few) >= 3
+    assert len(many_statements) == len(few_statements) == len(plain) + 1
+    assert all(len(c["include"]["payment_methods"]) == 1 for c in many)

@@ -366,3 +366,16 @@ def test_delete_needs_write_orders(vapi):
     response = vapi.delete(f"/orders/{second.id}", token=vapi.token_with("read_orders", "write_customers"))
     assert (response.status_code, response.json()) == (403, NEEDS_WRITE)
     assert order(vapi, second.id)["id"] == second.id
+
+
+def test_a_clone_of_a_told_order_on_its_date_is_told_too(api):
+    """Found by a review: the clone copied `upcoming_told_for` and was never told."""
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    _, second, _ = prepaid(api)  # a week ahead
+    api.clock.advance(days=5)  # two days ahead: within the 3 notice days
+    billing.run_store(api.db, SandboxGateway(api.db, api.clock.now), api.store, api.clock.now)
+    assert "order/upcoming" in order_events(api, second.id)
+    copy = clone(api, second.id, {"scheduled_at": second.scheduled_at.isoformat()}).json()["order"]
+    billing.run_store(api.db, SandboxGateway(api.db, api.clock.now), api.store, api.clock.now)
+    assert order_events(api, copy["id"]) == ["order/created", "order/upcoming"]

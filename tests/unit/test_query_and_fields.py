@@ -171,6 +171,9 @@ def test_unknown_fields_are_ignored():
     ("decimal", "12.50", Decimal("12.50")),
     ("decimal", 3, Decimal("3")),
     ("date", "2026-01-15", date(2026, 1, 15)),
+    # A datetime's date part as written, whatever its offset.
+    ("date", "2026-01-15T23:30:00-05:00", date(2026, 1, 15)),
+    ("date", "2026-01-15 10:00Z", date(2026, 1, 15)),
     ("object", {"k": 1}, {"k": 1}),
     ("list", [1, 2], [1, 2]),
 ])
@@ -196,6 +199,14 @@ def test_field_kinds_accept_and_coerce(kind, value, expected):
     ("decimal", {"v": 1}, "must be a decimal number as a string"),
     ("date", "15/01/2026", "must be a date (YYYY-MM-DD)"),
     ("date", 20260115, "must be a date (YYYY-MM-DD)"),
+    # What fromisoformat also takes (found by an audit: they set charge dates).
+    ("date", "2026-W03", "must be a date (YYYY-MM-DD)"),
+    ("date", "2026-W03-1", "must be a date (YYYY-MM-DD)"),
+    ("date", "20260115", "must be a date (YYYY-MM-DD)"),
+    ("date", "2026-01-15x10:00", "must be a date (YYYY-MM-DD)"),
+    ("date", "2026-01-15T10", "must be a date (YYYY-MM-DD)"),
+    ("date", "2026-01-15T25:00", "must be a date (YYYY-MM-DD)"),
+    ("date", "2026-02-30", "must be a date (YYYY-MM-DD)"),
     ("object", [1], "must be an object"),
     ("object", "x", "must be an object"),
     ("list", {"a": 1}, "must be an array"),

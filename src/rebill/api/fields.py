@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 from rebill.api import external_ids
+from rebill.api.query import written_date
 from rebill.errors import ValidationFailed
 
 MISSING = object()
@@ -162,9 +162,7 @@ def _coerce(kind: str, value: Any, field: "Field | None" = None) -> tuple[Any, s
         # A date, or a datetime whose date part counts (clients send either for dates).
         if isinstance(value, str) and len(value) <= 40:
             try:
-                if len(value) == 10:
-                    return date.fromisoformat(value), None
-                return datetime.fromisoformat(value.replace("Z", "+00:00")).date(), None
+                return written_date(value), None
             except ValueError:
                 pass
         return None, "must be a date (YYYY-MM-DD)"

@@ -95,12 +95,11 @@ def _charge_payment_methods(unit: Unit, items: list[Any]) -> dict[int, Any]:
     for a charge not tried yet the one that will be (decisions §6.12: its address's, else the
     customer's default), as an address's include shows its own; a list of none or one. Found
     by an audit: it listed every method of the customer, those made after the payment too."""
-    methods = {m.id: m for m in payment_methods.of_customers(unit.conn, unit.store_id,
-                                                             [c.customer_id for c in items])}
-    default = {m.customer_id: m for m in methods.values() if m.is_default}
-    untried = [c for c in items if c.payment_method_id is None]
-    chosen = {a.id: a.payment_method_id
-              for a in addresses.many(unit.conn, unit.store_id, [c.address_id for c in untried]).values()}
+    found, chosen = payment_methods.of_customers_named_by(
+        unit.conn, unit.store_id, [c.customer_id for c in items],
+        [c.address_id for c in items if c.payment_method_id is None])
+    methods = {m.id: m for m in found}
+    default = {m.customer_id: m for m in found if m.is_default}
     out = {}
     for c in items:
         if c.payment_method_id is not None:

@@ -128,6 +128,19 @@ def parse_datetime(value: str) -> datetime:
         raise ValueError(f"Invalid date: {value}. Must be a valid ISO-8601 datetime string") from None
 
 
+def written_date(value: str) -> date:
+    """The date a body's date field names: ``YYYY-MM-DD``, or a datetime of the grammar above
+    whose date part counts as written (no conversion to UTC). Week dates, basic formats and
+    other separators, which ``fromisoformat`` also takes, raise ValueError (found by an audit:
+    `2030-W02` or `2030-01-05x10:00` set a charge date)."""
+    found = _DATETIME.fullmatch(value)
+    if found is None:
+        raise ValueError(value)
+    if found.group(2) is not None:
+        parse_datetime(value)  # the time and offset must be valid too
+    return date.fromisoformat(found.group(1))
+
+
 @typed(type="string", format="date-time")
 def datetime_(value: str) -> datetime:
     return parse_datetime(value)

@@ -118,7 +118,9 @@ def clone(unit: Unit, order_id: int, when: date) -> Order:
     row = {k: v for k, v in source.items() if k != "id"}
     row.update(charge_id=None, status=QUEUED, sequence=0, scheduled_at=when, processed_at=None,
                external_order_id=None, external_order_name=None, external_order_number=None, error=None,
-               created_at=unit.now, updated_at=unit.now)
+               # A new order, told `order/upcoming` of its own date (found by a review: a clone of
+               # a told order on the same date was never told).
+               upcoming_told_for=None, created_at=unit.now, updated_at=unit.now)
     items = repository.item_ids_of(unit.conn, [order_id])[order_id]
     [new_id] = repository.insert_many(unit.conn, [row], [items])
     unit.record("order/created", new_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, select, update
 
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
@@ -51,6 +51,24 @@ def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> li
     stmt = _select.where(payment_methods.c.store_id == store_id,
                          payment_methods.c.customer_id.in_(set(customer_ids)))
     return [PaymentMethod(*row) for row in conn.execute(stmt.order_by(payment_methods.c.id))]
+
+
+def of_customers_named_by(conn: Connection, store_id: int, customer_ids: list[int],
+                          address_ids: list[int]) -> tuple[list[PaymentMethod], dict[int, int]]:
+    """The methods of the customers, and which of them each of ``address_ids`` names (address id
+    -> method id), in one statement for a page (decisions §3.8)."""
+    if not customer_ids:
+        return [], {}
+    named = and_(addresses.c.payment_method_id == payment_methods.c.id, addresses.c.id.in_(set(address_ids)))
+    stmt = (_select.add_columns(addresses.c.id).select_from(payment_methods.outerjoin(addresses, named))
+            .where(payment_methods.c.store_id == store_id, payment_methods.c.customer_id.in_(set(customer_ids))))
+    methods: dict[int, PaymentMethod] = {}
+    chosen: dict[int, int] = {}
+    for *row, address_id in conn.execute(stmt.order_by(payment_methods.c.id)):
+        method = methods.setdefault(row[0], PaymentMethod(*row))
+        if address_id is not None:
+            chosen[address_id] = method.id
+    return list(methods.values()), chosen
 
 
 def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, PaymentMethod]:

@@ -33,7 +33,7 @@ import msgspec
 from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
-from ..charge.model import QUEUED, SKIPPED
+from ..charge.model import PENDING, QUEUED, SKIPPED
 from ..customer.model import Customer
 from ..order import repository as orders
 from ..order.model import Order
@@ -53,7 +53,7 @@ class DeliveryLine(msgspec.Struct, frozen=True):
     """What one item delivers: from the item as it is now (a projected delivery) or from a
     stored order's line (a delivery already paid for)."""
 
-    subscription_id: int
+    subscription_id: int | None  # none for a checkout's one-time line (it makes no purchase item)
     plan_type: str
     is_skippable: bool
     is_skipped: bool
@@ -83,7 +83,7 @@ class DeliveryLine(msgspec.Struct, frozen=True):
         the charge (schedule/plan.py), one delivery is its share."""
         per_charge = line.get("orders_per_charge") or 1
         kind = line.get("purchase_item_type") or SUBSCRIPTION
-        return cls(line["purchase_item_id"], ONETIME if kind == ONETIME else "prepaid" if per_charge > 1 else kind,
+        return cls(line.get("purchase_item_id"), ONETIME if kind == ONETIME else "prepaid" if per_charge > 1 else kind,
                    False, False, line.get("title"), line.get("variant_title"), line.get("external_product_id"),
                    line.get("external_variant_id"), line.get("images") or {}, line.get("properties") or [],
                    line["quantity"], Decimal(line["unit_price"]) / per_charge)
@@ -109,10 +109,12 @@ class DeliveryOrder(msgspec.Struct, frozen=True):
 
     @classmethod
     def of_order(cls, order: Order) -> DeliveryOrder:
+        # The lines in the order's own order (its charge's: by item). A checkout's one-time
+        # line has no purchase item, so no id to sort by (found by a review: a clone of such
+        # an order made the schedule fail).
         return cls(order.id, order.address_id, order.charge_id, False, order.currency,
                    {name: order.shipping_address.get(name) for name in ADDRESS_FIELDS},
-                   sorted((DeliveryLine.of_order_line(line) for line in order.line_items),
-                          key=lambda line: line.subscription_id))
+                   [DeliveryLine.of_order_line(line) for line in order.line_items])
 
 
 class Delivery(msgspec.Struct, frozen=True):
@@ -136,11 +138,18 @@ def _orders_of_charge(item: PurchaseItem, charge_date: date) -> list[date]:
             for k in range(item.orders_per_charge)]
 
 
-def _subscription(item: PurchaseItem, skipped: set[date], today: date, until: date,
+def _subscription(item: PurchaseItem, skipped: set[date], authorized: Iterable[date], today: date, until: date,
                   limit: int) -> list[_Projected]:
     found: dict[date, _Projected] = {}
+    for charge_date in authorized:
+        # NOTE: decisions §6.12 Authorize-only, a pending charge makes its orders when it is
+        # captured; until then the later ones of a prepaid charge are projected from it (the
+        # item has moved on to its next date, whatever became of it since).
+        for when in _orders_of_charge(item, charge_date)[1:]:
+            if today <= when <= until:
+                found[when] = _Projected(when, False, charge_date)
     if item.status != ACTIVE:
-        return []
+        return list(found.values())
     for when in skipped:
         if today <= when <= until:
             found[when] = _Projected(when, True, when)
@@ -178,18 +187,21 @@ def _onetime(item: PurchaseItem, skipped: set[date], today: date, until: date) -
 
 def project(items: Iterable[PurchaseItem], skips: Iterable[tuple[int, date]],
             charge_ids: Mapping[tuple[int, date], int], addresses: Mapping[int, Address],
-            stored: Iterable[Order] = (), *, today: date, until: date, limit: int) -> list[Delivery]:
+            stored: Iterable[Order] = (), authorized: Mapping[int, list[date]] | None = None, *,
+            today: date, until: date, limit: int) -> list[Delivery]:
     """The deliveries of ``items`` from ``today`` to ``until`` (both included), with the
-    ``stored`` orders already paid for, at most ``limit`` dates. ``skips`` are (item id, date);
+    ``stored`` orders already made, at most ``limit`` dates. ``skips`` are (item id, date);
     ``charge_ids`` maps (item id, charge date) to the id of the stored charge that holds the
-    item on that date; ``addresses`` holds the items' addresses."""
+    item on that date; ``addresses`` holds the items' addresses; ``authorized`` maps an item to
+    the dates of its pending (authorized, not captured) charges, whose orders are not made yet."""
+    authorized = authorized or {}
     skipped: dict[int, set[date]] = defaultdict(set)
     for item_id, when in skips:
         skipped[item_id].add(when)
     groups: dict[date, dict[tuple[int, int | None, bool], list[PurchaseItem]]] = defaultdict(lambda: defaultdict(list))
     for item in items:
         if item.kind == SUBSCRIPTION:
-            projected = _subscription(item, skipped[item.id], today, until, limit)
+            projected = _subscription(item, skipped[item.id], authorized.get(item.id, ()), today, until, limit)
         else:
             projected = _onetime(item, skipped[item.id], today, until)
         for p in projected:
@@ -235,18 +247,23 @@ def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int
     # Items sit on their customer's addresses; should one not, its address is still shown.
     found.update(addresses.many(conn, store_id, [i.address_id for i in owned if i.address_id not in found]))
     skips = [(item_id, when) for _, item_id, when in items.skips_of(conn, list(found))] if found else []
-    charge_ids = {(line["purchase_item_id"], charge.scheduled_at): charge.id
-                  for charge in charges.of_addresses(conn, store_id, list(found), (QUEUED, SKIPPED))
+    held = charges.of_addresses(conn, store_id, list(found), (QUEUED, SKIPPED, PENDING))
+    charge_ids = {(line["purchase_item_id"], charge.scheduled_at): charge.id for charge in held
                   for line in charge.line_items}
+    authorized: dict[int, list[date]] = defaultdict(list)
+    for charge in held:
+        if charge.status == PENDING:
+            for line in charge.line_items:
+                authorized[line["purchase_item_id"]].append(charge.scheduled_at)
     # Orders already made and queued (a paid prepaid charge's later orders, clones), as stored,
     # wherever they were moved (found by an audit: the later orders were projected from the
     # subscription as it is now).
     stored = orders.queued_between(conn, store_id, customer_id, today, until) if until >= today else []
-    deliveries = (project(owned, skips, charge_ids, found, stored, today=today, until=until, limit=count)
-                  if until >= today else [])
+    deliveries = (project(owned, skips, charge_ids, found, stored, authorized, today=today, until=until,
+                          limit=count) if until >= today else [])
     methods = payment_methods.of_customers(conn, store_id, [customer_id])
     by_id = {m.id: m for m in methods}
-    default = next((m for m in methods if m.is_default), methods[0] if methods else None)
+    default = next((m for m in methods if m.is_default), None)  # a customer with methods has one
     # An address's own payment method, else the customer's default one (also for an order
     # whose address was deleted since it was paid).
     paying = {address_id: by_id.get(a.payment_method_id, default) if a.payment_method_id else default

@@ -99,7 +99,7 @@ _line = obj({
     "product_title": string(),
     "properties": array(ATTRIBUTE),
     "quantity": integer(),
-    "subscription_id": integer(),
+    "subscription_id": nullable(integer()),  # none for a checkout's one-time line (docs/api-choices.md)
     "subtotal_price": money(),
     "unit_price": money(),
     "variant_title": nullable(string()),
