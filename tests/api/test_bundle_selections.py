@@ -293,6 +293,35 @@ def test_a_plan_of_another_product_or_store_is_refused(bapi, world):
         "plan_id": ["plan not found"]}
 
 
+def _narrow(api: Any, plan_id: int, variants: list[str]) -> None:
+    """A plan restricted to a variant the box does not have here (its product has one variant)."""
+    from sqlalchemy import update
+
+    from rebill.models import plans as plans_table
+    with api.db.write() as conn:
+        conn.execute(update(plans_table).where(plans_table.c.id == plan_id).values(external_variant_ids=variants))
+
+
+def test_a_plan_restricted_to_another_variant_of_the_bundle_is_refused(bapi, world):
+    """docs/api-choices.md, a plan fits its item: a bundle's plan_id too (found by an audit: a
+    plan of the bundle's product for another variant gave its 50 % to the bundle's items)."""
+    _dynamic(bapi, world)
+    box = _catalog(bapi, "box")
+    other = make_plan(bapi, box, discount_type="percentage", discount_amount=Decimal("50"))
+    _narrow(bapi, other.id, ["box-other"])
+    assert errors_of(post(bapi, world["box"].id, item("p-1"), item("p-3"), plan_id=other.id)) == {
+        "plan_id": ["does not apply to the variant box-1"]}
+    fits = make_plan(bapi, box, title="Fits", discount_type="percentage", discount_amount=Decimal("10"),
+                     external_variant_ids=["box-1"])
+    made = create(bapi, world["box"].id, item("p-1"), item("p-3"), plan_id=fits.id)
+    assert [i["price"] for i in made["items"]] == ["3.60", "5.40"]
+    # Narrowed to another variant afterwards: forgotten at the next write, catalog prices again.
+    _narrow(bapi, fits.id, ["box-other"])
+    again = bapi.put(f"/bundle_selections/{made['id']}", json={})
+    assert again.status_code == 200, again.text
+    assert [i["price"] for i in again.json()["bundle_selection"]["items"]] == ["4.00", "6.00"]
+
+
 def test_a_fixed_bundle_keeps_its_price_and_shows_catalog_prices(bapi, world):
     made = create(bapi, world["box"].id, item("p-1", variant=2), item("p-3"))
     assert [i["price"] for i in made["items"]] == ["5.00", "6.00"]
@@ -458,6 +487,15 @@ def test_item_filters_take_integer_external_ids(bapi, world):
     create(bapi, make_subscription(bapi, external_product_id="box", external_variant_id="box-1", price=None).id,
            item("p-1", 2))
     assert _ids(bapi.get("/bundle_selections", params={"item_external_product_ids": "501,7"})) == [made["id"]]
+    # The ids as they spell: leading zeros count (found by an audit: `007` found no `007`).
+    _product(bapi, "007", "2.00")
+    bapi.post(f"/collections/{world['coffee']}/collection_products-bulk",
+              json={"collection_products": [{"external_product_id": "007"}]})
+    zeros = create(bapi, make_subscription(bapi, external_product_id="box", external_variant_id="box-1",
+                                           price=None).id, item("007"), item("p-3"))
+    assert _ids(bapi.get("/bundle_selections", params={"item_external_product_ids": " 007 "})) == [zeros["id"]]
+    assert _ids(bapi.get("/bundle_selections", params={"item_external_product_ids": "7"})) == []
+    assert _ids(bapi.get("/bundle_selections", params={"item_external_product_ids": "0501"})) == []
     for name in ("item_external_product_ids", "item_external_variant_ids", "purchase_item_ids", "bundle_variant_ids"):
         assert errors_of(bapi.get("/bundle_selections", params={name: "p-1"})) == {
             name: ["Invalid ids: p-1. Must be comma-separated integers"]}
@@ -521,9 +559,13 @@ ENDPOINTS = [("GET", "/bundle_selections"), ("POST", "/bundle_selections"), ("GE
 @pytest.mark.parametrize("tier", ["standard", "premium_a"])
 def test_a_store_without_tier_b_gets_403_naming_it(api, method, path, tier):
     store = api if tier == "standard" else api.other_store(plan_tier=tier)
+    expected = (403, {"errors": f"The bundle selections API needs plan tier B (premium_b); this store's tier is {tier}"})
     reply = store.request(method, path, json={})
-    assert (reply.status_code, reply.json()) == (403, {"errors": (
-        f"The bundle selections API needs plan tier B (premium_b); this store's tier is {tier}")})
+    assert (reply.status_code, reply.json()) == expected
+    # Before the body or the query is read (found by an audit: a body that is no object got 415).
+    for sent in ({"content": b"nope"}, {"json": []}):
+        odd = store.request(method, path, params={"limit": "x", "include": "y"}, **sent)
+        assert (odd.status_code, odd.json()) == expected
 
 
 @pytest.mark.parametrize("method, path", ENDPOINTS)

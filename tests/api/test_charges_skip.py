@@ -282,7 +282,7 @@ def test_items_that_are_not_on_the_charge_are_refused(vapi):
 
 @pytest.mark.parametrize("body, errors", [
     ({"purchase_item_ids": "1"}, {"purchase_item_ids": ["must be an array"]}),
-    ({"purchase_item_ids": None}, {"purchase_item_ids": ["is required"]}),
+    ({"purchase_item_ids": None}, {"purchase_item_ids": ["cannot be null"]}),  # absent: the whole charge
     ({"purchase_item_ids": ["x", 1, True]}, {"purchase_item_ids": {"0": ["must be an integer"],
                                                                     "2": ["must be an integer"]}}),
 ])

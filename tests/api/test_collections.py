@@ -123,7 +123,7 @@ def test_create_with_wrongly_typed_fields_names_each(api):
     sent = {"title": "  ", "description": "d" * 4097, "sort_order": None}
     assert errors_of(api.post("/collections", json=sent, version=V11)) == {
         "title": ["cannot be blank"], "description": ["is too long (at most 4096 characters)"],
-        "sort_order": ["is required"]}
+        "sort_order": ["cannot be null"]}  # optional, never null (found by an audit: "is required")
     assert errors_of(api.post("/collections", json={"title": "t" * 256}, version=V11)) == {
         "title": ["is too long (at most 255 characters)"]}
 

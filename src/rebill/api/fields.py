@@ -216,7 +216,10 @@ class Schema:
                 if partial and field.null_on_update:
                     clean[field.target] = None
                 elif field.required or not field.nullable:
-                    errors[field.name] = ["cannot be null" if partial else "is required"]
+                    # A field a create may leave out cannot be null either, but is not required
+                    # (found by an audit: an optional `sort_order: null` answered "is required").
+                    needed = field.required or any(field.name in group for group in self.one_of)
+                    errors[field.name] = ["is required" if needed and not partial else "cannot be null"]
                 else:
                     clean[field.target] = None
                 continue

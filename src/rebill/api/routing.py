@@ -36,7 +36,7 @@ from starlette.types import Message, Receive, Scope, Send
 from rebill.db.engine import Database, retryable, unavailable
 from rebill.db.loop_writer import WriterBusy
 from rebill.db.read_lanes import ReadLanes
-from rebill.domain.store.model import API_VERSIONS
+from rebill.domain.store.model import API_VERSIONS, Store
 from rebill.domain.unit import REQUEST_KEY, REQUEST_SOURCE
 from rebill.errors import (
     Conflict,
@@ -107,6 +107,9 @@ class Operation:
     query: tuple[tuple[str, QueryParser | tuple[str, QueryParser]], ...] = ()
     extension: bool = False
     errors: tuple[int, ...] = ()
+    # What the store must have for this endpoint (a plan tier), checked right after the scope
+    # and before the body or the query is read: raises Forbidden.
+    store_check: Callable[[Store], None] | None = None
 
     def said_in(self, version: Version, errors: Any, sent: Any) -> Any:
         """Domain errors, which name head fields, in this version's names and where the caller
@@ -132,13 +135,14 @@ class Endpoints:
               sunset: str | None = None, body: Body | str | None = None,
               reply: Returns | tuple[Returns, ...] | None = None,
               query: Mapping[str, QueryParser | tuple[str, QueryParser]] | None = None,
-              extension: bool = False, errors: tuple[int, ...] = ()) -> Callable[[Handler], Handler]:
+              extension: bool = False, errors: tuple[int, ...] = (),
+              store_check: Callable[[Store], None] | None = None) -> Callable[[Handler], Handler]:
         declared = Body(body) if isinstance(body, str) else body
 
         def register(handler: Handler) -> Handler:
             self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
                                              frozenset(deprecated_in), sunset, declared, replies(reply),
-                                             tuple((query or {}).items()), extension, tuple(errors)))
+                                             tuple((query or {}).items()), extension, tuple(errors), store_check))
             return handler
         return register
 
@@ -401,11 +405,14 @@ class Api:
                 pause = min(pause * 2, 0.02)
 
     def _admit(self, operation: Operation, ctx: RequestContext, scope: Scope, receive: Receive) -> Call:
-        """501 for the other version's endpoint, 403 for a missing scope; else the call."""
+        """501 for the other version's endpoint, 403 for a missing scope or what the store lacks;
+        else the call."""
         if ctx.version.name not in operation.versions:
             raise NotInThisVersion()
         if operation.scope is not None and not ctx.token.allows(operation.scope):
             raise Forbidden(f"This token lacks the scope this endpoint needs: {operation.scope}")
+        if operation.store_check is not None:
+            operation.store_check(ctx.store)
         call = Call(scope, receive, ctx, self.services)
         if operation.method == "GET" and scope["query_string"] and not operation.takes_include \
                 and call.params.get("include") is not None:

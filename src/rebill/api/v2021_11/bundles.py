@@ -137,8 +137,10 @@ SCHEMAS: dict[str, Schema] = {
 @q.typed(**q.schema_of(q.ids))
 def _external_ids(value: str) -> list[str]:
     """NOTE: spec 01, `item_external_*_ids` are comma-separated integers (422 otherwise),
-    matched as the external ids they spell."""
-    return [str(n) for n in q.ids(value)]
+    matched as the external ids they spell: `007` is the id `007` (found by an audit: read as
+    a number, it lost its zeros and found nothing)."""
+    q.ids(value)  # the check and its errors
+    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 LISTS: dict[str, ListContract] = {

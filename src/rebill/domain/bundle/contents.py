@@ -34,8 +34,9 @@ MAX_PRICE = Decimal(10) ** 12
 
 
 def plan_for(unit: Unit, variant: BundleVariant, plan_id: int | None) -> Plan | None:
-    """NOTE: decisions §7.7 item 8, `plan_id` names a plan of the bundle's product (422
-    otherwise; another store's plan is not found)."""
+    """NOTE: decisions §7.7 item 8, `plan_id` names a plan of the bundle's product that applies
+    to the bundle's variant, as a subscription's plan must (422 otherwise; another store's plan
+    is not found). Found by an audit: a plan restricted to another variant gave its discount."""
     if plan_id is None:
         return None
     plan = catalog.plan(unit.conn, unit.store_id, plan_id)
@@ -43,6 +44,17 @@ def plan_for(unit: Unit, variant: BundleVariant, plan_id: int | None) -> Plan | 
         raise ValidationFailed.field("plan_id", "plan not found")
     if plan.external_product_id != variant.external_product_id:
         raise ValidationFailed.field("plan_id", f"is not a plan of the bundle's product {variant.external_product_id}")
+    problem = plan_fits(plan, variant.external_product_id, variant.external_variant_id)
+    if problem:
+        raise ValidationFailed.field("plan_id", problem)
+    return plan
+
+
+def fitting_plan(plan: Plan | None, variant: BundleVariant) -> Plan | None:
+    """``plan`` if it still applies to the bundle's variant (a plan deleted, moved or narrowed
+    since is forgotten)."""
+    if plan is None or plan_fits(plan, variant.external_product_id, variant.external_variant_id):
+        return None
     return plan
 
 

@@ -77,12 +77,10 @@ def _free(unit: Unit, item_id: int) -> None:
 
 
 def _current_plan(unit: Unit, selection: BundleSelection, variant: BundleVariant) -> Any:
-    """The plan the selection was priced with, if it is still a plan of its bundle's product
-    (a plan deleted or moved since is forgotten)."""
+    """The plan the selection was priced with, if it still applies to its bundle's variant."""
     if selection.plan_id is None:
         return None
-    plan = catalog.plan(unit.conn, unit.store_id, selection.plan_id)
-    return plan if plan is not None and plan.external_product_id == variant.external_product_id else None
+    return contents.fitting_plan(catalog.plan(unit.conn, unit.store_id, selection.plan_id), variant)
 
 
 def _priced(unit: Unit, item: PurchaseItem, variant: BundleVariant, rows: list[dict[str, Any]]) -> None:
