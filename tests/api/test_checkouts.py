@@ -656,6 +656,8 @@ def test_a_charge_makes_the_customer_address_subscription_charge_and_order_at_on
     assert (charge["type"], charge["status"], charge["total_price"], charge["total_tax"]) == \
         ("checkout", "success", "40.39", "2.39")
     assert charge["external_transaction_id"] == {"payment_processor": transaction}
+    # The processor that took the money, not the checkout's label (found by an audit).
+    assert charge["payment_processor"] == "sandbox"
     sub_line, one_line = charge["line_items"]
     subscription_id = sub_line["purchase_item_id"]
     assert (sub_line["purchase_item_type"], one_line["purchase_item_type"], one_line["purchase_item_id"]) == \

@@ -41,7 +41,7 @@ from ..customer import service as customer_service
 from ..customer.model import CustomerCreate
 from ..discount import repository as discounts
 from ..money import minor_digits
-from ..payment.gateway import AUTHORIZED, Gateway, GatewayUnavailable, Payment, Result
+from ..payment.gateway import AUTHORIZED, Gateway, GatewayUnavailable, Payment, Result, processor_name
 from ..payment_method import repository as payment_methods
 from ..payment_method import service as payment_method_service
 from ..payment_method.model import PaymentMethodCreate
@@ -85,7 +85,7 @@ def charge(db: Database, gateway: Gateway, verifier: AddressVerifier, store: Sto
             checkout, attempt, taken_over = _claim(Unit(conn, store, now, origin=ORIGIN), verifier, token, run,
                                                    request)
         result = _pay(db, gateway, store, checkout, attempt, run)
-        done = _record(db, store, token, run, attempt, result, now)
+        done = _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id))
         if not taken_over:
             if not result.succeeded:
                 # NOTE: decisions §7.7.6, the processor's reason; the checkout stays open.
@@ -210,7 +210,8 @@ def _pay(db: Database, gateway: Gateway, store: Store, checkout: Checkout, attem
 
 
 def _record(db: Database, store: Store, token: str, run: str, attempt: dict[str, Any], result: Result,
-            now: datetime) -> CheckoutCharge:
+            now: datetime, processor: str) -> CheckoutCharge:
+    """``processor``: the processor that took the payment, which its charge records."""
     for tries in range(1, RECORD_TRIES + 1):
         try:
             with db.write() as conn:
@@ -219,7 +220,7 @@ def _record(db: Database, store: Store, token: str, run: str, attempt: dict[str,
                 if checkout is None or checkout.claimed_by != run:
                     raise Conflict("The checkout's payment was taken over by another request")
                 if result.succeeded:
-                    complete(unit, checkout, attempt, result)
+                    complete(unit, checkout, attempt, result, processor)
                 else:
                     repository.release(conn, store.id, checkout.id, run)
                 return answer(unit, token)
@@ -247,7 +248,7 @@ def answer(unit: Unit, token: str) -> CheckoutCharge:
 
 # Recording a success -----------------------------------------------------------------------
 
-def complete(unit: Unit, checkout: Checkout, attempt: dict[str, Any], result: Result) -> None:
+def complete(unit: Unit, checkout: Checkout, attempt: dict[str, Any], result: Result, processor: str) -> None:
     """NOTE: decisions §7.3, §7.7: everything a paid checkout makes, in this one transaction."""
     authorized = result.outcome == AUTHORIZED
     customer_id = _customer(unit, checkout)
@@ -255,7 +256,7 @@ def complete(unit: Unit, checkout: Checkout, attempt: dict[str, Any], result: Re
     address = _address(unit, checkout, customer_id, method_id)
     held = _subscriptions(unit, checkout, address.id)
     by_line = dict(held)
-    charge = _insert_charge(unit, checkout, attempt, result, customer_id, address.id, method_id,
+    charge = _insert_charge(unit, checkout, attempt, result, processor, customer_id, address.id, method_id,
                             [by_line.get(i) for i in range(len(checkout.line_items))])
     unit.record("charge/created", charge.id)
     if not authorized:
@@ -366,8 +367,9 @@ def _subscriptions(unit: Unit, checkout: Checkout, address_id: int) -> list[tupl
     return made
 
 
-def _insert_charge(unit: Unit, checkout: Checkout, attempt: dict[str, Any], result: Result, customer_id: int,
-                   address_id: int, method_id: int, subscriptions: list[PurchaseItem | None]) -> Charge:
+def _insert_charge(unit: Unit, checkout: Checkout, attempt: dict[str, Any], result: Result, processor: str,
+                   customer_id: int, address_id: int, method_id: int,
+                   subscriptions: list[PurchaseItem | None]) -> Charge:
     """The charge of type checkout (decisions §7.3): the checkout's pricing as it was paid, each
     subscription line naming its subscription; a one-time line names no purchase item."""
     priced = checkout.pricing
@@ -389,7 +391,10 @@ def _insert_charge(unit: Unit, checkout: Checkout, attempt: dict[str, Any], resu
         "orders_count": priced["orders_count"], "processed_at": unit.now, "error": None, "error_type": None,
         "charge_attempts": attempt["number"], "retry_date": None, "last_charge_attempt": unit.now,
         "external_order_id": None, "external_transaction_id": result.transaction_id,
-        "payment_processor": attempt["payment_processor"], "has_uncommitted_changes": False, "merged_at": None,
+        # The processor that took the money (`sandbox` or `stripe`), as a renewal's charge records
+        # it; the checkout keeps the label its client sent (found by an audit: the charge said
+        # `stripe` for a sandbox payment).
+        "payment_processor": processor, "has_uncommitted_changes": False, "merged_at": None,
         "original_scheduled_at": None, "lock_version": 1, "payment_method_id": method_id,
         "authorized_at": unit.now if authorized else None, "claimed_by": None, "claimed_at": None,
         "upcoming_told_for": None, "analytics_data": checkout.analytics_data,
@@ -423,7 +428,7 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
                 repository.claim(conn, store.id, checkout.id, run, now, service.STALE_AFTER, {})
                 attempt = checkout.payment
             result = _pay(db, gateway, store, checkout, attempt, run)
-            _record(db, store, token, run, attempt, result, now)
+            _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id))
             finished += result.succeeded
         except ServiceError:  # no answer again, or a request took it meanwhile: the next run
             continue
