@@ -471,6 +471,29 @@ def test_an_update_that_changes_nothing_records_no_event_and_keeps_updated_at(ap
     assert topics(api, customer) == before
 
 
+def test_a_method_sent_back_as_shown_is_no_change(api):
+    """Its billing address and payment details shown with every field, null when not given,
+    and the derived `country`, `name`, `company_name`, sent back: no event, same updated_at
+    (found by a check: the shown nulls recorded an update)."""
+    customer = make_customer(api)
+    made = api.post("/payment_methods", json={
+        "customer_id": customer.id, "payment_type": "CREDIT_CARD", "processor_payment_method_token": "pm_echo",
+        "billing_address": {"address1": "1 Main St", "city": "Austin", "zip": "73301", "province": "Texas",
+                            "country_code": "US", "first_name": "Ada", "last_name": "Byron"}})
+    assert made.status_code == 201, made.text
+    shown = made.json()["payment_method"]
+    assert shown["payment_details"] == dict.fromkeys(DETAILS) and shown["billing_address"]["country"]
+    before = topics(api, customer)
+    api.clock.advance(minutes=5)
+    reply = api.put(f"/payment_methods/{shown['id']}", json=shown)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["payment_method"] == shown
+    assert topics(api, customer) == before
+    # Nulls inside a document are the fields not given, also in a real change.
+    changed = api.put(f"/payment_methods/{shown['id']}", json={"payment_details": {"brand": "visa", "last4": None}})
+    assert changed.json()["payment_method"]["payment_details"] == {**dict.fromkeys(DETAILS), "brand": "visa"}
+
+
 def test_update_cannot_leave_the_method_without_a_token(api):
     method = create(api, make_customer(api), processor_customer_token=None)
     response = api.put(f"/payment_methods/{method['id']}", json={"processor_payment_method_token": None})

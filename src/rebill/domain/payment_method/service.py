@@ -85,9 +85,24 @@ def create(unit: Unit, command: PaymentMethodCreate) -> PaymentMethod:
     return get(unit, payment_method_id)
 
 
+# The documents of a method whose fields all may be null: a field sent null is the field not
+# given, as a GET shows every field of them, null when not given (api/v2021_11/payment_methods).
+DOCUMENTS = ("billing_address", "payment_details")
+
+
+def _compact(document: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A document as stored: its fields with a value, or None when it has none. So a method
+    sent back as shown is no change (found by a check of this session's audits: the shown
+    nulls of `billing_address` and `payment_details` recorded an update)."""
+    kept = {k: v for k, v in (document or {}).items() if v is not None}
+    return kept or None
+
+
 def _insert(unit: Unit, command: PaymentMethodCreate) -> int:
     """The new method's row, under its customer's lock (taken by the caller)."""
     values = msgspec.structs.asdict(command)
+    for name in DOCUMENTS:
+        values[name] = _compact(values[name])
     wanted = values.pop("default")
     # NOTE: decisions §6.12, a customer's first method becomes its default, whatever was
     # asked; `default: true` on a later one moves the default to it.
@@ -118,6 +133,9 @@ def _change(unit: Unit, current: PaymentMethod, command: PaymentMethodUpdate) ->
     """Writes what ``command`` changes of ``current`` (read under its customer's lock); whether
     anything changed."""
     changes = command.changes()
+    for name in DOCUMENTS:
+        if name in changes:
+            changes[name] = _compact(changes[name])
     if "default" in changes:
         wanted = changes.pop("default")
         if wanted and not current.is_default:
@@ -130,7 +148,8 @@ def _change(unit: Unit, current: PaymentMethod, command: PaymentMethodUpdate) ->
     _check_tokens(changes.get("processor_payment_method_token", current.processor_payment_method_token),
                   changes.get("processor_customer_token", current.processor_customer_token))
     # Sending what is already stored changes nothing: no event, same updated_at.
-    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
+    changes = {k: v for k, v in changes.items()
+               if (_compact(getattr(current, k)) if k in DOCUMENTS else getattr(current, k)) != v}
     if any(name in changes for name in PROCESSOR_FIELDS):
         # Another instrument: its outcome is unknown until it is charged (decisions §6.12).
         changes.update(status=UNVALIDATED, status_reason=None)
