@@ -383,6 +383,28 @@ def test_a_shipping_code_is_not_spent_on_a_charge_with_nothing_to_ship(api):
         422, {"errors": {"discount_id": ["the charge has nothing to ship"]}})
 
 
+def test_a_shipping_code_is_not_spent_on_a_charge_whose_shipping_costs_nothing(api):
+    """Found by an audit: with the address's shipping overridden to nothing, a single-use
+    free-shipping code sat on the charge at 0.00 and was used up by its payment; the next
+    charge, which ships, paid its shipping in full."""
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "5.00"}])
+    discount_id = make_discount(api, discount_type="shipping", value="100", duration="single_use")
+    address = subscribed(api)
+    assert api.put(f"/addresses/{address.id}", json={"shipping_lines_override": []}).status_code == 200
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.discounts, charge.total_shipping) == (None, [], 0)
+    assert api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id}).status_code == 200
+    refused = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
+    assert (refused.status_code, refused.json()) == (
+        422, {"errors": {"discount_id": ["the charge has no shipping to take off"]}})
+    # Shipping back: the address's code takes it off.
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    assert api.put(f"/addresses/{address.id}", json={"shipping_lines_override": None}).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.total_shipping, charge.total_discounts) == (discount_id, 5, 5)
+
+
 def test_a_fixed_amount_larger_than_the_lines_never_makes_the_total_negative(api):
     discount_id = make_discount(api, discount_type="fixed_amount", value="100")
     address = subscribed(api)

@@ -127,7 +127,7 @@ def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> list[A
     lines = [found[i] for i in sorted(found)]
     terms = Terms.of(row, charge.currency, collection_products(unit.conn, unit.store_id, [row]).get(row.id))
     totals = [quantize(i.price * i.orders_per_charge * i.quantity, charge.currency) for i in lines]
-    if (reason := terms.refusal(lines, totals, "charge")) is not None:
+    if (reason := terms.refusal(lines, totals, "charge", charge.total_shipping)) is not None:
         raise ValidationFailed.field(field, reason)
     return lines
 

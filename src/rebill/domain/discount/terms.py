@@ -51,20 +51,24 @@ class Terms:
             return item.external_product_id in (self.products or ())
         return self.applies_to_resource == PRODUCT and item.external_product_id == self.applies_to_id
 
-    def offer(self, items: list[Any], line_totals: list[Decimal]) -> DiscountInput | None:
+    def offer(self, items: list[Any], line_totals: list[Decimal],
+              shipping: Decimal | None = None) -> DiscountInput | None:
         """The input of ``totals.compute``, or None when the charge qualifies for nothing (it
         takes 0, carries no code and counts no use: ``refusal`` says why)."""
-        reason, flags = self._qualify(items, line_totals, "charge")
+        reason, flags = self._qualify(items, line_totals, "charge", shipping)
         if reason is not None:
             return None
         return DiscountInput(self.kind, self.value, None if all(flags) else flags)
 
-    def refusal(self, items: list[Any], line_totals: list[Decimal], what: str) -> str | None:
+    def refusal(self, items: list[Any], line_totals: list[Decimal], what: str,
+                shipping: Decimal | None = None) -> str | None:
         """Why a charge (or a checkout: ``what``) of these items qualifies for nothing, or None:
-        the one rule of the plan, of applying a code to a charge and of a checkout's code."""
-        return self._qualify(items, line_totals, what)[0]
+        the one rule of the plan, of applying a code to a charge and of a checkout's code.
+        ``shipping``: what the charge's shipping costs, when it is known."""
+        return self._qualify(items, line_totals, what, shipping)[0]
 
-    def _qualify(self, items: list[Any], line_totals: list[Decimal], what: str) -> tuple[str | None, tuple[bool, ...]]:
+    def _qualify(self, items: list[Any], line_totals: list[Decimal], what: str,
+                 shipping: Decimal | None = None) -> tuple[str | None, tuple[bool, ...]]:
         flags = tuple(self.eligible(item) for item in items)
         # A shipping code too: its `applies_to_*` say which charges it frees (decisions §7.5).
         if not any(flags):
@@ -72,6 +76,10 @@ class Terms:
         # Nothing to ship, no shipping to take off: the code is not spent on it (found by a review).
         if self.kind == "shipping" and not any(item.requires_shipping for item in items):
             return f"the {what} has nothing to ship", flags
+        # Nor when its shipping costs nothing (an address's empty or free override, a country
+        # with no rate): found by an audit, a single-use shipping code was spent on 0.00.
+        if self.kind == "shipping" and shipping is not None and shipping <= 0:
+            return f"the {what} has no shipping to take off", flags
         eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
         if self.minimum is not None and eligible < self.minimum:
             return f"the {what}'s subtotal {eligible} is below the discount's minimum {self.minimum}", flags

@@ -89,11 +89,6 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
     items = sorted(items, key=lambda i: i.id)
     # NOTE: decisions §5.4, a prepaid line pays for every order of its charge interval.
     unit_prices = [item.price * item.orders_per_charge for item in items]
-    offer = None
-    if terms is not None:
-        offer = terms.offer(items, [quantize(p * item.quantity, currency) for item, p in zip(items, unit_prices)])
-        if offer is None:
-            terms = None
     if not any(item.requires_shipping for item in items):
         # Nothing to ship (a digital or service product), no shipping: what its checkout charged
         # (docs/api-choices.md, Checkouts), which its renewals charge again (found by an audit).
@@ -107,12 +102,19 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
         shipping_lines = [] if rate is None else [{
             "code": rate.get("code"), "price": format_amount(Decimal(str(rate["price"])), currency),
             "title": rate.get("title"), "source": "store", "taxable": False, "tax_lines": []}]
+    shipping = [Decimal(line["price"]) for line in shipping_lines]
+    offer = None
+    if terms is not None:
+        offer = terms.offer(items, [quantize(p * item.quantity, currency) for item, p in zip(items, unit_prices)],
+                            sum(shipping, Decimal(0)))
+        if offer is None:
+            terms = None
     tax = rates.tax_rate(store.tax_rates, address.country_code, address.province)
     totals = compute(
         [LineInput(price, item.quantity, item.taxable) for item, price in zip(items, unit_prices)],
         currency=currency,
         discount=offer,
-        shipping=[Decimal(line["price"]) for line in shipping_lines],
+        shipping=shipping,
         tax_rate=rates.rate_value(tax),
         taxes_included=store.taxes_included,
     )
