@@ -68,3 +68,35 @@ def test_a_code_is_neither_applied_to_nor_removed_from_a_charge_being_paid(api, 
     assert reply.status_code == 409, reply.text
     [same] = charges_of(api, address.id)
     assert same.discount_id == (discount_id if action == "remove_discount" else None)
+
+
+@pytest.mark.parametrize("how", ["change_address", "merge"])
+def test_an_item_whose_charge_is_being_paid_does_not_move_to_another_address(api, at, how):
+    """Found by an audit on PostgreSQL: moved while its charge was being paid, the item was on
+    the failed charge's retry at its old address and on a new charge at its new one: both were
+    paid for the same date. The move is a lost race now (409); once the payment is recorded the
+    item moves, or (failed) waits for the retry there (422)."""
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from tests.builders import make_address
+    at(date(2027, 1, 10))
+    home, item = subscriber(api, token="tok_declined", next_charge_scheduled_at=date(2027, 1, 10))
+    customer = type("C", (), {"id": home.customer_id})()
+    elsewhere = make_address(api, customer)
+    [paying] = charges_of(api, home.id)
+    _claimed(api, paying.id)
+
+    def move():
+        if how == "change_address":
+            return api.post(f"/subscriptions/{item.id}/change_address", json={"address_id": elsewhere.id})
+        return api.post("/addresses/merge", json={"target_address": {"id": elsewhere.id},
+                                                  "source_addresses": [{"id": home.id}]})
+    refused = move()
+    assert refused.status_code == 409, refused.text
+    assert api.get(f"/subscriptions/{item.id}").json()["subscription"]["address_id"] == home.id
+    _released(api, paying.id)
+    [failed] = billing.process(api.db, SandboxGateway(api.db, api.clock.now), api.store, [paying.id],
+                               api.clock.now())
+    assert failed.status == "error"
+    assert move().status_code == 422  # waits for the retry at its address
+    assert [c.id for c in charges_of(api, elsewhere.id)] == []

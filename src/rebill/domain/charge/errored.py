@@ -18,7 +18,7 @@ from collections.abc import Collection
 
 from sqlalchemy import select
 
-from rebill.errors import ValidationFailed
+from rebill.errors import Conflict, ValidationFailed
 from rebill.models import charge_items, charges
 
 from ..address import repository as addresses
@@ -52,7 +52,13 @@ def holding(unit: Unit, item_id: int) -> list[int]:
 def check_not_waiting(unit: Unit, item_id: int, field: str) -> None:
     """A subscription on a charge in error waits for that charge: a retry advances it from the
     charge's date (decisions §6.3), so a next date set meanwhile would show a date no charge
-    has and then be overwritten. Refused, naming the charge (as a skip by date is)."""
+    has and then be overwritten. Refused, naming the charge (as a skip by date is). One on a
+    charge being paid right now is refused with 409 (a lost race): the payment moves its date
+    when it is recorded, and if it fails the charge keeps the item where it was (found by an
+    audit on PostgreSQL: an item moved to another address meanwhile was charged twice for one
+    date, by the retry there and by a new charge at its new address)."""
+    if repository.being_paid(unit.conn, unit.store_id, item_id):
+        raise Conflict(f"The charge of purchase item {item_id} is being paid; try again in a moment")
     found = repository.many(unit.conn, unit.store_id, holding(unit, item_id))
     for charge in found.values():
         if charge.retry_date is not None:

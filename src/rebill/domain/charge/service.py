@@ -149,8 +149,6 @@ def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = 
                                                 f"{item.last_charge_date.isoformat()}, after this date")
         # An item whose earlier charge waits for its retry or is being paid has no queued charge
         # to come back to until that is done (found by an audit: the unskip answered 404).
-        if repository.being_paid(unit.conn, unit.store_id, item.id):
-            raise Conflict(f"The charge of purchase item {item.id} is being paid; try again in a moment")
         errored.check_not_waiting(unit, item.id, field)
     for item in chosen.values():
         items.remove_skip(unit.conn, item.id, charge.scheduled_at)

@@ -8,7 +8,6 @@ from datetime import date, timedelta
 from rebill.errors import Conflict, ValidationFailed
 
 from ..charge import errored
-from ..charge import repository as charges
 from ..customer import activity
 from ..event import attributes
 from ..schedule.reconcile import replan
@@ -81,11 +80,8 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
     if current.status != ACTIVE:
         raise ValidationFailed.field("date", f"the subscription is {current.status}: it has no next charge")
     intervals.check_future("date", when, unit.today)
-    if when != current.next_charge_scheduled_at and charges.being_paid(unit.conn, unit.store_id, subscription_id):
-        # The payment moves the date on from the charge's when it is recorded: the date asked
-        # now would be overwritten. A lost race: 409.
-        raise Conflict("The subscription's charge is being paid; try again in a moment")
     if when != current.next_charge_scheduled_at:
+        # A charge in retry or being paid moves the date on when it is recorded (409 or 422).
         errored.check_not_waiting(unit, subscription_id, "date")
         check_next_date(unit, [subscription_id], when, "date")
         # Later charges follow the new date: it becomes the anchor of a monthly cadence.
