@@ -81,6 +81,39 @@ def test_a_status_is_changed_by_its_actions_not_by_an_update(vapi):
     assert errors_of(vapi.put(f"/subscriptions/{sub['id']}", json={"status": 5})) == {"status": ["must be a string"]}
 
 
+def test_a_cancelled_subscription_sent_back_as_shown_is_no_change(vapi):
+    """Found by an audit: its `next_charge_scheduled_at: null` sent back answered 422 `cannot be
+    null`. A null over a date still does."""
+    sub = create_sub(vapi)
+    assert errors_of(vapi.put(f"/subscriptions/{sub['id']}", json={"next_charge_scheduled_at": None})) == {
+        "next_charge_scheduled_at": ["cannot be null"]}
+    cancel = vapi.post(f"/subscriptions/{sub['id']}/cancel", json={"cancellation_reason": "moving"})
+    assert cancel.status_code == 200, cancel.text
+    shown = vapi.get(f"/subscriptions/{sub['id']}").json()["subscription"]
+    assert shown["next_charge_scheduled_at"] is None
+    before = events_of(vapi)
+    vapi.clock.advance(seconds=1)
+    reply = vapi.put(f"/subscriptions/{sub['id']}", json=shown)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["subscription"]["updated_at"] == shown["updated_at"] and events_of(vapi) == before
+
+
+def test_a_prepaid_subscriptions_shown_is_skippable_sent_back_is_no_change(api):
+    """Found by an audit: a prepaid item shows `is_skippable: false`; sent back, it was stored
+    (an update event), and the item stayed unskippable once it was prepaid no more."""
+    sub = create_sub(api, charge_interval_frequency=3, order_interval_frequency=1)
+    shown = api.get(f"/subscriptions/{sub['id']}").json()["subscription"]
+    assert (shown["is_prepaid"], shown["is_skippable"]) == (True, False)
+    before = events_of(api)
+    api.clock.advance(seconds=1)
+    reply = api.put(f"/subscriptions/{sub['id']}", json=shown)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["subscription"]["updated_at"] == shown["updated_at"] and events_of(api) == before
+    plain = api.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "month", "order_interval_frequency": 1,
+                                                        "charge_interval_frequency": 1})
+    assert plain.json()["subscription"]["is_skippable"] is True
+
+
 def test_the_three_interval_fields_change_together_or_not_at_all(vapi):
     sub = create_sub(vapi)
     response = vapi.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "week"})

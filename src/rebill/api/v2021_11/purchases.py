@@ -61,7 +61,7 @@ def subscription(p: PurchaseItem) -> dict[str, Any]:
         "has_queued_charges": p.has_queued_charges,
         "is_prepaid": p.is_prepaid,
         # NOTE: decisions §5.4, the items of a prepaid subscription are not skippable.
-        "is_skippable": p.is_skippable and not p.is_prepaid,
+        "is_skippable": p.shown_skippable,
         "is_swappable": p.is_swappable,
         "max_retries_reached": p.max_retries_reached,
         "next_charge_scheduled_at": _day(p.next_charge_scheduled_at),
@@ -134,7 +134,9 @@ SUBSCRIPTION_CREATE = Schema(
 SUBSCRIPTION_UPDATE = Schema(
     Field("plan_id", "int"),
     *PRODUCT_FIELDS,
-    Field("next_charge_scheduled_at", "date", nullable=False),
+    # A cancelled subscription's null, sent back as shown, passes (null_on_update: the domain
+    # refuses it only on one that has a date).
+    Field("next_charge_scheduled_at", "date", nullable=False, null_on_update=True),
     *CADENCE_FIELDS,
     *SUBSCRIPTION_FLAGS,
     # The one it has, sent back, passes; another is refused (domain/subscription/service.update).

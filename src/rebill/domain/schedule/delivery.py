@@ -73,7 +73,7 @@ class DeliveryLine(msgspec.Struct, frozen=True):
     @classmethod
     def of_item(cls, item: PurchaseItem, is_skipped: bool) -> DeliveryLine:
         return cls(item.id, ONETIME if item.kind == ONETIME else "prepaid" if item.is_prepaid else SUBSCRIPTION,
-                   item.is_skippable and not item.is_prepaid, is_skipped, item.product_title, item.variant_title,
+                   item.shown_skippable, is_skipped, item.product_title, item.variant_title,
                    item.external_product_id, item.external_variant_id, item.images or {}, item.properties,
                    item.quantity, item.price)
 

@@ -82,6 +82,12 @@ class PurchaseItem(msgspec.Struct):
                     and self.charge_interval_frequency > self.order_interval_frequency)
 
     @property
+    def shown_skippable(self) -> bool:
+        """`is_skippable` as shown: a prepaid item cannot be skipped (decisions §5.11), whatever
+        its own flag, which it keeps for when it is prepaid no more."""
+        return self.is_skippable and not self.is_prepaid
+
+    @property
     def orders_per_charge(self) -> int:
         if not self.is_prepaid:
             return 1
@@ -145,7 +151,9 @@ class ItemUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     price: Decimal | UnsetType = UNSET
     quantity: int | UnsetType = UNSET
     properties: list[dict[str, Any]] | UnsetType = UNSET
-    next_charge_scheduled_at: date | UnsetType = UNSET
+    # None: sent null, what a cancelled or expired subscription shows (no change for one, 422
+    # for one that has a date).
+    next_charge_scheduled_at: date | None | UnsetType = UNSET
 
     def changes(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__struct_fields__

@@ -260,6 +260,11 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
 def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
     current = locked(unit, subscription_id)
     changes = command.changes()
+    if "next_charge_scheduled_at" in changes and changes["next_charge_scheduled_at"] is None:
+        # What a cancelled or expired subscription shows, sent back: no change (found by an audit).
+        if current.next_charge_scheduled_at is not None:
+            raise ValidationFailed.field("next_charge_scheduled_at", "cannot be null")
+        del changes["next_charge_scheduled_at"]
     asked = changes.pop("status", None)
     if asked is not None and asked.strip().lower() != current.status:
         # Found by an audit: `{"status": "cancelled"}` answered 200 and the subscription stayed
@@ -346,8 +351,12 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         # now, as the billing run would have with its last charge (no next date, no queued charge).
         changes.update(status=EXPIRED, next_charge_scheduled_at=None)
         repository.remove_skips(unit.conn, subscription_id, from_date=today)
+    # Sending what is stored, or what a GET shows, changes nothing: the shown default of an
+    # analytics_data, and a prepaid item's `is_skippable: false` (found by an audit: stored, it
+    # left the item unskippable once it was prepaid no more).
     changes = {k: v for k, v in changes.items() if getattr(current, k) != v
-               and not (k == "analytics_data" and analytics.same(current.analytics_data, v))}
+               and not (k == "analytics_data" and analytics.same(current.analytics_data, v))
+               and not (k == "is_skippable" and v == current.shown_skippable)}
     if changes:
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, subscription_id, current.lock_version, changes):
