@@ -368,6 +368,15 @@ def test_create_rules_answer_422_naming_the_field(vapi, values, errors):
     assert errors_of(response) == errors
 
 
+def test_a_create_names_every_rule_its_values_break_at_once(vapi):
+    """Decisions §2.3 (found by an audit: a bad quantity, unit and status took three requests)."""
+    body = sub_body(vapi, make_address(vapi).id, quantity=0, order_interval_unit="year", status="cancelled",
+                    price="1.234")
+    assert errors_of(vapi.post("/subscriptions", json=body)) == {
+        "quantity": ["must be from 1 to 1000000"], "order_interval_unit": ["must be one of: day, week, month"],
+        "status": ["a new subscription is active"], "price": ["has too many decimal places for USD (at most 2)"]}
+
+
 def test_a_prepaid_subscription_charges_a_multiple_of_the_order_interval(vapi):
     sub = create_sub(vapi, charge_interval_frequency=3, order_interval_frequency=1)
     assert sub["is_prepaid"] is True

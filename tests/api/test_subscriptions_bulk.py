@@ -133,7 +133,8 @@ def test_every_bad_entry_is_named_at_once_in_each_method(api):
         "1": {"next_charge_scheduled_at": ["must not be in the past"]},
         "2": {"quantity": ["must be from 1 to 1000000"]},
         "3": {"charge_interval_frequency": ["is required"], "order_interval_frequency": ["is required"],
-              "order_interval_unit": ["is required"]}}}
+              "order_interval_unit": ["is required"], "product_title": ["is required (or a product of the catalog)"],
+              "price": ["is required (or a product of the catalog with a price)"]}}}
     response = bulk(api, "PUT", address.id, [{"id": s1.id, "quantity": 7}, {"id": s2.id, "quantity": 0},
                                              {"id": s3.id, "price": "1.001"}, {"id": stranger.id, "quantity": 2}])
     assert errors_of(response) == {"subscriptions": {

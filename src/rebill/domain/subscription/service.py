@@ -205,11 +205,16 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
     address = address_for(unit, command.address_id)
     values = msgspec.structs.asdict(command)
     plan = _apply_plan(unit, values) if command.plan_id is not None else None
+    # Every rule of the body's own values at once (decisions §2.3; found by an audit: a bad
+    # quantity, unit and price took three requests to learn).
+    errors: dict[str, Any] = {}
     if command.status != ACTIVE:
-        raise ValidationFailed.field("status", "a new subscription is active")
-    _check_quantity(command.quantity)
-    values = intervals.check(values)
-    values = catalog_values(unit, values, currency=address.presentment_currency)
+        errors["status"] = ["a new subscription is active"]
+    ValidationFailed.collect(errors, _check_quantity, command.quantity)
+    ValidationFailed.collect(errors, intervals.check, values)  # the unit lower-cased in place
+    ValidationFailed.collect(errors, catalog_values, unit, values, currency=address.presentment_currency)
+    if errors:
+        raise ValidationFailed(errors)
     if plan is not None:
         # A plan of another product, or one restricted to other variants, would give this item
         # its discount and cadence: refused as bundles refuse it (decisions §7.7 item 8).
