@@ -59,6 +59,10 @@ def test_a_charge_of_zero_is_paid_without_asking_the_processor(tier_a):
     reply = tier_a.post(f"/charges/{charge.id}/process", json={})
     assert reply.status_code == 200, reply.text
     assert reply.json()["charge"]["status"] == ("success" if tier_a.version == "2021-11" else "SUCCESS")
+    # No card was tried: the method is not `valid` for it (found by an audit, on checkouts).
+    [method] = tier_a.get("/payment_methods", params={"customer_id": customer.id},
+                          version="2021-11").json()["payment_methods"]
+    assert method["status"] == "unvalidated"
     # A charge that costs something is still declined.
     paying = make_subscription(tier_a, make_address(tier_a, customer), price="5.00")
     [dear] = [c for c in charges_of(tier_a, paying.address_id)]

@@ -834,8 +834,13 @@ def test_a_free_checkout_says_so(api):
     priced_store(api, shipping=[])
     make_discount(api, code="ALL", value="100")
     token = ready(api, discount_code="ALL", line_items=[ONE_LINE])["token"]
-    result = api.post(f"/checkouts/{token}/charge", json=CHARGE).json()["checkout_charge"]
+    result = api.post(f"/checkouts/{token}/charge", json={**CHARGE, "payment_token": "tok_declined"}).json()[
+        "checkout_charge"]
     assert result["free"] is True and result["status"] == "success"
+    # No card was tried: the kept token is not shown `valid` (found by an audit: a declining one was).
+    customer_id = api.get(f"/charges/{result['charge_id']}").json()["charge"]["customer"]["id"]
+    [method] = api.get("/payment_methods", params={"customer_id": customer_id}).json()["payment_methods"]
+    assert method["status"] == "unvalidated"
 
 
 def test_the_platform_ids_of_a_checkout_in_each_versions_names(vapi):

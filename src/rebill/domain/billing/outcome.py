@@ -135,7 +135,7 @@ class _Batch:
             paid = result.outcome == CAPTURED
             row.update(status=SUCCESS if paid else PENDING, processed_at=unit.now,
                        external_transaction_id=result.transaction_id, authorized_at=None if paid else unit.now)
-            if method_id is not None:
+            if method_id is not None and result.asked:  # a charge of 0 tried no card
                 self.valid_methods.add(method_id)
             self._advance(charge, held)
             if paid:

@@ -252,7 +252,8 @@ def complete(unit: Unit, checkout: Checkout, attempt: dict[str, Any], result: Re
     """NOTE: decisions §7.3, §7.7: everything a paid checkout makes, in this one transaction."""
     authorized = result.outcome == AUTHORIZED
     customer_id = _customer(unit, checkout)
-    method_id = _method(unit, customer_id, attempt, valid=not authorized)
+    # A checkout of 0 tried no card (found by an audit: a declining token was shown `valid`).
+    method_id = _method(unit, customer_id, attempt, valid=not authorized and result.asked)
     address = _address(unit, checkout, customer_id, method_id)
     held = _subscriptions(unit, checkout, address.id)
     by_line = dict(held)

@@ -52,6 +52,9 @@ class Result:
     error: str | None = None
     # A failure the processor says may pass if tried again at once (decisions §6.12).
     retryable: bool = False
+    # Whether a processor was asked: a charge of 0 is paid without one (payment/router.py), and
+    # says nothing of the payment method (it stays as it was, not `valid`).
+    asked: bool = True
 
     @property
     def succeeded(self) -> bool:

@@ -27,7 +27,7 @@ logger = logging.getLogger("rebill.payment")
 # A charge of 0 (a 100 % discount, a free box) is paid without asking any processor: Stripe
 # refuses a PaymentIntent of 0, and the sandbox must not decline what no card could (found by
 # an audit: a free box with a "declined" token went into dunning on the sandbox, paid on Stripe).
-NOTHING_TO_TAKE = Result(CAPTURED)
+NOTHING_TO_TAKE = Result(CAPTURED, asked=False)
 
 
 class ProcessorRouter:
