@@ -115,6 +115,24 @@ def test_codes_are_unique_per_store_case_insensitively(api):
     create(other, code="summer")
 
 
+def test_a_code_is_one_code_in_either_unicode_form_and_has_no_invisible_characters(api):
+    """Found by an audit: `CAFÉ` with one character and with `E` and a combining accent were
+    two codes, and a code with a zero-width space sat beside the plain one."""
+    composed, decomposed = "CAF\u00c9", "CAFE\u0301"
+    made = create(api, code=decomposed)
+    assert made["code"] == composed  # kept in its one form
+    assert errors_of(api.post("/discounts", json={"code": composed.lower(), "value_type": "percentage",
+                                                  "value": "5"})) == {"code": ["has already been taken"]}
+    listed = api.get("/discounts", params={"discount_code": decomposed.lower()}).json()["discounts"]
+    assert [d["id"] for d in listed] == [made["id"]]
+    address = make_address(api)
+    applied = api.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "cafe\u0301"})
+    assert applied.status_code == 200, applied.text
+    for code in ("ZW\u200bSP", "NB\u00a0SP", "RTL\u202e", "TAB\tX"):
+        assert errors_of(api.post("/discounts", json={"code": code, "value_type": "percentage", "value": "5"})) == {
+            "code": ["must not contain invisible characters"]}, code
+
+
 def test_get_update_delete_answer_404_for_unknown_and_another_stores_ids(vapi):
     foreign = create(vapi.other_store(), vapi.version)
     for path in (f"/discounts/{foreign['id']}", "/discounts/999999"):

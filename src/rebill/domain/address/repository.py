@@ -11,7 +11,7 @@ from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
 from rebill.models import addresses, discounts, purchase_items
 
-from ..discount.model import value_text
+from ..discount.model import code_keys, value_text
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
 from .model import Address, DiscountRef
@@ -38,7 +38,7 @@ FILTERS: dict[str, Filter] = {
     # A plain IN: the list query already joins discounts, so a correlated EXISTS would not do.
     # NOTE: decisions §7.5, codes match case-insensitively (as the discounts' own filter does).
     "discount_code": lambda v: addresses.c.discount_id.in_(select(discounts.c.id)
-                                                           .where(discounts.c.code_key == v.strip().lower())),
+                                                           .where(discounts.c.code_key.in_(code_keys(v)))),
     "is_active": _active,
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ from rebill.db.statements import insert_row
 from rebill.db.text import unicode_lower
 from rebill.models import charge_items, charges, customers, discounts, orders
 
+from ..discount.model import code_keys
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
 from .model import OPEN, PROCESSED, Charge, OpenCharge
@@ -58,11 +60,12 @@ def _with_code(code: str) -> Any:
     audit: the filter by id found them, the filter by code did not). The stored line's code and
     the code asked are lowered by one function, the database's: PostgreSQL's ``lower()`` and
     Python's differ outside ASCII (found by an audit: `ΚΑΛΟΣ10` and `İSTANBUL` found nothing
-    there once deleted)."""
+    there once deleted). The code in its one form (discount.model.code_key)."""
+    code = unicodedata.normalize("NFC", code)
     of_deleted = and_(charges.c.discount_id.is_not(None), charges.c.discount_id.not_in(select(discounts.c.id)),
                       unicode_lower(func.trim(charges.c.discounts[(0, "code")].as_string()))
                       == unicode_lower(literal(code, String())))
-    return or_(charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code_key == code.lower())),
+    return or_(charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code_key.in_(code_keys(code)))),
                of_deleted)
 
 

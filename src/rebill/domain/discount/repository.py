@@ -15,7 +15,7 @@ from rebill.models import addresses, charge_discounts, charges, discount_redempt
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
-from .model import COLLECTION, DISABLED, ENABLED
+from .model import COLLECTION, DISABLED, ENABLED, code_key, code_keys
 
 
 def _status(value: tuple[str, datetime]) -> Any:
@@ -32,7 +32,7 @@ def _status(value: tuple[str, datetime]) -> Any:
 COLUMNS = tuple(discounts.c.keys())
 FILTERS: dict[str, Filter] = {
     **time_window(discounts),
-    "discount_code": lambda v: discounts.c.code_key == v.strip().lower(),
+    "discount_code": lambda v: discounts.c.code_key.in_(code_keys(v)),
     "discount_type": lambda v: discounts.c.discount_type == v,
     "status": _status,
 }
@@ -51,7 +51,7 @@ def find(conn: Connection, store_id: int, *, discount_id: int | None = None, cod
         stmt = select(discounts).where(discounts.c.id == discount_id, discounts.c.store_id == store_id)
     else:
         stmt = select(discounts).where(discounts.c.store_id == store_id,
-                                       discounts.c.code_key == (code or "").strip().lower())
+                                       discounts.c.code_key.in_(code_keys(code or "")))
     return conn.execute(stmt.with_for_update(read=True) if share else stmt).first()
 
 
@@ -64,7 +64,7 @@ def many(conn: Connection, store_id: int, ids: Iterable[int]) -> dict[int, Any]:
 
 
 def insert_discount(conn: Connection, values: dict[str, Any]) -> int:
-    return insert_row(conn, discounts, {**values, "code_key": values["code"].lower()})
+    return insert_row(conn, discounts, {**values, "code_key": code_key(values["code"])})
 
 
 def update_discount(conn: Connection, store_id: int, discount_id: int, values: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ names are the stored (2021-01) names; the 2021-11 contract maps its nested ones 
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -38,6 +39,7 @@ from .model import (
     DiscountCreate,
     DiscountUpdate,
     channels,
+    code_key,
 )
 
 # Stored columns the head (2021-11) discount names otherwise (its nested `usage_limits`): the
@@ -142,10 +144,14 @@ def _check_window(values: dict[str, Any], errors: dict[str, list[str]]) -> None:
 
 
 def _check_code(unit: Unit, code: str, errors: dict[str, list[str]]) -> str:
-    code = code.strip()
+    code = unicodedata.normalize("NFC", code.strip())  # one form of each code (model.code_key)
     if not code:
         add_error(errors, "code", "cannot be blank")
-    elif len(code.lower()) > CODE_LENGTH:
+    elif not code.isprintable():
+        # Invisible characters (zero-width spaces, direction marks, controls): a code that looks
+        # like another would be another (found by an audit), as e-mails refuse them.
+        add_error(errors, "code", "must not contain invisible characters")
+    elif len(code_key(code)) > CODE_LENGTH:
         # The case-insensitive key is the lower-cased code, which may be longer ('İ' -> 2).
         add_error(errors, "code", f"is too long (at most {CODE_LENGTH} characters)")
     elif repository.find(unit.conn, unit.store_id, code=code) is not None:
