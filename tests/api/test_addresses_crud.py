@@ -155,6 +155,24 @@ def test_2021_01_accepts_country_name_or_country_code_and_answers_both(api, sent
     assert (address["country_code"], address["country"]) == (code, name)
 
 
+def test_2021_01_a_null_country_name_beside_a_code_is_no_value(api):
+    """Found by an audit: `country: null` beside `country_code: "US"` answered 422 "country is
+    required" (and the other way round); a null alias is the alias not sent."""
+    customer = make_customer(api)
+    for nulled, kept in (("country", "country_code"), ("country_code", "country")):
+        fields = {**us_fields(), nulled: None, kept: "US"}
+        response = api.post(f"/customers/{customer.id}/addresses", json=fields, version=V01)
+        assert response.status_code == 200, response.text
+        assert response.json()["address"]["country_code"] == "US"
+    address_id = response.json()["address"]["id"]
+    moved = api.put(f"/addresses/{address_id}", version=V01,
+                    json={"country": None, "country_code": "CA", "zip": "K1A 0B1", "province": "ON"})
+    assert moved.status_code == 200, moved.text
+    # Both null is still no country.
+    both = api.put(f"/addresses/{address_id}", version=V01, json={"country": None, "country_code": None})
+    assert both.status_code == 422
+
+
 def test_2021_01_cart_note_and_note_attributes_are_the_order_note_and_order_attributes_of_2021_11(api):
     customer = make_customer(api)
     address = created(api, customer, V01, cart_note="fragile", note_attributes=[{"name": "k", "value": "v"}])

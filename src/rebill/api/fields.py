@@ -212,6 +212,9 @@ class Schema:
                 elif field.default is not MISSING and not partial:
                     clean[field.target] = field.default
                 continue
+            if raw is None and any(f.target == field.target and f is not field and body.get(f.name) is not None
+                                   for f in self.fields):
+                continue  # two names for one field: a null beside the other's value is no value
             if raw is None:
                 if partial and field.null_on_update:
                     clean[field.target] = None
