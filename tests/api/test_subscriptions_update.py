@@ -112,6 +112,12 @@ def test_a_prepaid_subscriptions_shown_is_skippable_sent_back_is_no_change(api):
     plain = api.put(f"/subscriptions/{sub['id']}", json={"order_interval_unit": "month", "order_interval_frequency": 1,
                                                         "charge_interval_frequency": 1})
     assert plain.json()["subscription"]["is_skippable"] is True
+    # A false sent with the cadence that ends prepaid is meant (found by a review: it was lost).
+    other = create_sub(api, charge_interval_frequency=3, order_interval_frequency=1)
+    meant = api.put(f"/subscriptions/{other['id']}", json={
+        "order_interval_unit": "month", "order_interval_frequency": 1, "charge_interval_frequency": 1,
+        "is_skippable": False})
+    assert (meant.json()["subscription"]["is_prepaid"], meant.json()["subscription"]["is_skippable"]) == (False, False)
 
 
 def test_the_three_interval_fields_change_together_or_not_at_all(vapi):

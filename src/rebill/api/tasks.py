@@ -204,6 +204,8 @@ def run(kind: BatchType, call: TaskCall) -> tuple[int, Any]:
     endpoint answers it (http/render.py), in the batch's version; anything else propagates
     (the job rolls the task back and records a 500)."""
     try:
+        if kind.operation.store_check is not None:
+            kind.operation.store_check(call.store)  # what the router checks before the body
         call.body, call.path = _path(kind, call.body)
         call.scope["path_params"] = call.path
         reply: Reply = kind.operation.handler(call)

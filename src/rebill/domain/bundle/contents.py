@@ -8,8 +8,8 @@ collection. Then the quantities: per collection and in all, within the bundle's 
 item is named by its index under `items`; a range the selection misses is a message of `items`.
 
 Prices: in a dynamic bundle each item costs its variant's catalog price less a plan's discount:
-the selection's `plan_id` (a plan of the bundle's product), else the greatest discount among the
-plans of the item's own product, else none. A fixed bundle's items show their catalog price; the
+the selection's `plan_id` (a plan of the bundle's product that applies to its variant), else the
+greatest discount among the plans of the item's own product, else none. A fixed bundle's items show their catalog price; the
 bundle's own price is what is charged."""
 
 from __future__ import annotations
@@ -44,9 +44,8 @@ def plan_for(unit: Unit, variant: BundleVariant, plan_id: int | None) -> Plan | 
         raise ValidationFailed.field("plan_id", "plan not found")
     if plan.external_product_id != variant.external_product_id:
         raise ValidationFailed.field("plan_id", f"is not a plan of the bundle's product {variant.external_product_id}")
-    problem = plan_fits(plan, variant.external_product_id, variant.external_variant_id)
-    if problem:
-        raise ValidationFailed.field("plan_id", problem)
+    if problem := plan_fits(plan, variant.external_product_id, variant.external_variant_id):
+        raise ValidationFailed.field("plan_id", problem)  # restricted to other variants
     return plan
 
 

@@ -129,6 +129,14 @@ def price(store: Store, today: date, now: datetime, *, lines: list[dict[str, Any
     items = [_item(i, line, currency, store.id, now) for i, line in enumerate(lines)]
     values = build_charge(store, place, billing_of(billing), today, "success", items, terms).values if items else \
         _empty(store, place, currency, billing)
+    if terms is not None and values["discount_id"] is None:
+        # The charge took no code: its shipping, known only now, left a shipping code nothing
+        # to take off. Said as the charge's refusal says it (found by a review: the checkout
+        # showed the code applicable at 0.00, and held it against its usage limit).
+        shipping_cost = sum((Decimal(line["price"]) for line in values["shipping_lines"]), ZERO)
+        totals = [quantize(i.price * i.orders_per_charge * i.quantity, currency) for i in items]
+        reason = terms.refusal(items, totals, "checkout", shipping_cost) or reason
+        terms = None
     pricing = {name: values[name] for name in ("line_items", "shipping_lines", "tax_lines", "discounts",
                                                 "discount_id", "taxable", "total_weight_grams", "orders_count",
                                                 "billing_address", "shipping_address")}

@@ -7,7 +7,6 @@ import msgspec
 from rebill.errors import Conflict, ValidationFailed
 
 from ..charge import errored
-from ..charge import repository as charges
 from ..event import attributes
 from ..money import places_problem, quantize
 from ..schedule.reconcile import replan
@@ -56,9 +55,7 @@ def _check_changeable(unit: Unit, current: PurchaseItem, changes: dict[str, obje
     field = "next_charge_scheduled_at" if "next_charge_scheduled_at" in changes else next(iter(changes))
     if current.status != ACTIVE:
         raise ValidationFailed.field(field, f"the one-time item is {current.status}: it was charged and is done")
-    if charges.being_paid(unit.conn, unit.store_id, current.id):
-        raise Conflict("The one-time item's charge is being paid; try again in a moment")
-    errored.check_not_waiting(unit, current.id, field)
+    errored.check_not_waiting(unit, current.id, field)  # 409 while its charge is being paid
     if "next_charge_scheduled_at" in changes:
         check_next_date(unit, [current.id], changes["next_charge_scheduled_at"], "next_charge_scheduled_at")
 

@@ -359,9 +359,11 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
     # Sending what is stored, or what a GET shows, changes nothing: the shown default of an
     # analytics_data, and a prepaid item's `is_skippable: false` (found by an audit: stored, it
     # left the item unskippable once it was prepaid no more).
+    still_prepaid = current.is_prepaid and (cadence["charge_interval_frequency"] or 0) > (
+        cadence["order_interval_frequency"] or 0)  # a flag sent with a cadence that ends it counts
     changes = {k: v for k, v in changes.items() if getattr(current, k) != v
                and not (k == "analytics_data" and analytics.same(current.analytics_data, v))
-               and not (k == "is_skippable" and v == current.shown_skippable)}
+               and not (k == "is_skippable" and still_prepaid and v == current.shown_skippable)}
     if changes:
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, subscription_id, current.lock_version, changes):
