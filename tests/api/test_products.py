@@ -579,6 +579,31 @@ def test_2021_01_shows_plans_made_through_2021_11(api):
             defaults["number_charges_until_expiration"]) == (15, 6, 6)
 
 
+def test_a_2021_11_plan_write_moves_the_2021_01_products_updated_at(api):
+    """docs/api-choices.md: a change to the plans bumps the product's `updated_at` (found by an
+    audit: a plan written through 2021-11 changed the 2021-01 product without it, so an
+    `updated_at_min` sync missed the change)."""
+    product = legacy_create(api, subscription_defaults={"storefront_purchase_options": "subscription_and_onetime",
+                                                        "order_interval_unit": "month",
+                                                        "order_interval_frequency_options": [1]})
+    subscription, _ = plans_of(api, "8001")
+    for step in ("update", "create", "delete"):
+        before = api.get(f"/products/{product['id']}", version=V01).json()["product"]["updated_at"]
+        api.clock.advance(seconds=5)
+        if step == "update":
+            reply = api.put(f"/plans/{subscription['id']}", json={"discount_amount": "25"}, version=V11)
+        elif step == "create":
+            reply = api.post("/plans", version=V11, json={"title": "Once more", "type": "onetime",
+                                                          "external_product_id": "8001"})
+        else:
+            reply = api.delete(f"/plans/{subscription['id']}", version=V11)
+        assert reply.status_code in (200, 201, 204), reply.text
+        after = api.get(f"/products/{product['id']}", version=V01).json()["product"]["updated_at"]
+        assert after > before, step
+        found = api.get("/products", params={"updated_at_min": after}, version=V01).json()["products"]
+        assert [p["id"] for p in found] == [product["id"]], step
+
+
 def test_2021_01_delete_answers_200_and_removes_the_product_and_its_plans(api):
     product = legacy_create(api)
     response = api.delete(f"/products/{product['id']}", version=V01)

@@ -25,8 +25,9 @@ STORED = ("title", "type", "discount_amount", "discount_type", "channel_settings
 
 
 class _Products:
-    """The products plans of one request point at, read once each and share-locked, so none is
-    deleted before the plans written for it commit."""
+    """The products plans of one request point at, read once each and locked for update, so
+    none is deleted before the plans written for it commit, and their `updated_at` can be
+    written at the end (two writers upgrading a shared lock on one product would deadlock)."""
 
     def __init__(self, unit: Unit) -> None:
         self.unit = unit
@@ -35,7 +36,7 @@ class _Products:
     def get(self, external_product_id: str) -> Product:
         if external_product_id not in self.found:
             self.found[external_product_id] = repository.product_by_external_id(
-                self.unit.conn, self.unit.store_id, external_product_id, lock="share")
+                self.unit.conn, self.unit.store_id, external_product_id, lock="update")
         product = self.found[external_product_id]
         if product is None:
             raise ValidationFailed.field("external_product_id", "product not found")
@@ -119,10 +120,12 @@ def _merged(current: Plan, changes: dict[str, Any]) -> dict[str, Any]:
 def _products_changed(unit: Unit, products: Iterable[tuple[int, str]]) -> None:
     """NOTE: spec 02 Events, `product/updated`: a 2021-01 product shows its plans (its
     `subscription_defaults` and discount, api/v2021_01/catalog.py), so a plan written through
-    the 2021-11 plan endpoints changes it, as the 2021-01 product endpoints' plan writes do.
-    Recorded without writing the product row: the plan writers share-lock their products, and
-    two of them upgrading that lock on one product would deadlock."""
-    for product_id, external_product_id in sorted(set(products)):
+    the 2021-11 plan endpoints changes it, as the 2021-01 product endpoints' plan writes do, and
+    its `updated_at` moves (found by an audit: an `updated_at_min` sync of 2021-01 products
+    missed the change). The plan writers hold their products locked for update (_Products)."""
+    changed = sorted(set(products))
+    repository.touch_products(unit.conn, unit.store_id, [product_id for product_id, _ in changed], unit.now)
+    for product_id, external_product_id in changed:
         unit.record("product/updated", product_id, {"external_product_id": external_product_id}, changed=())
 
 

@@ -93,6 +93,13 @@ def insert_product(conn: Connection, values: dict[str, Any]) -> int:
     return insert_row(conn, products, values)
 
 
+def touch_products(conn: Connection, store_id: int, product_ids: list[int], now: Any) -> None:
+    """The products' `updated_at`: their plans changed (a 2021-01 product shows them)."""
+    if product_ids:
+        conn.execute(update(products).where(products.c.store_id == store_id, products.c.id.in_(product_ids))
+                     .values(updated_at=now))
+
+
 def update_product(conn: Connection, store_id: int, product_id: int, values: dict[str, Any]) -> None:
     conn.execute(update(products).where(products.c.id == product_id, products.c.store_id == store_id)
                  .values(**values))
