@@ -317,6 +317,29 @@ def test_stores_rates_refuses_a_bad_rate(store_db):
     assert result.exit_code == 2 and "tax_rates" in result.output
 
 
+@pytest.mark.parametrize("option, said", [
+    # Found by an audit: kept, then rounded silently when charges were priced (5.005 was 5.01).
+    (["--shipping-rate", "5.005"], "shipping_rates.0.price: has too many decimal places for USD (at most 2)"),
+    # A province no address has: the rate could never apply.
+    (["--tax-rate", "US:0.0725:XX"], "tax_rates.0.province: is not a province of US"),
+])
+def test_stores_rates_refuses_what_no_charge_could_use(store_db, option, said):
+    result = run("stores", "rates", "acme", *option, "--database", store_db)
+    assert result.exit_code == 2 and said in " ".join(result.output.split()), result.output
+    assert run("stores", "rates", "acme", "--tax-rate", "US:0.0725:ca", "--database", store_db).exit_code == 0
+
+
+def test_a_token_name_is_held_to_its_column(store_db):
+    """Found by an audit: 300 characters were kept on SQLite (a traceback on PostgreSQL)."""
+    result = run("tokens", "create", "--store", "acme", "--all-scopes", "--name", "n" * 300, "--database", store_db)
+    assert result.exit_code == 2 and "name: must be at most 255 printable characters" in result.output
+
+
+def test_serve_refuses_a_port_no_socket_has():
+    result = runner.invoke(cli, ["serve", "--port", "99999"])
+    assert result.exit_code == 2 and "99999" in result.output
+
+
 def test_stores_rates_with_nothing_to_change_says_so(store_db):
     """Found by an audit: it printed "updated rates" and changed nothing."""
     result = run("stores", "rates", "acme", "--database", store_db)
@@ -498,11 +521,14 @@ def test_bill_makes_no_database_at_a_mistyped_path(tmp_path):
     ("postgresql://root@127.0.0.1:1/nodb", "cannot use the database: connection failed"),
     ("mysql://x/y", "not a database URL Rebill can use"),
     ("not a url", "not a database URL Rebill can use"),
+    # Found by an audit: a file that is no SQLite database was a traceback of 444 lines.
+    ("sqlite:///{tmp}/garbage.db", "cannot use the database: file is not a database"),
 ])
 def test_a_database_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path, database, said):
     import subprocess
     import sys
     (tmp_path / "empty.db").touch()
+    (tmp_path / "garbage.db").write_text("garbage, and more than a header's worth of it\n" * 4)
     url = database.format(tmp=tmp_path)
     done = subprocess.run([sys.executable, "-m", "rebill.cli", "stores", "list", "--database", url],
                           capture_output=True, text=True, timeout=120)

@@ -86,7 +86,9 @@ def database_problem(exc: BaseException) -> str | None:
         said = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0]
         if "no such table" in said or (getattr(exc.orig, "sqlstate", None) == "42P01"):
             return f"the database has no tables yet ({said}): run `rebill migrate` first"
-        if unavailable(exc) or isinstance(exc, OperationalError):
+        # A file that is no SQLite database (or a damaged one) too (found by an audit).
+        if unavailable(exc) or isinstance(exc, OperationalError) or "file is not a database" in said \
+                or "database disk image is malformed" in said:
             return f"cannot use the database: {said}"
     return None
 

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to listen on"),
-    port: int = typer.Option(8000, help="Port to listen on"),
+    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on"),
     database: Optional[str] = DatabaseOption,
     rate_limit: Optional[str] = typer.Option(None, "--rate-limit", help="BURST/PER_SECOND, e.g. 40/2, or off"),
     workers: int = typer.Option(1, min=1, help="Worker processes"),

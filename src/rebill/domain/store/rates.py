@@ -13,7 +13,8 @@ from rebill.errors import ValidationFailed, add_error
 from rebill.models import stores
 
 from ..address import repository as addresses
-from ..geo import country
+from ..geo import country, find_province, subdivisions
+from ..money import places_problem
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import repository
@@ -32,7 +33,8 @@ def _amount(value: Any, *, rate: bool) -> str | None:
     return format(number, "f")
 
 
-def check_shipping(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_shipping(rates: list[dict[str, Any]], currency: str) -> list[dict[str, Any]]:
+    """``currency``: the store's, the currency of a rate that names none."""
     errors: dict[str, Any] = {}
     clean = []
     for index, rate in enumerate(rates):
@@ -40,6 +42,9 @@ def check_shipping(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
         countries = [c.upper() for c in rate.get("country_codes") or []]
         if price is None:
             add_error(errors, f"{index}.price", "must be a non-negative amount")
+        elif problem := places_problem(Decimal(price), rate.get("currency") or currency):
+            # Never rounded silently when a charge is priced (found by an audit: 5.005 was 5.01).
+            add_error(errors, f"{index}.price", problem)
         if any(country(c) is None for c in countries):
             add_error(errors, f"{index}.country_codes", "must be 2-letter country codes")
         clean.append({"code": rate.get("code") or "standard", "title": rate.get("title") or "Shipping",
@@ -61,6 +66,10 @@ def check_tax(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
             add_error(errors, f"{index}.country_code", "must be a 2-letter country code")
         # A blank province (`US:0.0725::US tax` on the command line) is the whole country's rate.
         province = str(rate.get("province") or "").strip() or None
+        if province and country(code) is not None and subdivisions(code) and find_province(code, province) is None:
+            # A rate no address could match (found by an audit: `US:0.0725:XX` was kept). A
+            # country without subdivision data takes any name, as its addresses do.
+            add_error(errors, f"{index}.province", f"is not a province of {code}")
         if any(c["country_code"] == code and (c["province"] or "").casefold() == (province or "").casefold()
                for c in clean):
             # Which of the two would apply? Refused (found by an audit).
@@ -76,7 +85,7 @@ def update_rates(conn: Connection, unit_now: Any, store: Store, *, shipping_rate
                  tax_rates: list[dict[str, Any]] | None = None, taxes_included: bool | None = None) -> Store:
     values: dict[str, Any] = {}
     if shipping_rates is not None:
-        values["shipping_rates"] = check_shipping(shipping_rates)
+        values["shipping_rates"] = check_shipping(shipping_rates, store.currency)
     if tax_rates is not None:
         values["tax_rates"] = check_tax(tax_rates)
     if taxes_included is not None:

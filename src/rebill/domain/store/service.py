@@ -60,10 +60,8 @@ def create_store(
         errors["presentment_currencies"] = [f"not ISO 4217 currency codes: {', '.join(bad)}"]
     if problem := timezone_problem(timezone):
         errors["timezone"] = [problem]
-    if not name.strip():
-        errors["name"] = ["cannot be blank"]
-    elif len(name) > 255 or not name.isprintable():
-        errors["name"] = ["must be at most 255 printable characters"]
+    if problem := name_problem(name):
+        errors["name"] = [problem]
     elif repository.by_name(conn, name) is not None:
         errors["name"] = ["a store with this name exists"]
     if errors:
@@ -207,6 +205,15 @@ def _fresh(conn: Connection, store_id: int) -> Store:
     return found
 
 
+def name_problem(name: str) -> str | None:
+    """Why a store's or a token's name cannot be (its column holds 255 characters), or None."""
+    if not name.strip():
+        return "cannot be blank"
+    if len(name) > 255 or not name.isprintable():
+        return "must be at most 255 printable characters"
+    return None
+
+
 def create_token(
     conn: Connection,
     now: datetime,
@@ -225,6 +232,8 @@ def create_token(
         errors["scopes"] = [f"unknown scopes: {', '.join(unknown)}"]
     if contact_email is not None and (problem := settings_problems({"email": contact_email.strip()}).get("email")):
         errors["contact_email"] = problem  # checked as the store's e-mail is (found by an audit)
+    if problem := name_problem(name):
+        errors["name"] = [problem]  # as a store's (found by an audit: 300 characters were kept)
     if errors:
         raise ValidationFailed(errors)
     contact_email = contact_email.strip() if contact_email is not None else None
