@@ -219,12 +219,16 @@ def test_by_hours_a_date_is_billed_at_midnight_in_the_stores_timezone(api, at, c
     address, _ = _subscriber(shop, next_charge_scheduled_at=START + timedelta(days=1))
     assert _advance(shop, hours=16)["paid"] == 0  # 04:00 UTC, 23:00 in New York
     clock = _advance(shop, hours=2)
-    assert clock["paid"] == 1 and clock["now"].startswith(f"{START + timedelta(days=1)}T01:00:00-05:00")
+    # `now` in UTC as every 2021-11 datetime (decisions §2.4), `today` the store's own date.
+    assert clock["paid"] == 1 and clock["now"] == f"{START + timedelta(days=1)}T06:00:00+00:00"
+    assert clock["today"] == (START + timedelta(days=1)).isoformat()
     midnight = datetime(2027, 1, 21, 5, tzinfo=timezone.utc)  # midnight in New York
     [paid] = [c for c in charges_of(shop, address.id) if c.status == "success"]
     assert paid.processed_at == midnight
     assert counted["runs"] == [midnight]
     assert counted["looks"] == 3  # the first advance's one, then one before and one after the stop
+    old = shop.post("/store/clock/advance", json={"hours": 1}, version="2021-01").json()["store_clock"]
+    assert old["now"] == f"{START + timedelta(days=1)}T07:00:00"  # 2021-01: no offset
 
 
 def test_by_hours_an_authorization_is_told_uncaptured_at_the_hour_it_turns_6_days_old(api, at, counted):

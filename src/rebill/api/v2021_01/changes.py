@@ -29,9 +29,9 @@ def _country_to_code(value: str) -> str:
 class NaiveDatetimes(Change):
     """Datetimes render as `YYYY-MM-DDTHH:MM:SS` in UTC with no offset (decisions §2.4)."""
 
-    kinds = ("customer", "address", "payment_method", "discount", "store")
+    kinds = ("customer", "address", "payment_method", "discount", "store", "store_clock")
     # By name, never by look: a customer may well be called "2026-01-15T12:00:00+00:00".
-    fields = ("created_at", "updated_at", "first_charge_processed_at", "starts_at", "ends_at")
+    fields = ("created_at", "updated_at", "first_charge_processed_at", "starts_at", "ends_at", "now")
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         for key in self.fields:
