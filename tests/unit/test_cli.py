@@ -398,6 +398,8 @@ def test_clock_advance_moves_a_sandbox_store_and_refuses_others(store_db):
     assert live.exit_code == 0, live.output
     refused = run("clock", "advance", "--store", "live", "--days", "1", "--database", store_db)
     assert refused.exit_code == 2 and "sandbox" in refused.output
+    # One line, no empty one before it (found by an audit: a progress display left one).
+    assert refused.output.splitlines() == ["Only a sandbox store can move its clock"], refused.output
     assert _store(store_db, "live").clock_offset_seconds == 0
 
 

@@ -40,7 +40,8 @@ def clock_advance(
     with db.read() as conn:
         found = store_named(conn, store)
     try:
-        with Progress(console=err, transient=True) as progress:
+        # No progress display off a terminal: a transient one leaves an empty line behind.
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as progress:
             task = progress.add_task("advancing", total=None)
             now, summary = travel.advance(db, gateway, clock.now, found.id,
                                           days=days, to=target, hours=hours,

@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from rebill.domain.unit import Unit
 
 # Messages and progress go to stderr, results to stdout: `tokens create` can be captured alone.
-err = Console(stderr=True)
+# Messages are one line each, never folded at 80 columns (a script matches them whole; found by
+# an audit).
+err = Console(stderr=True, soft_wrap=True)
 out = Console()
 DatabaseOption: Optional[str] = typer.Option(
     None, "--database", help="Database URL (default: $REBILL_DATABASE_URL or ./var/rebill.db)")
