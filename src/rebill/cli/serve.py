@@ -111,10 +111,17 @@ def serve(
         # httptools' protocol with the error shape for a request it cannot parse (http/protocol.py).
         uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
                     access_log=False, log_config=logging_config(settings.log_format, requests=settings.request_lines),
-                    http=HttpProtocol)
+                    http=HttpProtocol, timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS)
     finally:
         if metrics_dir is not None:
             remove_directory(metrics_dir)
+
+
+# With --workers, uvicorn's supervisor kills an API process that has not answered its ping in
+# this long, and every request in flight there is cut (found by the soak on an overloaded
+# machine: a process whose answer took 5 s was killed mid-load, two requests lost their
+# answers). uvicorn's 5 s confuses a busy process with a hung one; a hung one still goes.
+WORKER_HEALTHCHECK_SECONDS = 60
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
