@@ -335,6 +335,18 @@ def test_a_token_name_is_held_to_its_column(store_db):
     assert result.exit_code == 2 and "name: must be at most 255 printable characters" in result.output
 
 
+def test_serve_gives_busy_workers_a_minute_before_the_supervisor_replaces_them(tmp_path, monkeypatch):
+    """Found by the soak on an overloaded machine: uvicorn's 5 s killed a busy API process in the
+    middle of its requests."""
+    import uvicorn
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kw: seen.update(kw))
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    result = runner.invoke(cli, ["serve", "--workers", "2", "--port", "18999", "--database", url])
+    assert result.exit_code == 0, result.output
+    assert seen["workers"] == 2 and seen["timeout_worker_healthcheck"] == 60
+
+
 def test_serve_refuses_a_port_no_socket_has():
     result = runner.invoke(cli, ["serve", "--port", "99999"])
     assert result.exit_code == 2 and "99999" in result.output
