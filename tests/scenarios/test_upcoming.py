@@ -112,3 +112,20 @@ def test_a_billing_run_after_the_advance_finds_no_notice_left(api, at):
             charges.c.scheduled_at <= date(2027, 1, 26),
             (charges.c.upcoming_told_for.is_(None)) | (charges.c.upcoming_told_for != charges.c.scheduled_at))).all()
     assert untold == []
+
+
+def test_two_runs_that_both_read_a_charge_untold_tell_it_once(api, at, monkeypatch):
+    """Found by an audit on PostgreSQL: a worker's run and a clock advance's both read an order
+    untold and both told it (three `order/upcoming` for one date). Only the rows a run marks
+    are told; here the second run's look is made to see what the first already told."""
+    from rebill.domain.billing import sweep
+    from rebill.domain.unit import Unit
+    at(START)
+    address, _ = subscriber(api, next_charge_scheduled_at=START + timedelta(days=2))
+    [queued] = charges_of(api, address.id)
+    with api.db.write() as conn:
+        assert sweep.tell_upcoming(Unit(conn, api.store, api.clock.now()))[0] == [queued.id]
+    monkeypatch.setattr(sweep, "_untold", lambda unit, table: [queued.id] if table is charges else [])
+    with api.db.write() as conn:
+        assert sweep.tell_upcoming(Unit(conn, api.store, api.clock.now())) == ([], [])
+    assert [resource for resource, _ in _told(api, "charge/upcoming")] == [queued.id]
