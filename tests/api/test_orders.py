@@ -508,6 +508,27 @@ def test_read_only_fields_are_refused_by_name_with_the_other_problems(api, versi
     assert order_events(api, first.id) == ["order/created", "order/processed", "order/success"]
 
 
+@pytest.mark.parametrize("which", ["paid", "queued"])
+def test_an_order_sent_back_as_shown_is_no_change_and_one_field_changed_is_that_change(vapi, which):
+    """The echo rule (docs/api-choices.md): read-only fields sent as a GET shows them are no
+    change, not refused (found by an audit: a whole order sent back answered 422 in both
+    versions, so a client could not change its note that way; its `tags: ""` was a change)."""
+    made = paid(vapi) if which == "paid" else queued(vapi)
+    shown = order(vapi, made.id)
+    before = order_events(vapi, made.id)
+    vapi.clock.advance(seconds=1)
+    reply = vapi.put(f"/orders/{made.id}", json=shown)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["order"] == shown and order_events(vapi, made.id) == before
+    changed = vapi.put(f"/orders/{made.id}", json={**shown, "note": "Ring twice"})
+    assert changed.status_code == 200, changed.text
+    assert {k for k, v in changed.json()["order"].items() if shown[k] != v} == {"note", "updated_at"}
+    # A read-only field sent with another value is still refused by name.
+    other = "cancelled" if vapi.version == V11 else "CANCELLED"
+    assert errors_of(vapi.put(f"/orders/{made.id}", json={**shown, "status": other})) == {
+        "status": ["is read-only"], "updated_at": ["is read-only"]}
+
+
 def test_every_field_of_the_body_is_either_writable_or_refused_as_read_only(vapi):
     from rebill.api.v2021_01 import orders as old
     from rebill.api.v2021_11 import orders as head
