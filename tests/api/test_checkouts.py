@@ -354,6 +354,19 @@ def test_an_update_completes_a_partial_address_replaces_the_lines_and_prices_aga
     assert again.json()["checkout"]["updated_at"] == body["updated_at"] and topics(vapi, since) == ["checkout/updated"]
 
 
+def test_a_new_checkout_sent_back_as_shown_is_no_change(vapi):
+    """Found by an audit: its shown analytics_data ({"utm_params": []} of none) sent back was a
+    change, with a checkout/updated event and a new updated_at."""
+    priced_store(vapi)
+    made = create(vapi, email="echo@example.com")
+    shown = vapi.get(f"/checkouts/{made['token']}").json()["checkout"]
+    since = last_event(vapi)
+    vapi.clock.advance(seconds=1)
+    reply = vapi.put(f"/checkouts/{made['token']}", json=shown)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["checkout"]["updated_at"] == shown["updated_at"] and topics(vapi, since) == []
+
+
 def test_an_update_names_its_bad_fields_and_changes_nothing(vapi):
     priced_store(vapi)
     made = create(vapi)
