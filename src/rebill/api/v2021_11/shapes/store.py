@@ -49,8 +49,8 @@ shipping_country = obj({
 
 # `POST /store/clock/advance` (a Rebill extension): the store's new time and what the run did.
 store_clock = obj({
-    # The store's time in its own zone, with its offset (not the API's UTC datetimes).
-    "now": string(format="date-time"),
+    # The store's clock in UTC as every datetime of the version; `today` is its date in its zone.
+    "now": datetime_offset(),
     "today": date(),
     "processed": integer(minimum=0),
     "paid": integer(minimum=0),
