@@ -502,7 +502,12 @@ def _redis_scenario(tmp_path: Path, redis_server: PrivateRedis) -> None:
         revoked_at = time.monotonic()
         refused = _burst(server, doomed, 8)
         assert time.monotonic() - revoked_at < 1.0
-        assert [status for status, _ in refused] == [401] * 8, refused
+        # Until both processes have answered (the kernel may hand a whole burst to one of them).
+        for _ in range(6):
+            if {pid for _, pid in refused} == set(pids):
+                break
+            refused += _burst(server, doomed, 8)
+        assert {status for status, _ in refused} == {401}, refused
         assert {pid for _, pid in refused} == set(pids), refused
 
         # Back (a new, empty Redis on the same port): shared again once each process tries it,
