@@ -110,3 +110,26 @@ def test_a_plan_keeps_variants_its_product_dropped_and_updates_still_work(api):
     assert errors_of(refused) == {"external_variant_ids": {"1": ["is not a variant of the product"]}}
     topics = [topic for topic, _ in events_of(api) if topic == "plan/updated"]
     assert len(topics) == 2  # the rename and the bulk rename; the echo changed nothing
+
+
+def test_a_swap_its_plan_does_not_fit_leaves_the_plan_behind(api):
+    """Found by an audit: a subscription made from a plan restricted to one variant, swapped to
+    another variant or product, kept naming the plan (a state a create refuses). The item keeps
+    its price and cadence; a swap the plan fits keeps it."""
+    product_id, _ = make_catalog(api)
+    other_product, _ = make_catalog(api)
+    restricted = _plan(api, product_id, external_variant_ids=[f"{product_id}-2"], discount_amount="50",
+                       discount_type="percentage")
+    whole = _plan(api, product_id, discount_amount="10", discount_type="percentage")
+    address = make_address(api)
+    made = api.post("/subscriptions", json={"address_id": address.id, "plan_id": restricted}).json()["subscription"]
+    assert (made["plan_id"], made["price"]) == (restricted, "20.00")
+    swapped = api.put(f"/subscriptions/{made['id']}", json={"external_variant_id": {"ecommerce": f"{product_id}-1"}})
+    assert swapped.status_code == 200, swapped.text
+    assert (swapped.json()["subscription"]["plan_id"], swapped.json()["subscription"]["price"]) == (None, "20.00")
+    kept = api.post("/subscriptions", json={"address_id": address.id, "plan_id": whole}).json()["subscription"]
+    fits = api.put(f"/subscriptions/{kept['id']}", json={"external_variant_id": {"ecommerce": f"{product_id}-2"}})
+    assert fits.json()["subscription"]["plan_id"] == whole
+    away = api.put(f"/subscriptions/{kept['id']}", json={"external_product_id": {"ecommerce": other_product}})
+    assert away.status_code == 200, away.text
+    assert away.json()["subscription"]["plan_id"] is None

@@ -15,6 +15,7 @@ from .. import analytics
 from ..address import repository as addresses
 from ..address.model import Address
 from ..bundle import repository as bundles
+from ..catalog import repository as catalog_repository
 from ..catalog import service as catalog
 from ..catalog.rules import plan_fits, plan_price
 from ..charge import errored
@@ -305,6 +306,14 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
             new_plan, changes.get("external_product_id", current.external_product_id),
             changes.get("external_variant_id", current.external_variant_id))):
         raise ValidationFailed.field("plan_id", problem)
+    if "plan_id" not in changes and current.plan_id is not None and swaps(current, changes):
+        # A swap its plan does not fit leaves the plan behind: the item keeps its price and
+        # cadence, and names no plan it could not be created with (found by an audit). A plan
+        # deleted since stays named, the record of where the item came from.
+        kept = catalog_repository.plan(unit.conn, unit.store_id, current.plan_id)
+        if kept is not None and plan_fits(kept, changes.get("external_product_id", current.external_product_id),
+                                          changes.get("external_variant_id", current.external_variant_id)):
+            changes["plan_id"] = None
     if "price" in changes:
         if changes["price"] < 0:
             raise ValidationFailed.field("price", "must not be negative")
