@@ -356,6 +356,9 @@ def test_2021_01_product_has_the_fields_of_spec_03(api):
     assert product["platform_product_id"] == product["product_id"] == 8001
     assert (product["title"], product["handle"], product["images"]) == ("Tea", "tea", IMAGES)
     assert product["collection_id"] is None
+    # Every size, null when not given (found by an audit: only the sizes given were shown).
+    some = legacy_create(api, platform_product_id=8002, images={"original": "https://img.test/o.png"})
+    assert some["images"] == {"large": None, "medium": None, "original": "https://img.test/o.png", "small": None}
     assert product["discount_amount"] == 10 and isinstance(product["discount_amount"], (int, float))
     assert product["discount_type"] == "percentage"
     assert NAIVE_TS.match(product["created_at"]) and product["created_at"] == now.isoformat()[:-6]

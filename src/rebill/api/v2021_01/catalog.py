@@ -18,7 +18,7 @@ from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11.catalog import IMAGES, CatalogSchema, in_path, one_of
 from rebill.api.v2021_11.catalog import LISTS as HEAD_LISTS
 from rebill.api.v2021_11.shapes.catalog import DAYS, FREQUENCY
-from rebill.domain.catalog.model import DISCOUNT_TYPES, INTERVAL_UNITS
+from rebill.domain.catalog.model import DISCOUNT_TYPES, IMAGE_SIZES, INTERVAL_UNITS
 from rebill.domain.catalog.purchase_options import STOREFRONT, derive
 
 from .changes import NaiveDatetimes
@@ -125,9 +125,13 @@ class ProductWithoutVariants(Change):
         for name in self.HEAD_ONLY:
             data.pop(name, None)
         data["collection_id"] = None
+        # NOTE: 03-real-fields product (2021-01), `images` is an object of the four sizes: every
+        # one shown, null when not given (found by an audit: only the sizes given were there).
+        data["images"] = {size: (data.get("images") or {}).get(size) for size in IMAGE_SIZES}
         return data
 
     def response_shape(self, shape: sh.Shape) -> sh.Shape:
+        shape = sh.replace(shape, "images", sh.obj({size: sh.nullable(sh.string()) for size in IMAGE_SIZES}))
         return sh.add(sh.drop(shape, *self.HEAD_ONLY), {"collection_id": sh.null()})
 
 
