@@ -39,7 +39,8 @@ def update_order(call: Call) -> Reply:
     with call.write() as unit:
         # A read-only field sent back as a GET shows it is no change, not a refusal (found by an
         # audit: an order read and sent back whole, or with its note changed, answered 422).
-        shown = call.version.serialize("order", service.get(unit, call.path["order_id"]))
+        # Read under the lock the update takes anyway: what is compared is what is changed.
+        shown = call.version.serialize("order", service.get(unit, call.path["order_id"], lock=True))
         read_only = call.version.schemas["order.update"].read_only  # type: ignore[attr-defined]
         call.body = {name: value for name, value in call.body.items()
                      if not (name in read_only and name in shown and shown[name] == value)}

@@ -18,7 +18,7 @@ from ..discount import repository as discounts
 from ..discount import rules
 from ..discount.inputs import collection_products
 from ..discount.model import value_text
-from ..discount.terms import Terms
+from ..discount.terms import Terms, line_totals
 from ..money import format_amount, quantize
 from ..schedule.plan import build_charge
 from ..store.model import Store
@@ -106,8 +106,7 @@ def applied(unit: Unit, discount_id: int | None, lines: list[dict[str, Any]], cu
     terms = Terms.of(row, currency, collection_products(unit.conn, unit.store_id, [row]).get(row.id))
     if reason is None:
         items = [_item(i, line, currency, unit.store_id, unit.now) for i, line in enumerate(lines)]
-        totals = [quantize(i.price * i.orders_per_charge * i.quantity, currency) for i in items]
-        reason = terms.refusal(items, totals, "checkout")
+        reason = terms.refusal(items, line_totals(items, currency), "checkout")
     return row, (terms if reason is None else None), reason
 
 
@@ -134,8 +133,7 @@ def price(store: Store, today: date, now: datetime, *, lines: list[dict[str, Any
         # to take off. Said as the charge's refusal says it (found by a review: the checkout
         # showed the code applicable at 0.00, and held it against its usage limit).
         shipping_cost = sum((Decimal(line["price"]) for line in values["shipping_lines"]), ZERO)
-        totals = [quantize(i.price * i.orders_per_charge * i.quantity, currency) for i in items]
-        reason = terms.refusal(items, totals, "checkout", shipping_cost) or reason
+        reason = terms.refusal(items, line_totals(items, currency), "checkout", shipping_cost) or reason
         terms = None
     pricing = {name: values[name] for name in ("line_items", "shipping_lines", "tax_lines", "discounts",
                                                 "discount_id", "taxable", "total_weight_grams", "orders_count",

@@ -13,13 +13,12 @@ from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
 from ..charge.model import QUEUED, Charge
-from ..money import quantize
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository, rules
 from .inputs import collection_products
-from .terms import Terms, basis_of
+from .terms import Terms, basis_of, line_totals
 
 
 def _address(unit: Unit, address_id: int) -> Address:
@@ -126,8 +125,7 @@ def _check_qualifies(unit: Unit, charge: Charge, row: Any, field: str) -> list[A
     found = items.many(unit.conn, unit.store_id, charge.purchase_item_ids)
     lines = [found[i] for i in sorted(found)]
     terms = Terms.of(row, charge.currency, collection_products(unit.conn, unit.store_id, [row]).get(row.id))
-    totals = [quantize(i.price * i.orders_per_charge * i.quantity, charge.currency) for i in lines]
-    if (reason := terms.refusal(lines, totals, "charge", charge.total_shipping)) is not None:
+    if (reason := terms.refusal(lines, line_totals(lines, charge.currency), "charge", charge.total_shipping)) is not None:
         raise ValidationFailed.field(field, reason)
     return lines
 

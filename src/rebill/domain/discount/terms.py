@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..charge.totals import DiscountInput
+from ..money import quantize
 from .model import COLLECTION, FOREVER, PRODUCT, SINGLE_USE, value_text
 
 
@@ -87,6 +88,12 @@ class Terms:
 
     def line(self) -> dict[str, Any]:
         return {"id": self.id, "code": self.code, "value": self.shown, "value_type": self.kind}
+
+
+def line_totals(items: list[Any], currency: str) -> list[Decimal]:
+    """What each item's line costs before a discount (a prepaid line pays every order of its
+    charge): what ``offer`` and ``refusal`` measure a code's eligible subtotal on."""
+    return [quantize(i.price * i.orders_per_charge * i.quantity, currency) for i in items]
 
 
 def allowed_uses(row: Any) -> int | None:
