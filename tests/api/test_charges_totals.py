@@ -174,6 +174,29 @@ def test_tax_of_a_quantity_shows_the_unit_tax_in_the_tax_line(api):
     assert line["tax_lines"] == [{"price": "0.87", "rate": "0.0725", "title": "Tax", "unit_price": "0.29"}]
 
 
+def test_the_unit_tax_is_rounded_once_from_the_units_own_amount(api):
+    """Found by an audit: the line's rounded tax over its quantity rounded twice (1733 x 2 at
+    10 % in JPY: the line's 346.6 -> 347, then 347 / 2 = 173.5 -> 174, for a unit's 173.3)."""
+    yen = api.other_store(currency="JPY")
+    set_rates(yen, tax=[{"country_code": "JP", "rate": "0.1"}])
+    address = make_address(yen, country_code="JP", province="Tokyo", zip="100-0001", city="Chiyoda")
+    weekly(yen, address, price="1733", quantity=2)
+    line = queued_body(yen, address.id)["line_items"][0]
+    assert (line["total_price"], line["tax_due"]) == ("3466", "347")
+    assert line["tax_lines"] == [{"price": "347", "rate": "0.1", "title": "Tax", "unit_price": "173"}]
+
+
+def test_the_unit_tax_of_a_discounted_line_is_the_tax_of_its_discounted_unit(api):
+    set_rates(api, tax=[{"country_code": "US", "rate": "0.0725"}], taxes_included=True)
+    address = make_address(api)
+    weekly(api, address, price="9.99", quantity=3)
+    with_discount(api, address, "percentage", "10")
+    line = queued_body(api, address.id)["line_items"][0]
+    # 29.97 - 3.00 = 26.97; 26.97 x 0.0725 / 1.0725 = 1.823... -> 1.82; a unit: 8.99 -> 0.6077 -> 0.61
+    assert (line["taxable_amount"], line["tax_due"]) == ("26.97", "1.82")
+    assert line["tax_lines"][0]["unit_price"] == "0.61"
+
+
 def test_a_province_rate_wins_over_the_country_rate(api):
     set_rates(api, tax=[{"country_code": "US", "rate": "0.05", "title": "Federal"},
                         {"country_code": "US", "province": "CA", "rate": "0.0725", "title": "California"}])

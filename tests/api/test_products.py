@@ -533,6 +533,90 @@ def test_2021_01_what_a_product_shows_sent_back_changes_no_plan(api):
     assert events_of(api)[told:] == []
 
 
+def test_2021_01_a_flag_changed_keeps_the_plans_of_a_unit_the_view_cannot_show(api):
+    """Found by an audit: the view shows one interval unit (the first plan's); a flag changed
+    through it deleted the monthly plan 2021-11 had made beside the weekly one shown."""
+    product = make_product(api, "8001")
+    monthly = make_plan(api, product, title="Monthly milk", sort_order=2)
+    weekly = make_plan(api, product, title="Weekly milk", sort_order=1,
+                       subscription_preferences={**MONTHLY, "interval_unit": "week"})
+    before = {p["id"]: p for p in plans_of(api, "8001")}
+    told = len(events_of(api))
+    reply = api.put(f"/products/{product.id}", json={"subscription_defaults": {"apply_cutoff_date_to_checkout": True}},
+                    version=V01)
+    assert reply.status_code == 200, reply.text
+    defaults = reply.json()["product"]["subscription_defaults"]
+    assert (defaults["order_interval_unit"], defaults["apply_cutoff_date_to_checkout"]) == ("week", True)
+    after = {p["id"]: p for p in plans_of(api, "8001")}
+    assert set(after) == {monthly.id, weekly.id}
+    assert after[monthly.id] == before[monthly.id]
+    assert after[weekly.id]["subscription_preferences"]["apply_cutoff_date_to_checkout"] is True
+    assert [e for e in events_of(api)[told:] if e[0].startswith("plan/")] == [("plan/updated", weekly.id)]
+
+
+def test_2021_01_a_unit_changed_to_that_of_a_hidden_plan_keeps_it_and_drops_the_shown_one(api):
+    product = make_product(api, "8001")
+    weekly = make_plan(api, product, title="Weekly", sort_order=1,
+                       subscription_preferences={**MONTHLY, "interval_unit": "week"})
+    monthly = make_plan(api, product, title="Monthly", sort_order=2)
+    reply = api.put(f"/products/{product.id}", json={"subscription_defaults": {"order_interval_unit": "month"}},
+                    version=V01)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["product"]["subscription_defaults"]["order_interval_unit"] == "month"
+    (left,) = plans_of(api, "8001")
+    assert (left["id"], left["title"]) == (monthly.id, "Monthly")
+    assert ("plan/deleted", weekly.id) in events_of(api)
+
+
+def test_2021_01_a_write_reads_back_as_written_when_a_hidden_plan_sorts_first(api):
+    """A plan the write leaves alone must not become the first recurring plan, whose unit and
+    defaults the view shows: the written plans move ahead of it."""
+    product = make_product(api, "8001")
+    weekly = make_plan(api, product, title="Weekly", sort_order=5,
+                       subscription_preferences={**MONTHLY, "interval_unit": "week", "order_interval_frequency": 2,
+                                                 "charge_interval_frequency": 2})
+    make_plan(api, product, title="Daily", sort_order=7, subscription_preferences={
+        **MONTHLY, "interval_unit": "day", "order_interval_frequency": 3, "charge_interval_frequency": 3})
+    reply = api.put(f"/products/{product.id}", json={"subscription_defaults": {
+        "order_interval_frequency_options": ["4"], "charge_interval_frequency": 4}}, version=V01)
+    assert reply.status_code == 200, reply.text
+    defaults = reply.json()["product"]["subscription_defaults"]
+    assert (defaults["order_interval_unit"], defaults["order_interval_frequency_options"]) == ("week", ["4"])
+    plans = plans_of(api, "8001")
+    assert weekly.id not in {p["id"] for p in plans}
+    by_unit = {p["subscription_preferences"]["interval_unit"]: p for p in plans}
+    assert set(by_unit) == {"week", "day"} and by_unit["week"]["sort_order"] < by_unit["day"]["sort_order"]
+    assert api.get(f"/products/{product.id}", version=V01).json()["product"]["subscription_defaults"] == defaults
+
+
+def test_2021_01_a_switch_to_one_time_drops_the_plans_of_every_unit(api):
+    product = make_product(api, "8001")
+    make_plan(api, product)
+    make_plan(api, product, subscription_preferences={**MONTHLY, "interval_unit": "week"})
+    reply = api.put(f"/products/{product.id}", json={"subscription_defaults": {
+        "storefront_purchase_options": "onetime"}}, version=V01)
+    assert reply.status_code == 200, reply.text
+    assert [p["type"] for p in plans_of(api, "8001")] == ["onetime"]
+
+
+def test_2021_01_images_shown_null_may_be_sent_back(api):
+    """Found by an audit: a size shown null (never given) sent back was 422 `cannot be null`;
+    null is no image of that size, in both versions."""
+    product = legacy_create(api, images={"small": "https://img.test/s.png"})
+    shown = api.get(f"/products/{product['id']}", version=V01).json()["product"]
+    told = len(events_of(api))
+    reply = api.put(f"/products/{product['id']}", json={"title": shown["title"], "images": shown["images"]},
+                    version=V01)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["product"]["images"] == shown["images"]
+    assert events_of(api)[told:] == []
+    reply = api.put(f"/products/{product['id']}", json={"images": {"small": None, "large": "https://img.test/l.png"}},
+                    version=V01)
+    assert reply.json()["product"]["images"] == {"large": "https://img.test/l.png", "medium": None,
+                                                 "original": None, "small": None}
+    assert api.get("/products/8001", version=V11).json()["product"]["images"] == {"large": "https://img.test/l.png"}
+
+
 def test_2021_01_a_switch_to_one_time_drops_the_subscription_discount(api):
     """Found by an audit: refused over the discount of the plans that go, which was not sent."""
     product = legacy_create(api, discount_amount="15")

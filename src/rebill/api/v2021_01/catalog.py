@@ -15,7 +15,7 @@ from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
 from rebill.api.fields import Field, Schema
-from rebill.api.v2021_11.catalog import IMAGES, CatalogSchema, in_path, one_of
+from rebill.api.v2021_11.catalog import IMAGES_FIELD, CatalogSchema, in_path, one_of
 from rebill.api.v2021_11.catalog import LISTS as HEAD_LISTS
 from rebill.api.v2021_11.shapes.catalog import DAYS, FREQUENCY
 from rebill.domain.catalog.model import DISCOUNT_TYPES, IMAGE_SIZES, INTERVAL_UNITS
@@ -175,7 +175,7 @@ SUBSCRIPTION_DEFAULTS = Schema(
 PRODUCT_FIELDS = (
     Field("title", "str", nullable=False, min_length=1),
     Field("handle", "str"),
-    Field("images", "object", items=IMAGES),
+    IMAGES_FIELD,
     # A number or a string; the domain checks it against the type and the store currency.
     Field("discount_amount", "money", decimals=None),
     Field("discount_type", "str", convert=lambda v: v.strip().lower(), check=one_of(DISCOUNT_TYPES)),

@@ -148,7 +148,18 @@ SERIALIZERS: dict[str, Serializer] = {"product": product, "plan": plan}
 
 # Request bodies --------------------------------------------------------------------------
 
-IMAGES = Schema(*(Field(size, "str", nullable=False, max_length=2048) for size in IMAGE_SIZES))
+# A size sent null is no image of that size: the 2021-01 product shows every size, null when
+# not given, and a client sends that back (found by an audit: 422 `cannot be null`).
+IMAGES = Schema(*(Field(size, "str", max_length=2048) for size in IMAGE_SIZES))
+
+
+def _given_sizes(images: dict[str, Any]) -> dict[str, Any]:
+    return {size: url for size, url in images.items() if url is not None}
+
+
+IMAGES_FIELD = Field("images", "object", items=IMAGES, convert=_given_sizes)
+
+
 VARIANT = Schema(
     Field("external_variant_id", "str", required=True, nullable=False, min_length=1, max_length=64,
           check=id_problem),
@@ -167,7 +178,7 @@ PRODUCT_FIELDS = (
     Field("product_type", "str"),
     Field("vendor", "str"),
     Field("description", "str", max_length=4096),
-    Field("images", "object", items=IMAGES),
+    IMAGES_FIELD,
     Field("requires_shipping", "bool", nullable=False),
     Field("taxable", "bool", nullable=False),
     Field("variants", "list", nullable=False, items=VARIANT),

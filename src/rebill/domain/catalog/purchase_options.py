@@ -141,37 +141,96 @@ def _plan_specs(options: dict[str, Any], amount: Decimal | None, kind: str | Non
     return specs
 
 
-def _same_slot(plan: Plan, spec: dict[str, Any]) -> bool:
+def _unit_of(plan: Plan) -> str | None:
+    return (plan.subscription_preferences or {}).get("interval_unit")
+
+
+def _frequency_of(plan: Plan) -> Any:
+    return (plan.subscription_preferences or {}).get("order_interval_frequency")
+
+
+def _match(candidates: list[Plan], spec: dict[str, Any], kept: set[int]) -> Plan | None:
+    """The stored plan a spec keeps: a onetime plan for the onetime spec; for a recurring one,
+    the plan of the same unit and order frequency."""
+    free = [p for p in candidates if p.id not in kept]
     if spec["type"] == "onetime":
-        return not plan.is_subscription
-    prefs = plan.subscription_preferences or {}
-    return plan.is_subscription and prefs.get("order_interval_frequency") == \
-        spec["subscription_preferences"]["order_interval_frequency"]
+        return next((p for p in free if not p.is_subscription), None)
+    prefs = spec["subscription_preferences"]
+    return next((p for p in free if p.is_subscription and _frequency_of(p) == prefs["order_interval_frequency"]
+                 and _unit_of(p) == prefs["interval_unit"]), None)
 
 
 def _reconcile(unit: Unit, product: Product, specs: list[dict[str, Any]]) -> bool:
-    """Make the product's plans exactly ``specs``: a stored plan of the same kind and order
-    frequency is kept (its id, title, channels and variants too) and updated; the others are
-    deleted, the missing ones created. Returns whether anything changed."""
-    changed = False
+    """Make the product's plans say what ``specs`` say: a stored plan of the same kind, unit and
+    order frequency is kept (its id, title, channels and variants too) and updated, else one the
+    view shows of that frequency (the write changes its unit); the missing ones are created.
+    Returns whether anything changed.
+
+    A plan goes only when the write takes its option away: its kind (no recurring option, no
+    one-time option), or its order frequency or unit, for a plan of the unit the view shows. The
+    view shows one
+    interval unit and collapses plans of one frequency; the others, made through 2021-11, are
+    not the write's to delete (found by an audit: a flag changed in 2021-01 deleted a monthly
+    plan beside the weekly one shown)."""
+    shown_unit = derive(product.plans).options.order_interval_unit
+    recurring_asked = any(spec["type"] != "onetime" for spec in specs)
+    onetime_asked = any(spec["type"] == "onetime" for spec in specs)
+    asked = {(spec["subscription_preferences"]["interval_unit"], spec["subscription_preferences"][
+        "order_interval_frequency"]) for spec in specs if spec["type"] != "onetime"}
+
+    def taken_away(plan: Plan) -> bool:
+        if not plan.is_subscription:
+            return not onetime_asked
+        return not recurring_asked or (_unit_of(plan) == shown_unit and (shown_unit, _frequency_of(plan)) not in asked)
+
+    shown = [p for p in product.plans if not p.is_subscription or _unit_of(p) == shown_unit]
     kept: set[int] = set()
+    matches: list[Plan | None] = []
     for spec in specs:
-        match = next((p for p in product.plans if p.id not in kept and _same_slot(p, spec)), None)
+        match = _match(product.plans, spec, kept)
+        if match is None and spec["type"] != "onetime":
+            # The same frequency in another unit: the write changes the plan's unit.
+            match = next((p for p in shown if p.id not in kept and p.is_subscription
+                          and _frequency_of(p) == spec["subscription_preferences"]["order_interval_frequency"]), None)
+        if match is not None:
+            kept.add(match.id)
+        matches.append(match)
+    gone = [p.id for p in product.plans if p.id not in kept and taken_away(p)]
+    orders = _orders(matches, specs, [p for p in product.plans
+                                      if p.is_subscription and p.id not in kept and p.id not in gone])
+    changed = False
+    for spec, match, order in zip(specs, matches, orders):
         if match is None:
             plans.insert_plan(unit, {
-                **spec, "product_id": product.id, "external_product_id": product.external_product_id,
+                **spec, "sort_order": order, "product_id": product.id,
+                "external_product_id": product.external_product_id,
                 "channel_settings": rules.default_channels(), "external_variant_ids": []})
             changed = True
             continue
-        kept.add(match.id)
+        update: dict[str, Any] = {"sort_order": order}
         if spec["type"] != "onetime":
-            update = {k: spec[k] for k in ("type", "subscription_preferences", "discount_amount", "discount_type")}
-            changed = plans.write_changes(unit, match, update) or changed
-    gone = [p.id for p in product.plans if p.id not in kept]
+            update.update({k: spec[k] for k in ("type", "subscription_preferences", "discount_amount",
+                                                "discount_type")})
+        changed = plans.write_changes(unit, match, update) or changed
     for plan_id in repository.delete_plans(unit.conn, unit.store_id, gone):
         unit.record("plan/deleted", plan_id, {"id": plan_id})
         changed = True
     return changed
+
+
+def _orders(matches: list[Plan | None], specs: list[dict[str, Any]], others: list[Plan]) -> list[int]:
+    """The sort order of each written plan: a kept plan keeps its own, a new one takes its
+    place in the specs. The view reads its defaults from the first recurring plan (sort
+    order, then id), so when a recurring plan the write leaves alone (``others``) would come
+    first, the written plans move ahead of it, in the specs' order: the product reads back as
+    written."""
+    orders = [spec["sort_order"] if match is None else match.sort_order for spec, match in zip(specs, matches)]
+    recurring = [(order, match.id if match else 1 << 62)
+                 for order, match, spec in zip(orders, matches, specs) if spec["type"] != "onetime"]
+    if not others or not recurring or min(recurring) < min((p.sort_order, p.id) for p in others):
+        return orders
+    base = min(p.sort_order for p in others) - len(specs)
+    return [base + index for index in range(len(specs))]
 
 
 def _product_fields(command: LegacyProductWrite) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def _line(item: PurchaseItem, unit_price: Decimal, amounts: Any, currency: str, 
     if tax is not None and item.taxable and amounts.tax_due:
         tax_lines.append({"price": format_amount(amounts.tax_due, currency), "rate": rates.rate_text(tax),
                           "title": tax.get("title") or "Tax",
-                          "unit_price": format_amount(amounts.tax_due / item.quantity, currency)})
+                          "unit_price": format_amount(amounts.unit_tax, currency)})
     return {
         "purchase_item_id": item.id,
         "purchase_item_type": item.kind,
