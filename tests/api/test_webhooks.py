@@ -266,21 +266,39 @@ def test_one_address_receives_a_topic_once_per_store(vapi):
     assert len(ids_of(vapi.get("/webhooks"))) == 3
 
 
+@pytest.mark.parametrize("twin", ["http://LOCALHOST:18113/dupcase", "HTTP://localhost:18113/dupcase",
+                                  "http://localhost:18113/dupcase?", "http://localhost:18113/dupcase#top"])
+def test_an_address_written_otherwise_is_the_same_receiver(vapi, twin):
+    """Found by an audit: scheme and host in another case, an empty query or a fragment made a
+    second webhook of the same receiver, which got every event twice (RFC 3986 §6.2.2)."""
+    create(vapi, address="http://localhost:18113/dupcase")
+    reply = vapi.post("/webhooks", json={"address": twin, "topic": "customer/created"})
+    assert errors_of(reply) == {"address": ["this address already receives this topic"]}
+    live = vapi.other_store(sandbox=False)
+    create(live, address="https://hooks.example.com/x")
+    for same in ("HTTPS://HOOKS.example.com/x", "https://hooks.example.com:443/x"):
+        assert errors_of(live.post("/webhooks", json={"address": same, "topic": "customer/created"})) == {
+            "address": ["this address already receives this topic"]}
+    for other in ("https://hooks.example.com/X", "https://hooks.example.com:8443/x", "https://hooks.example.com/x?a=1"):
+        create(live, address=other)
+    assert len(ids_of(live.get("/webhooks"))) == 4
+
+
 def test_two_identical_creates_at_once_make_one_webhook(api, database, monkeypatch):
     """A client that retries a create while the first is still running: on PostgreSQL both
     transactions overlap, so the second must wait for the first before it looks for the pair
     (SQLite has one writer at a time: the same two creates apply in turn)."""
     checked, release = threading.Event(), threading.Event()
-    real_taken = webhook_repository.taken
+    real_taken = webhook_repository.addresses_of_topic
 
-    def taken_then_hold(*args: Any, **kw: Any) -> bool:
+    def taken_then_hold(*args: Any, **kw: Any) -> list[str]:
         found = real_taken(*args, **kw)
         if not checked.is_set():  # the first writer holds its transaction open here
             checked.set()
             release.wait(timeout=20)
         return found
 
-    monkeypatch.setattr(webhook_repository, "taken", taken_then_hold)
+    monkeypatch.setattr(webhook_repository, "addresses_of_topic", taken_then_hold)
     results: list[Any] = []
 
     def write() -> None:

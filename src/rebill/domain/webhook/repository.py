@@ -65,10 +65,10 @@ def lock_store(conn: Connection, store_id: int) -> None:
     conn.execute(select(stores.c.id).where(stores.c.id == store_id).with_for_update(key_share=True))
 
 
-def taken(conn: Connection, store_id: int, address: str, topic: str, *, other_than: int = 0) -> bool:
-    stmt = select(webhooks.c.id).where(webhooks.c.store_id == store_id, webhooks.c.address == address,
-                                       webhooks.c.topic == topic, webhooks.c.id != other_than)
-    return conn.execute(stmt.limit(1)).first() is not None
+def addresses_of_topic(conn: Connection, store_id: int, topic: str, *, other_than: int = 0) -> list[str]:
+    stmt = select(webhooks.c.address).where(webhooks.c.store_id == store_id, webhooks.c.topic == topic,
+                                            webhooks.c.id != other_than)
+    return list(conn.execute(stmt).scalars())
 
 
 def page(conn: Connection, store_id: int, query: ListQuery) -> PageResult:

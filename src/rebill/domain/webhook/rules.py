@@ -95,6 +95,25 @@ def address_problem(address: str, *, sandbox: bool, private: bool | None = None)
     return None
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def address_key(address: str) -> str:
+    """The receiver an address names, for "one webhook per address and topic": scheme and host
+    in any case, a default port written out or not, an empty query or fragment (never sent)
+    name the same one (RFC 3986 §6.2.2-6.2.3; found by an audit: `http://LOCALHOST/x` beside
+    `http://localhost/x` delivered every event twice). The address itself is kept as sent."""
+    parts = urlsplit(address)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    if port is not None and port != DEFAULT_PORTS.get(parts.scheme):
+        host = f"{host}:{port}"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{host}{parts.path or '/'}{query}"
+
+
 def check(values: dict[str, Any], version: str, *, sandbox: bool, private: bool | None = None) -> None:
     """422 naming every bad field of a whole webhook (topic, included_objects, address)."""
     errors: dict[str, list[str]] = {}

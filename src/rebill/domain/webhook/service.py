@@ -39,7 +39,9 @@ def _check(unit: Unit, values: dict[str, Any], version: str, policy: str, other_
     # at once (a client retrying) cannot both find the pair free (PostgreSQL; SQLite has one
     # writer at a time).
     repository.lock_store(unit.conn, unit.store_id)
-    if repository.taken(unit.conn, unit.store_id, values["address"], values["topic"], other_than=other_than):
+    key = rules.address_key(values["address"])
+    if any(rules.address_key(address) == key for address in repository.addresses_of_topic(
+            unit.conn, unit.store_id, values["topic"], other_than=other_than)):
         raise ValidationFailed.field("address", TAKEN)
 
 
