@@ -22,6 +22,7 @@ from rebill.app import create_app
 from rebill.jobs import batches as job
 from rebill.jobs.batches import BatchRunner
 from rebill.jobs.scheduler import Jobs
+from rebill.json_limits import MAX_NESTING
 from rebill.models import async_batch_tasks, events, stores
 from rebill.settings import RateLimit, Settings
 from tests.api.test_products import legacy_create, make_plan, make_product
@@ -227,6 +228,26 @@ def test_bad_task_lists_answer_422_naming_the_problem(vapi):
         "tasks": {"1": ["must be an object"], "2": {"body": ["is required"]}, "3": {"body": ["must be an object"]},
                   "4": {"body": ["is required"]}, "5": {"body": ["must not contain NUL characters"]}}}
     assert batch_of(vapi, batch_id)["total_task_count"] == 0
+
+
+def test_a_task_takes_every_body_depth_its_endpoint_takes(api):
+    """Found by an audit: the nesting limit counted the `{"tasks": [{"body": ...}]}` wrapper,
+    so a body of depth 29 to 32, which the endpoint takes, was refused as a task."""
+    def nested(depth: int) -> Any:
+        value: Any = "x"
+        for _ in range(depth):
+            value = {"k": value}
+        return value
+
+    deepest = {"code": "DEEP32", "value_type": "percentage", "value": "10", "note": nested(MAX_NESTING - 1)}
+    assert api.post("/discounts", json={**deepest, "code": "DIRECT32"}).status_code == 201
+    (task,) = run_one(api, "discount_create", [deepest])
+    assert task["result"]["status_code"] == 201, task
+    too_deep = {**deepest, "note": nested(MAX_NESTING)}
+    assert errors_of(api.post("/discounts", json=too_deep)) == {"body": ["is nested too deeply (at most 32 levels)"]}
+    batch_id = new_batch(api)["id"]
+    assert errors_of(add(api, batch_id, [too_deep])) == {"body": ["is nested too deeply (at most 35 levels)"]}
+    assert batch_of(api, batch_id)["total_task_count"] == 0
 
 
 def test_a_batch_holds_at_most_10000_tasks(api):

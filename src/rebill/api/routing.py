@@ -50,6 +50,7 @@ from rebill.errors import (
 )
 from rebill.http.context import RequestContext
 from rebill.http.render import decode_object, send_error, send_json
+from rebill.json_limits import MAX_NESTING
 
 from . import idempotency
 from .call import Call, NeedsThread, Reply, Services
@@ -110,6 +111,9 @@ class Operation:
     # What the store must have for this endpoint (a plan tier), checked right after the scope
     # and before the body or the query is read: raises Forbidden.
     store_check: Callable[[Store], None] | None = None
+    # How deeply its body may nest: MAX_NESTING, unless the body wraps other endpoints' bodies
+    # (an async batch's tasks), which then keep the whole depth an endpoint allows.
+    body_nesting: int = MAX_NESTING
 
     def said_in(self, version: Version, errors: Any, sent: Any) -> Any:
         """Domain errors, which name head fields, in this version's names and where the caller
@@ -136,13 +140,15 @@ class Endpoints:
               reply: Returns | tuple[Returns, ...] | None = None,
               query: Mapping[str, QueryParser | tuple[str, QueryParser]] | None = None,
               extension: bool = False, errors: tuple[int, ...] = (),
-              store_check: Callable[[Store], None] | None = None) -> Callable[[Handler], Handler]:
+              store_check: Callable[[Store], None] | None = None,
+              body_nesting: int = MAX_NESTING) -> Callable[[Handler], Handler]:
         declared = Body(body) if isinstance(body, str) else body
 
         def register(handler: Handler) -> Handler:
             self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
                                              frozenset(deprecated_in), sunset, declared, replies(reply),
-                                             tuple((query or {}).items()), extension, tuple(errors), store_check))
+                                             tuple((query or {}).items()), extension, tuple(errors), store_check,
+                                             body_nesting))
             return handler
         return register
 
@@ -159,11 +165,11 @@ class Endpoints:
         return self.route("DELETE", path, **kw)
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
+async def _json_body(request: Request, nesting: int) -> dict[str, Any]:
     raw = await request.body()
     if not raw.strip():
         return {}
-    return decode_object(raw)
+    return decode_object(raw, nesting)
 
 
 @dataclass(frozen=True)
@@ -270,7 +276,7 @@ class Api:
             call = self._admit(operation, ctx, scope, receive)
             # DELETE too: the 2021-01 bulk delete names its subscriptions in the body.
             if operation.method == "POST" or operation.method == "PUT" or operation.method == "DELETE":
-                call.body = await _json_body(call.request)
+                call.body = await _json_body(call.request, operation.body_nesting)
             key = idempotency.key_of(scope["headers"]) if operation.method == "POST" else None
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)

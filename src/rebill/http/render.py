@@ -14,18 +14,18 @@ from rebill.errors import ServiceError, UnsupportedMediaType, ValidationFailed
 from rebill.json_limits import MAX_NESTING, nested_deeper_than
 
 
-def too_deep() -> ValidationFailed:
-    return ValidationFailed({"body": [f"is nested too deeply (at most {MAX_NESTING} levels)"]})
+def too_deep(limit: int = MAX_NESTING) -> ValidationFailed:
+    return ValidationFailed({"body": [f"is nested too deeply (at most {limit} levels)"]})
 
 
-def decode_object(raw: bytes) -> dict[str, Any]:
+def decode_object(raw: bytes, nesting: int = MAX_NESTING) -> dict[str, Any]:
     """A request body that must be one JSON object (decisions §2.3, docs/api-choices.md).
 
     415 when it is not JSON or not an object; 422 ``{"body": [...]}`` when it is nested too
     deeply, has a string that is not UTF-8, or holds a number past a double or of thousands of
     digits. Good input costs one decode (and, past ``MAX_NESTING`` brackets, one scan in C)."""
-    if nested_deeper_than(raw):
-        raise too_deep()
+    if nested_deeper_than(raw, nesting):
+        raise too_deep(nesting)
     try:
         body = msgspec.json.decode(raw)
     except msgspec.ValidationError:
@@ -40,7 +40,7 @@ def decode_object(raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:  # msgspec's word for bytes that are no UTF-8 inside a string
         raise ValidationFailed({"body": ["is not valid UTF-8"]}) from None
     except RecursionError:  # unbalanced text that opens deeper than the scan counts
-        raise too_deep() from None
+        raise too_deep(nesting) from None
     if not isinstance(body, dict):
         raise UnsupportedMediaType()
     return body
