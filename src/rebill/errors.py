@@ -47,6 +47,7 @@ class BadRequest(ServiceError):
 # is raised for it, since no app sees the request; the message is the same everywhere it is named.
 NOT_READABLE_HTTP = ("The request could not be read as HTTP: a request line (method, path and query) over "
                      "64 KiB, or a malformed request line or header")
+HEAD_TOO_LARGE = "Request Header Fields Too Large: the header fields of a request may take at most 64 KiB"
 
 
 class Unauthorized(ServiceError):

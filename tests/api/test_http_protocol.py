@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from rebill.errors import NOT_READABLE_HTTP
+from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP
 from tests.served import Server, serve
 
 BAD = {
@@ -59,3 +59,48 @@ def test_bytes_the_parser_refuses_answer_400_in_the_error_shape(server, what):
     assert json.loads(body) == {"errors": NOT_READABLE_HTTP}
     # The server goes on: the next request is answered as usual.
     assert server.request("GET", "/store")[0] == 200
+
+
+def _answer_to_pieces(server: Server, pieces: Iterator[bytes]) -> bytes:
+    """The server's answer to a request sent piece by piece, each piece its own segment."""
+    where = urlsplit(server.base_url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            for piece in pieces:
+                conn.sendall(piece)
+        except OSError:
+            pass  # answered and closed before everything was sent
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_header_fields_past_64_kib_answer_431_in_the_error_shape_and_hold_up_nobody(server):
+    """Found by an audit: header fields had no bound, and httptools gathers a header sent in
+    pieces by concatenation (a 120 MB header held every client for 18 s)."""
+    def pieces() -> Iterator[bytes]:
+        yield b"GET /store HTTP/1.1\r\nHost: x\r\nX-Padding: "
+        for _ in range(2_000):  # 16 MB, if it were all read
+            yield b"a" * 8192
+        yield b"\r\n\r\n"
+
+    head, _, body = _answer_to_pieces(server, pieces()).partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines)
+    assert status == "HTTP/1.1 431 Request Header Fields Too Large"
+    assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+    assert json.loads(body) == {"errors": HEAD_TOO_LARGE}
+    assert server.request("GET", "/store")[0] == 200
+
+
+def test_ordinary_heads_and_pipelined_bodies_are_not_counted_as_header_fields(server):
+    """A large head in one piece, and a request whose body runs into the next request's head,
+    are read as usual: only pieces that continue an unfinished head count."""
+    body = json.dumps({"email": "x" * 200_000}).encode()
+    first = (b"POST /customers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    second = b"GET /store HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 30_000 + b"\r\nConnection: close\r\n\r\n"
+    answer = _answer_to_pieces(server, iter([first + second[:100], second[100:]]))
+    assert answer.count(b"HTTP/1.1 ") == 2 and b" 431 " not in answer

@@ -193,3 +193,62 @@ def test_a_null_list_in_a_created_plan_names_the_field(api):
             "subscription_preferences": {"interval_unit": "month", "charge_interval_frequency": 1,
                                          "order_interval_frequency": 1}}
     assert errors_of(api.post("/plans", json=plan)) == {"external_variant_ids": ["cannot be null"]}
+
+
+# Found by the edge audit of the eleventh session ---------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["12.3333333333333333333333333333333333333333333", "0.0000001", "33.333", 1e-7])
+def test_a_percentage_code_takes_at_most_two_places_on_either_database(vapi, value):
+    """45 digits overflowed the column on PostgreSQL (a 500; SQLite stored them), and a tiny value
+    came back as `1E-7`, which no write takes."""
+    body = ({"code": "P1", "discount_type": "percentage", "duration": "forever", "value": value}
+            if vapi.version == V01 else {"code": "P1", "value_type": "percentage", "value": value})
+    assert errors_of(vapi.post("/discounts", json=body)) == {"value": ["has too many decimal places (at most 2)"]}
+    assert vapi.get("/discounts").json()["discounts"] == []
+
+
+def test_a_percentage_is_shown_positional_and_sent_back_unchanged(api):
+    reply = api.post("/discounts", json={"code": "P2", "value_type": "percentage", "value": 1e2})
+    assert reply.status_code == 201, reply.text
+    shown = reply.json()["discount"]
+    assert shown["value"] in ("100", "100.0")
+    again = api.put(f"/discounts/{shown['id']}", json={"value": shown["value"]})
+    assert again.status_code == 200 and again.json()["discount"]["value"] == shown["value"]
+
+
+@pytest.mark.parametrize("path", ["/customers%2F{id}", "/customers%2f{id}", "/addresses/{address}%2Fremove_discount"])
+def test_an_encoded_slash_is_no_separator(api, path):
+    """`/customers%2F25` read customer 25: a rule a proxy matched on the path as sent was bypassed
+    (RFC 3986 §2.2)."""
+    address = make_address(api)
+    reply = api.request("GET" if "customers" in path else "POST",
+                        path.format(id=address.customer_id, address=address.id), json=None)
+    assert reply.status_code == 404 and reply.json() == {"errors": "Not Found"}
+    assert api.get(f"/customers/{address.customer_id}").status_code == 200
+
+
+def test_a_version_or_token_sent_twice_with_two_values_is_neither(api):
+    """The last line won: `2021-11` then `2021-01` was served in 2021-01, a bad token then a good
+    one was admitted. Two lines are their values joined (RFC 9110 §5.3): no version, no token."""
+    customer = make_customer(api)
+    path = f"/customers/{customer.id}"
+    base = [("x-service-access-token", api.token)]
+    def get(headers: list[tuple[str, str]]) -> Any:
+        return api.client.get(path, headers=headers)
+    twice = get([*base, ("x-service-version", "2021-11"), ("x-service-version", "2021-01")])
+    assert twice.status_code == 426, twice.text
+    same = get([*base, ("x-service-version", "2021-01"), ("x-service-version", "2021-01")])
+    assert same.status_code == 200 and same.headers["x-service-version"] == "2021-01"
+    for tokens in (["nope", api.token], [api.token, "nope"]):
+        reply = get([("x-service-version", "2021-11"), *[("x-service-access-token", t) for t in tokens]])
+        assert reply.status_code == 401, reply.text
+    assert get([("x-service-version", "2021-11"), *base, *base]).status_code == 200
+
+
+def test_an_idempotency_key_sent_twice_with_two_values_answers_422_and_creates_nothing(api):
+    headers = [("x-service-access-token", api.token), ("x-service-version", "2021-11"),
+               ("idempotency-key", "d1"), ("idempotency-key", "d2")]
+    reply = api.client.post("/customers", json={"email": "twice@example.com"}, headers=headers)
+    assert reply.status_code == 422 and reply.json() == {"errors": {"Idempotency-Key": ["must be sent once"]}}
+    assert api.get("/customers", params={"email": "twice@example.com"}).json()["customers"] == []

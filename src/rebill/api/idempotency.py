@@ -49,13 +49,18 @@ def key_of(headers: list[tuple[bytes, bytes]]) -> str | None:
     """The request's key, checked: 1-255 printable ASCII characters (else 422). Whitespace
     around it is not part of it (RFC 9110 §5.5: a field value has none at its ends; found by an
     audit: `K` and `K ` were two keys, so a retry with a trailing space made a second record)."""
+    found: bytes | None = None
     for name, value in headers:
         if name == HEADER:
             value = value.strip(b" \t")
             if not 1 <= len(value) <= 255 or any(b < 0x20 or b > 0x7E for b in value):
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
-            return value.decode("ascii")
-    return None
+            if found is not None and found != value:
+                # Which one would be the key? (found by an audit: the first was taken, where the
+                # edge took the last version and token).
+                raise ValidationFailed.field("Idempotency-Key", "must be sent once")
+            found = value
+    return None if found is None else found.decode("ascii")
 
 
 def fingerprint(method: str, path: str, body: Any, *, version: str) -> str:

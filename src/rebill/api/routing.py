@@ -266,6 +266,12 @@ class Api:
             return
         ctx: RequestContext = scope["rebill"]
         try:
+            raw = scope.get("raw_path") or b""
+            if b"%2f" in raw or b"%2F" in raw:
+                # An encoded slash is data, not a separator (RFC 3986 §2.2), and no path segment of
+                # the API holds one (found by an audit: `/customers%2F25` read customer 25, past
+                # any rule a proxy matched on the path as sent).
+                raise NotFound()
             operation, scope["path_params"] = self._match(scope["method"], scope["path"], ctx.version.name)
             ctx.route = operation.path
             if ctx.version.name in operation.deprecated_in:

@@ -28,11 +28,20 @@ def format_amount(amount: Decimal, currency: str) -> str:
     return str(quantize(amount, currency))
 
 
+# A percentage (a plan's discount, decisions §5.8; a discount code's) has at most two places.
+PERCENT_PLACES = 2
+
+
+def decimal_places(amount: Decimal) -> int:
+    """The places ``amount`` needs: trailing zeros do not count (`10.50` has two)."""
+    exponent = amount.normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
 def places_problem(amount: Decimal, currency: str) -> str | None:
     """NOTE: issue 7 hardening, money has at most the currency's minor digits: a price is
     never rounded silently."""
     digits = minor_digits(currency)
-    exponent = amount.normalize().as_tuple().exponent
-    if isinstance(exponent, int) and -exponent > digits:
+    if decimal_places(amount) > digits:
         return f"has too many decimal places for {currency.upper()} (at most {digits})"
     return None

@@ -128,10 +128,15 @@ class Edge:
         token_value = asked_version = None
         length: int | None = None
         for name, value in scope["headers"]:
+            # A field sent twice is the two values joined by a comma (RFC 9110 §5.3), as one line
+            # holding both: no version (426) and no token (401), unless they are the same (found
+            # by an audit: the last line won, so a request could get another version silently).
             if name == TOKEN_HEADER:
-                token_value = value.decode("latin-1").strip()
+                text = value.decode("latin-1").strip()
+                token_value = text if token_value is None or token_value == text else f"{token_value}, {text}"
             elif name == VERSION_HEADER:
-                asked_version = value.decode("latin-1").strip()
+                text = value.decode("latin-1").strip()
+                asked_version = text if asked_version is None or asked_version == text else f"{asked_version}, {text}"
             elif name == LENGTH_HEADER:
                 # RFC 9110 §5.5: the whitespace around a field value is not part of it (found by an
                 # audit: `53 ` was taken for a body too large).

@@ -11,7 +11,7 @@ from typing import Any
 
 from rebill.errors import ValidationFailed, add_error
 
-from ..money import minor_digits, quantize
+from ..money import PERCENT_PLACES, decimal_places, minor_digits, quantize
 from .model import CHANNELS, DISCOUNT_TYPES, INTERVAL_UNITS, PLAN_TYPES, PREFERENCES, Plan, Product
 
 PERCENT = Decimal("0.01")
@@ -41,11 +41,6 @@ def merge_channels(current: dict[str, Any] | None, given: dict[str, Any] | None)
     return merged
 
 
-def _places(amount: Decimal) -> int:
-    exponent = amount.normalize().as_tuple().exponent
-    return max(0, -exponent) if isinstance(exponent, int) else 0
-
-
 def discount(amount: Decimal | None, kind: str | None, currency: str) -> tuple[Decimal | None, str | None]:
     """NOTE: decisions §5.8, a percentage is 0 < v <= 100 (two places), a fixed amount > 0 in the
     store currency with at most its minor digits. An amount without a type is a percentage."""
@@ -57,13 +52,13 @@ def discount(amount: Decimal | None, kind: str | None, currency: str) -> tuple[D
     if kind == "percentage":
         if not 0 < amount <= HUNDRED:
             raise ValidationFailed.field("discount_amount", "must be greater than 0 and at most 100 for a percentage")
-        if _places(amount) > 2:
-            raise ValidationFailed.field("discount_amount", "has too many decimal places (at most 2)")
+        if decimal_places(amount) > PERCENT_PLACES:
+            raise ValidationFailed.field("discount_amount", f"has too many decimal places (at most {PERCENT_PLACES})")
         return amount.quantize(PERCENT), kind
     digits = minor_digits(currency)
     if amount <= 0:
         raise ValidationFailed.field("discount_amount", "must be greater than 0")
-    if _places(amount) > digits:
+    if decimal_places(amount) > digits:
         raise ValidationFailed.field("discount_amount", f"has too many decimal places (at most {digits})")
     return amount.quantize(Decimal(1).scaleb(-digits)), kind
 

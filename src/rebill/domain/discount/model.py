@@ -43,8 +43,8 @@ def code_keys(code: str) -> list[str]:
 
 def value_text(discount_type: str, value: Decimal, currency: str) -> str:
     """NOTE: decisions §2.7, a fixed amount carries the currency's minor digits; a percentage
-    is shown as stored."""
-    return format_amount(value, currency) if discount_type == "fixed_amount" else str(value)
+    is shown as stored, in positional notation (never `1E+2`)."""
+    return format_amount(value, currency) if discount_type == "fixed_amount" else format(value, "f")
 
 
 def channels(stored: dict[str, Any] | None) -> dict[str, dict[str, bool]]:

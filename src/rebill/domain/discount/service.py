@@ -18,7 +18,7 @@ from ..charge import errored
 from ..charge.model import ERROR, QUEUED
 from ..event import attributes
 from ..listing import ListQuery, PageResult
-from ..money import places_problem
+from ..money import PERCENT_PLACES, decimal_places, places_problem
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import repository
@@ -106,6 +106,10 @@ def _check(unit: Unit, values: dict[str, Any], errors: dict[str, list[str]] | No
             add_error(errors, "value", problem)
     elif not 0 < value <= 100:
         add_error(errors, "value", "must be greater than 0 and at most 100 for a percentage")
+    elif decimal_places(value) > PERCENT_PLACES:
+        # As a plan's discount (decisions §5.8); found by an audit: 45 digits overflowed the
+        # column on PostgreSQL (a 500) and `0.0000001` came back as `1E-7`.
+        add_error(errors, "value", f"has too many decimal places (at most {PERCENT_PLACES})")
     if values["duration"] not in DURATIONS:
         add_error(errors, "duration", f"must be one of: {', '.join(DURATIONS)}")
     elif values["duration"] == USAGE_LIMIT:
