@@ -267,6 +267,28 @@ def test_a_charged_one_time_item_refuses_a_new_dynamic_price_naming_the_purchase
     assert fetch(bapi, made["id"])["items"] == made["items"]
 
 
+def test_a_charged_one_time_items_fixed_bundle_selection_is_not_written_again(bapi, world):
+    """Found by an audit: only a dynamic bundle was refused (through its price); a fixed bundle's
+    selection of a processed one-time item took new contents, and a new selection after a
+    delete, that no order would ever carry."""
+    from tests.api.test_discounts_apply import pay
+    customer = make_customer(bapi)
+    make_payment_method(bapi, customer)
+    address = make_address(bapi, customer)
+    onetime = make_onetime(bapi, address, external_product_id="box", external_variant_id="box-1",
+                           next_charge_scheduled_at=bapi.clock.now().date())
+    made = create(bapi, onetime.id, item("p-1", 2))
+    [charge] = [c for c in charges_of(bapi, address.id) if c.status == "queued"]
+    assert pay(bapi, charge.id).status == "success"
+    done = {"purchase_item_id": ["the one-time item is processed: it was charged and is done"]}
+    assert errors_of(bapi.put(f"/bundle_selections/{made['id']}", json={"items": [item("p-2", 2)]})) == done
+    assert fetch(bapi, made["id"])["items"] == made["items"]
+    other = create(bapi, world["box"].id, item("p-1", 2))
+    assert errors_of(bapi.put(f"/bundle_selections/{other['id']}", json={"purchase_item_id": onetime.id})) == done
+    assert bapi.delete(f"/bundle_selections/{made['id']}").status_code == 204
+    assert errors_of(post(bapi, onetime.id, item("p-2", 2))) == done
+
+
 def test_without_a_plan_the_greatest_discount_among_the_items_own_plans(bapi, world):
     _dynamic(bapi, world)
     p1 = _catalog(bapi, "p-1")

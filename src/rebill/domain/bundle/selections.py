@@ -29,7 +29,7 @@ from ..store.model import Store
 from ..subscription import onetimes
 from ..subscription import repository as purchase_items
 from ..subscription import service as subscriptions
-from ..subscription.model import SUBSCRIPTION, OnetimeUpdate, PurchaseItem, SubscriptionUpdate
+from ..subscription.model import ACTIVE, SUBSCRIPTION, OnetimeUpdate, PurchaseItem, SubscriptionUpdate
 from ..unit import Unit
 from . import contents, repository
 from .model import DYNAMIC, BundleSelection, BundleSelectionCreate, BundleSelectionUpdate, BundleVariant, ItemInput
@@ -70,6 +70,15 @@ def _bundle_of(unit: Unit, item: PurchaseItem) -> BundleVariant:
     return found
 
 
+def _check_open(item: PurchaseItem) -> None:
+    """A one-time item charged is done (decisions §5.6): its order carries the contents it had,
+    and none is to come, so its selection is not written again, whatever the bundle's price
+    rule (found by an audit: a fixed bundle's selection of a processed item took new contents no
+    order would carry; a dynamic one was refused through its price)."""
+    if item.kind != SUBSCRIPTION and item.status != ACTIVE:
+        raise ValidationFailed.field(ITEM, f"the one-time item is {item.status}: it was charged and is done")
+
+
 def _free(unit: Unit, item_id: int) -> None:
     taken = repository.selection_of_item(unit.conn, unit.store_id, item_id)
     if taken is not None:
@@ -108,6 +117,7 @@ def _record(unit: Unit, topic: str, selection_id: int, item: PurchaseItem, **kw:
 def create(unit: Unit, command: BundleSelectionCreate) -> BundleSelection:
     item = _purchase_item(unit, command.purchase_item_id)
     item = subscriptions.locked(unit, item.id, item.kind)
+    _check_open(item)
     _free(unit, item.id)
     variant = _bundle_of(unit, item)
     plan = contents.plan_for(unit, variant, command.plan_id)
@@ -180,6 +190,8 @@ def update(unit: Unit, selection_id: int, command: BundleSelectionUpdate) -> Bun
     subscriptions.locked(unit, held.id, held.kind, also=target.address_id)
     target = _purchase_item(unit, target.id)
     current = _relocked(unit, selection_id, held.id)
+    _check_open(held)
+    _check_open(target)
     if target.id != current.purchase_item_id:
         _free(unit, target.id)
     variant = _bundle_of(unit, target)
