@@ -298,12 +298,17 @@ def test_2021_11_skip_bodies_are_checked(api, action, body, errors):
     ({"subscription_id": [1]}, {"subscription_id": ["must be an integer"]}),
     ({"subscription_ids": "1,2"}, {"subscription_ids": ["must be an array"]}),
     ({"subscription_ids": [{}]}, {"subscription_ids": {"0": ["must be an integer"]}}),
+    # Found by an audit: `subscription_id: null` skipped (or unskipped) the whole charge.
+    ({"subscription_id": None}, {"subscription_id": ["cannot be null"]}),
+    ({"subscription_ids": None}, {"subscription_ids": ["cannot be null"]}),
 ])
 @pytest.mark.parametrize("action", ["skip", "unskip"])
 def test_2021_01_skip_bodies_are_checked(api, action, body, errors):
     address = make_address(api)
     weekly(api, address)
-    assert errors_of(skip(api, only(api, address.id).id, body, V01, action)) == errors
+    before = only(api, address.id)
+    assert errors_of(skip(api, before.id, body, V01, action)) == errors
+    assert only(api, address.id) == before
 
 
 @pytest.mark.parametrize("action", ["skip", "unskip"])

@@ -188,9 +188,11 @@ LISTS: dict[str, ListContract] = {
                        sort_columns={"charge_date": "scheduled_at"},
                        includes=("metafields",), count_filters=tuple(_filters)),
 }
-# NOTE: decisions §5.11, 2021-01 names the items `subscription_id` or `subscription_ids`.
+# NOTE: decisions §5.11, 2021-01 names the items `subscription_id` or `subscription_ids`. Neither
+# may be null: only an absent list is the whole charge (found by an audit: `subscription_id:
+# null`, an unset variable, skipped every item).
 _SKIP = Schema(
-    Field("subscription_id", "int", key="purchase_item_ids", convert=lambda v: [v]),
+    Field("subscription_id", "int", nullable=False, key="purchase_item_ids", convert=lambda v: [v]),
     Field("subscription_ids", "list", nullable=False, items="int", key="purchase_item_ids"),
 )
 SCHEMAS: dict[str, Schema] = {"charge.skip": _SKIP, "charge.unskip": _SKIP}
