@@ -808,6 +808,11 @@ def test_an_authorization_leaves_the_charge_pending_and_makes_no_order_yet(api):
     assert result["status"] == "pending" and result["authorization_token"] == result["payment_processor_transaction_id"]
     assert api.get(f"/charges/{result['charge_id']}").json()["charge"]["status"] == "pending"
     assert api.get("/orders").json()["orders"] == []
+    # The card said yes, as for a renewal authorized (found by an audit: the method stayed
+    # `unvalidated`, also after the capture).
+    charge = api.get(f"/charges/{result['charge_id']}").json()["charge"]
+    [method] = api.get("/payment_methods", params={"customer_id": charge["customer"]["id"]}).json()["payment_methods"]
+    assert method["status"] == "valid"
 
 
 def test_a_payment_whose_answer_was_lost_is_recorded_once_with_the_same_key(api, monkeypatch):

@@ -252,8 +252,10 @@ def complete(unit: Unit, checkout: Checkout, attempt: dict[str, Any], result: Re
     """NOTE: decisions §7.3, §7.7: everything a paid checkout makes, in this one transaction."""
     authorized = result.outcome == AUTHORIZED
     customer_id = _customer(unit, checkout)
-    # A checkout of 0 tried no card (found by an audit: a declining token was shown `valid`).
-    method_id = _method(unit, customer_id, attempt, valid=not authorized and result.asked)
+    # A checkout of 0 tried no card (found by an audit: a declining token was shown `valid`); an
+    # authorization is the card's yes, as for a renewal (outcome.py; found by an audit: a
+    # checkout authorized, then captured, left its method `unvalidated` for good).
+    method_id = _method(unit, customer_id, attempt, valid=result.asked)
     address = _address(unit, checkout, customer_id, method_id)
     held = _subscriptions(unit, checkout, address.id)
     by_line = dict(held)
