@@ -213,3 +213,27 @@ def test_on_the_api_read_connections_errors_are_sqlalchemys_and_a_dropped_one_is
         return caught.value
     error = _on_a_read_lane(database, dropped)
     assert unavailable(error)  # the request answers 503 and the lanes drop the connection
+
+
+def test_constants_are_written_into_the_text_and_only_the_callers_values_are_bound(client, database, clock):
+    """The status words, flags and numbers the code fixes are part of the SQL (binding them on
+    every call was a twentieth of a customer read); the caller's values stay parameters, and a
+    constant a parameter style or a quote could misread stays one too. The rows are the same."""
+    from sqlalchemy import literal, select
+
+    from rebill.db.prepared import _Compiled, _inlined
+    api = make_api(client, database, clock)
+    customer = make_customer(api, first_name="50% O'Brien")
+    dialect = database.engine.dialect
+    compiled = _Compiled(_inlined(STMT, dialect), dialect)
+    assert "'subscription'" in compiled.sql and "'error'" in compiled.sql
+    assert sorted(name for _, name, _ in compiled.slots) == ["id", "store_id"]
+    assert len(compiled.fixed) == 2  # nothing bound but the caller's two
+    odd = select(customers.c.id).where(customers.c.first_name == literal("50% O'Brien"),
+                                       customers.c.id == bindparam("id"))
+    kept = _Compiled(_inlined(odd, dialect), dialect)
+    assert "O'Brien" not in kept.sql and len(kept.fixed) == 2
+    with database.read() as conn:
+        assert Prepared(odd).one(conn, id=customer.id) == [customer.id]
+        assert Prepared(STMT).one(conn, id=customer.id, store_id=api.store.id) == list(
+            conn.execute(STMT, {"id": customer.id, "store_id": api.store.id}).one())
