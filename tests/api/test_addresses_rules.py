@@ -373,6 +373,19 @@ def test_update_changing_the_country_without_changing_zip_is_refused(vapi, body)
     assert vapi.get(f"/addresses/{address.id}").json()["address"]["country_code"] == "US"
 
 
+@pytest.mark.parametrize("zip_sent", [None, ""])
+def test_a_move_between_two_countries_without_postal_codes_takes_an_empty_zip(vapi, zip_sent):
+    """Found by an audit: HK to AE with `zip` null or empty was refused as the same zip, so the
+    only way was a made-up postcode for a country that has none."""
+    store = vapi.other_store(ships_to=["US", "HK", "AE"])
+    address = make_address(store, country_code="HK", province=None, zip=None, city="Hong Kong")
+    response = store.put(f"/addresses/{address.id}", json={"country_code": "AE", "province": "Dubai", "zip": zip_sent})
+    assert response.status_code == 200, response.text
+    assert (response.json()["address"]["country_code"], response.json()["address"]["zip"]) == ("AE", zip_sent)
+    left_out = store.put(f"/addresses/{address.id}", json={"country_code": "HK", "province": None})
+    assert errors_of(left_out) == {"errors": {"zip": ["must be changed when the country changes"]}}
+
+
 def test_2021_01_update_changing_country_by_name_without_changing_zip_is_refused(api):
     address = make_address(api)
     response = api.put(f"/addresses/{address.id}", version=V01, json={"country": "Canada", "province": "ON"})

@@ -15,6 +15,7 @@ from ..charge.model import ERROR
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
 from ..payment_method.model import USABLE
+from ..text_keys import text_key, text_keys
 from .model import Customer
 
 # NOTE: decisions §6.12, a customer has a valid payment method while one is `valid` or
@@ -63,7 +64,7 @@ _select = (select(*columns_for(Customer, [*customers.c, *_derived]))
 
 FILTERS: dict[str, Filter] = {
     **time_window(customers),
-    "email": lambda v: customers.c.email_key == v.strip().lower(),
+    "email": lambda v: customers.c.email_key.in_(text_keys(v)),
     "hash": lambda v: customers.c.hash == v,
     "external_customer_id": lambda v: customers.c.external_customer_id == v,
     "status": lambda v: customers.c.status == v,
@@ -100,26 +101,29 @@ _email_key_holder = Prepared(select(customers.c.id).where(
     customers.c.id != bindparam("other_than")))
 
 
+def id_by_email(conn: Connection, store_id: int, email: str, *, other_than: int = 0) -> int | None:
+    """The store's customer with this email (compared as the unique key compares it: text_keys,
+    one statement a key, and most e-mails have one), if any. Prepared: it runs on every create.
+    Ids start at 1, so ``other_than`` 0 excludes nobody."""
+    for key in text_keys(email):
+        found = _email_key_holder.one(conn, store_id=store_id, email_key=key, other_than=other_than)
+        if found is not None:
+            return int(found[0])
+    return None
+
+
 def email_taken(conn: Connection, store_id: int, email: str, *, other_than: int | None = None) -> bool:
-    # Ids start at 1, so 0 excludes nobody. Prepared: this check runs on every create.
-    found = _email_key_holder.one(conn, store_id=store_id, email_key=email.strip().lower(), other_than=other_than or 0)
-    return found is not None
-
-
-def id_by_email(conn: Connection, store_id: int, email: str) -> int | None:
-    """The store's customer with this email (compared as the unique key compares it), if any."""
-    found = _email_key_holder.one(conn, store_id=store_id, email_key=email.strip().lower(), other_than=0)
-    return None if found is None else int(found[0])
+    return id_by_email(conn, store_id, email, other_than=other_than or 0) is not None
 
 
 def insert_customer(conn: Connection, values: dict[str, Any]) -> int:
-    values = {**values, "email_key": values["email"].strip().lower()}
+    values = {**values, "email_key": text_key(values["email"])}
     return insert_row(conn, customers, values)
 
 
 def update_customer(conn: Connection, store_id: int, customer_id: int, values: dict[str, Any]) -> None:
     if "email" in values:
-        values = {**values, "email_key": values["email"].strip().lower()}
+        values = {**values, "email_key": text_key(values["email"])}
     conn.execute(update(customers).where(customers.c.id == customer_id, customers.c.store_id == store_id)
                  .values(**values))
 

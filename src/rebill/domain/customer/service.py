@@ -19,6 +19,7 @@ from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
 from ..payment_method import service as payment_methods
 from ..subscription import repository as items
+from ..text_keys import text_key
 from ..unit import Unit
 from . import repository
 from .model import BILLING_FIELDS, BILLING_REQUIRED, Customer, CustomerCreate, CustomerUpdate
@@ -73,7 +74,7 @@ def email_problem(email: str) -> str | None:
         return "is invalid"
     # The case-insensitive key is the lower-cased e-mail, which may be longer than what was
     # sent ('İ' lower-cases to two characters): PostgreSQL would refuse it in its column.
-    if len(email.strip().lower()) > EMAIL_LENGTH:
+    if len(text_key(email)) > EMAIL_LENGTH:
         return f"is too long (at most {EMAIL_LENGTH} characters)"
     return None
 
@@ -167,10 +168,18 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate, *, tokens: Map
         removed = [name for name in BILLING_REQUIRED if name in billing and billing[name] is None and had.get(name)]
         if removed:
             raise ValidationFailed({f"billing_{name}": ["cannot be null"] for name in removed})
-        changes["billing_address"] = _billing_address(current.billing_address, billing)
+        merged = _billing_address(current.billing_address, billing)
+        # Nor can one be given in pieces: a customer without one that is sent a part gets every
+        # required part at once (found by an audit: `billing_address1` alone made a fragment,
+        # which every queued charge then billed to instead of the shipping address).
+        missing = [] if merged is None or merged == current.billing_address else \
+            [name for name in BILLING_REQUIRED if not merged.get(name)]
+        if missing:
+            raise ValidationFailed({f"billing_{name}": ["is required"] for name in missing})
+        changes["billing_address"] = merged
     if "email" in changes:
         changes["email"] = changes["email"].strip()
-        if changes["email"].lower() != current.email.lower():
+        if text_key(changes["email"]) != text_key(current.email):
             _check_email(unit, changes["email"], other_than=customer_id)
     # Sending what is already stored changes nothing: no event, same updated_at. Nor does sending
     # what it shows: the default of an analytics_data never given, and (2021-01) the processor

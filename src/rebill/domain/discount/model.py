@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -12,6 +11,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..money import format_amount
+from ..text_keys import text_key as code_key  # noqa: F401 (the name its callers use)
+from ..text_keys import text_keys as code_keys  # noqa: F401
 
 ENABLED, DISABLED, FULLY_DISABLED = "enabled", "disabled", "fully_disabled"
 STATUSES = (ENABLED, DISABLED, FULLY_DISABLED)
@@ -26,19 +27,6 @@ CHANNELS = ("api", "checkout_page", "customer_portal", "merchant_portal")
 FIRST_TIME = "customer_must_not_exist_in_service"
 # The widths of the `code_key` and `applies_to_id` columns (models/discount.py).
 CODE_LENGTH, APPLIES_TO_ID_LENGTH = 255, 64
-
-
-def code_key(code: str) -> str:
-    """The key a code is unique by and found by (decisions §7.5, case-insensitively): its NFC
-    form lower-cased, so that `CAFÉ` typed as one character or as `E` and a combining accent
-    is one code (found by an audit: the two spellings were two codes)."""
-    return unicodedata.normalize("NFC", code.strip()).lower()
-
-
-def code_keys(code: str) -> list[str]:
-    """The keys a code sent is looked up by: ``code_key``, and the key as it was made before
-    codes were normalized (a code stored then in another form is still found)."""
-    return list(dict.fromkeys((code_key(code), code.strip().lower())))
 
 
 def value_text(discount_type: str, value: Decimal, currency: str) -> str:
