@@ -176,6 +176,15 @@ def test_405_names_the_allowed_methods_in_allow_header(api):
     assert {"GET", "POST"} <= allowed
 
 
+def test_allow_names_the_methods_of_the_requests_version_only(api):
+    """Found by an audit: a 2021-01 405 on `/collections/{id}` listed PUT and DELETE, which
+    answer 501 there (2021-11 endpoints)."""
+    old = api.request("PATCH", "/collections/1", version="2021-01")
+    assert old.status_code == 405 and old.headers["Allow"] == "GET, HEAD"
+    new = api.request("PATCH", "/collections/1", version="2021-11")
+    assert new.status_code == 405 and new.headers["Allow"] == "DELETE, GET, HEAD, PUT"
+
+
 @pytest.mark.parametrize("body", [b"[]", b'[{"email": "a@example.com"}]', b"{not json", b'"text"', b"42",
                                   b"null", b"\xff\xfe"])
 def test_post_body_that_is_not_a_json_object_answers_415(vapi, body):

@@ -124,6 +124,26 @@ def test_query_parameters_come_from_the_list_contracts():
         {"type": "boolean"}
 
 
+def test_a_filter_a_list_cannot_go_without_is_said_and_a_count_requires_it():
+    """Found by an audit: `owner_resource` (spec 02 Metafields, "must be given") and
+    `collection_id` read as optional; on a list a cursor carries them, so they are said in words
+    there (nothing but `limit` may go with a cursor), and a count marks them required."""
+    for version, path, name in (("2021-11", "/metafields", "owner_resource"), ("2021-01", "/metafields", "owner_resource"),
+                                ("2021-11", "/collection_products", "collection_id")):
+        param = _params(_op(version, "GET", path))[name]
+        assert param["required"] is False and param["description"].startswith("Required, unless a cursor"), path
+    assert _params(_op("2021-01", "GET", "/metafields/count"))["owner_resource"]["required"] is True
+    assert _params(_op("2021-01", "GET", "/customers"))["email"]["required"] is False
+
+
+def test_include_values_the_server_answers_422_for_are_not_in_the_enum():
+    """Found by an audit: `include=charge_activities` was in the enum and always answered 422."""
+    include = _params(_op("2021-11", "GET", "/addresses"))["include"]
+    assert "charge_activities" not in include["schema"]["items"]["enum"]
+    assert "`charge_activities`" in include["description"]
+    assert "referral_info" not in _params(_op("2021-01", "GET", "/customers"))["include"]["schema"]["items"]["enum"]
+
+
 @pytest.mark.parametrize("version", sorted(VERSIONS))
 def test_every_query_parser_of_a_list_contract_says_what_it_takes(version):
     """A parser without ``openapi`` (api/query.py ``typed``) would be documented as a plain string."""

@@ -38,6 +38,8 @@ class ListContract:
     date_sorts: tuple[str, ...] = ()
     # Sort columns holding text (a cursor's boundary is then a string).
     text_sorts: tuple[str, ...] = ()
+    # Filters the list cannot go without (a cursor carries them): the document says so.
+    required_filters: tuple[str, ...] = ()
 
 
 class Change:

@@ -177,7 +177,9 @@ class _Path:
     regex: re.Pattern[str]
     convertors: list[tuple[str, Callable[[str], Any]]]
     methods: dict[str, Operation]
-    allow: str
+    # By version, the methods it serves on the path: a 405's `Allow` (a method another version
+    # serves answers 501; found by an audit: `Allow` listed those too).
+    allow: dict[str, str]
 
 
 def _first_segment(path: str) -> str:
@@ -204,7 +206,9 @@ class Api:
         self._groups: dict[str, list[_Path]] = defaultdict(list)
         for path, methods in by_path.items():
             regex, _, convertors = compile_path(path)
-            allow = ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
+            versions = {name for op in methods.values() for name in op.versions}
+            allow = {name: ", ".join(sorted({*mine, *(["HEAD"] if "GET" in mine else [])}))
+                     for name in versions for mine in [[m for m, op in methods.items() if name in op.versions]]}
             converts = [(name, convertor.convert) for name, convertor in convertors.items()]
             route = _Path(regex, converts, methods, allow)
             if converts:
@@ -244,7 +248,7 @@ class Api:
                 raise NotFound()
         operation = route.methods.get("GET" if method == "HEAD" else method)
         if operation is None:
-            headers = {"Allow": route.allow}
+            headers = {"Allow": route.allow.get(version, "")}
             # A deprecated path says so on a 405 too (found by an audit: "every reply, errors
             # included" missed the methods it does not serve).
             deprecated = next((op for op in route.methods.values() if version in op.deprecated_in), None)

@@ -94,5 +94,6 @@ LISTS: dict[str, ListContract] = {
         filters={"collection_id": ("collection_id", q.integer)},
         sorts=("id",),
         default_sort="id-asc",
+        required_filters=("collection_id",),
     ),
 }

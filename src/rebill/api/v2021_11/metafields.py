@@ -89,5 +89,6 @@ LISTS: dict[str, ListContract] = {
         filters=FILTERS,
         sorts=("id", "updated_at"),
         default_sort="id-desc",
+        required_filters=("owner_resource",),  # NOTE: spec 02 Metafields, "must be given"
     ),
 }
