@@ -192,6 +192,8 @@ def test_a_body_per_version_money_patterns_choices_and_bulk_bodies():
     assert refund["type"] == ["string", "number", "null"]
     assert re.fullmatch(refund["pattern"], "12.505") and not re.fullmatch(refund["pattern"], "-1")
     assert not re.fullmatch(refund["pattern"], "1e5") and not re.fullmatch(refund["pattern"], "1234567890123")
+    # A number is bound by the same limits as a string (found by an audit: -5 and 1e20 passed).
+    assert (refund["minimum"], refund["exclusiveMaximum"]) == (0, 10**12)
     from rebill.domain.metafield.model import OWNERS
     owner = _body("2021-11", "POST", "/metafields")["properties"]["owner_resource"]
     assert owner["enum"] == sorted(OWNERS) and "owner_resource" in _body("2021-11", "POST", "/metafields")["required"]

@@ -66,6 +66,10 @@ def _decimal_pattern(*, signs: str, decimals: int | None) -> str:
     return rf"^{sign}0*[0-9]{{1,{MAX_INTEGER_DIGITS}}}{places}$"
 
 
+# Money takes at most 12 integer digits (api/fields.py): a number is below 10**12 in magnitude.
+MONEY_BOUND = 10**MAX_INTEGER_DIGITS
+
+
 def _scalar(kind: str, field: Field | None) -> dict[str, Any]:
     if kind == "str":
         out: dict[str, Any] = {"type": "string"}
@@ -86,8 +90,12 @@ def _scalar(kind: str, field: Field | None) -> dict[str, Any]:
     if kind == "money":
         signed = field is not None and field.signed
         decimals = field.decimals if field is not None else 2
+        # The pattern binds a string; the bounds bind a number (found by an audit: `-5` and
+        # `1e20` passed the document): at most 12 integer digits, not negative unless signed.
         return {"type": ["string", "number"], "pattern": _decimal_pattern(signs="-" if signed else "",
-                                                                          decimals=decimals)}
+                                                                          decimals=decimals),
+                "exclusiveMinimum" if signed else "minimum": -MONEY_BOUND if signed else 0,
+                "exclusiveMaximum": MONEY_BOUND}
     if kind == "date":
         return dict(DATE_VALUE)
     if kind == "external_id":
