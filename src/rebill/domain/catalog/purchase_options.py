@@ -168,10 +168,9 @@ def _reconcile(unit: Unit, product: Product, specs: list[dict[str, Any]]) -> boo
 
     A plan goes only when the write takes its option away: its kind (no recurring option, no
     one-time option), or its order frequency or unit, for a plan of the unit the view shows. The
-    view shows one
-    interval unit and collapses plans of one frequency; the others, made through 2021-11, are
-    not the write's to delete (found by an audit: a flag changed in 2021-01 deleted a monthly
-    plan beside the weekly one shown)."""
+    view shows one interval unit and collapses plans of one frequency; the others, made through
+    2021-11, are not the write's to delete (found by an audit: a flag changed in 2021-01 deleted
+    a monthly plan beside the weekly one shown)."""
     shown_unit = derive(product.plans).options.order_interval_unit
     recurring_asked = any(spec["type"] != "onetime" for spec in specs)
     onetime_asked = any(spec["type"] == "onetime" for spec in specs)
@@ -229,7 +228,8 @@ def _orders(matches: list[Plan | None], specs: list[dict[str, Any]], others: lis
                  for order, match, spec in zip(orders, matches, specs) if spec["type"] != "onetime"]
     if not others or not recurring or min(recurring) < min((p.sort_order, p.id) for p in others):
         return orders
-    base = min(p.sort_order for p in others) - len(specs)
+    # Within the 32-bit column (rules.MAX_INT32): at its very bottom, ties go by id.
+    base = max(min(p.sort_order for p in others) - len(specs), -rules.MAX_INT32)
     return [base + index for index in range(len(specs))]
 
 
