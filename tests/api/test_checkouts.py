@@ -507,6 +507,47 @@ def test_a_code_being_used_by_a_checkout_charged_now_counts_as_used(api, limit):
     assert paid.status_code == 200, paid.text
 
 
+def test_a_once_per_customer_code_taken_by_a_new_customer_meanwhile_answers_409(api, monkeypatch):
+    """Found by an audit on PostgreSQL: five checkouts of a new e-mail charged at once, two took
+    a once-per-customer code. Each priced the checkout when no customer of that e-mail existed;
+    one recorded its payment (a customer holding the code) while another waited for the code's
+    lock. That one answers 409 now, and its next try is priced without the code."""
+    from rebill.domain.checkout import charge as checkout_charge
+    priced_store(api)
+    make_discount(api, code="ONCEONLY", once_per_customer=True)
+    first = ready(api, email="fresh@example.com", discount_code="ONCEONLY")
+    second = ready(api, email="fresh@example.com", discount_code="ONCEONLY")
+    real_ready = checkout_charge.ready
+    before: dict[str, Any] = {}
+
+    def priced_before_the_first_was_recorded(unit, verifier, checkout):
+        if checkout.token == second["token"] and "state" in before:
+            return before["state"]
+        state = real_ready(unit, verifier, checkout)
+        if checkout.token == second["token"]:
+            before["state"] = state
+        return state
+
+    with api.db.write() as conn:  # the second's pricing, as it was before the first was paid
+        from rebill.domain.checkout import repository as checkout_repository
+        from rebill.domain.unit import Unit
+        unit = Unit(conn, api.store, api.clock.now())
+        priced_before_the_first_was_recorded(unit, api.client.app.services.verifier,
+                                             checkout_repository.get(conn, api.store.id, second["token"]))
+    assert before["state"]["pricing"]["applied_discount"]["applicable"] is True
+    assert api.post(f"/checkouts/{first['token']}/charge", json=CHARGE).status_code == 200
+    monkeypatch.setattr(checkout_charge, "ready", priced_before_the_first_was_recorded)
+    payments = count(api, sandbox_payments)
+    refused = api.post(f"/checkouts/{second['token']}/charge", json=CHARGE)
+    assert refused.status_code == 409, refused.text
+    assert count(api, sandbox_payments) == payments
+    monkeypatch.undo()
+    paid = api.post(f"/checkouts/{second['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    charge = api.get(f"/charges/{paid.json()['checkout_charge']['charge_id']}").json()["charge"]
+    assert charge["total_discounts"] == "0.00"
+
+
 def test_a_code_without_limits_is_not_held_by_other_charges(api):
     priced_store(api)
     make_discount(api, code="FREEFORALL")

@@ -156,8 +156,17 @@ def _hold_code(unit: Unit, checkout: Checkout, state: dict[str, Any], stale: dat
     others = repository.live_claims_with_code(unit.conn, unit.store_id, checkout.discount_id, checkout.id, stale)
     mine = (checkout.email or "").strip().lower()
     if (row.usage_limit is not None and row.times_used + len(others) >= row.usage_limit) or \
-            (row.once_per_customer and mine in others):
+            (row.once_per_customer and (mine in others or _customer_holds(unit, checkout, row.id))):
         raise Conflict("Another checkout is being charged with this discount code; try again in a moment")
+
+
+def _customer_holds(unit: Unit, checkout: Checkout, discount_id: int) -> bool:
+    """Whether the customer of the checkout's e-mail holds or used the code, read after the
+    code's lock: the pricing before it looked when no such customer existed yet, and a checkout
+    of that e-mail recorded since made one that took the code (found by an audit: five checkouts
+    of a new e-mail charged at once, two took a once-per-customer code)."""
+    customer_id = service.customer_of(unit, checkout.email)
+    return customer_id is not None and discounts.customer_holds(unit.conn, unit.store_id, customer_id, discount_id)
 
 
 def ready(unit: Unit, verifier: AddressVerifier, checkout: Checkout) -> dict[str, Any]:
