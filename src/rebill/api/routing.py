@@ -337,13 +337,22 @@ class Api:
         concurrent one's sake (a deadlock, a serialization failure), everything it wrote was
         rolled back: it runs again, up to RETRIES times, after a short random pause, so a lost
         race succeeds instead of answering 500. Handlers that call out (the payment gateway)
-        manage their own transactions around the call and are never run twice."""
+        manage their own transactions around the call and are never run twice: theirs answers
+        409 at once."""
         for attempt in range(1, RETRIES + 1):
             try:
                 return await run_in_threadpool(operation.handler, call)
             except DBAPIError as exc:
-                if operation.calls_out or not retryable(exc):
+                if not retryable(exc):
                     raise
+                if operation.calls_out:
+                    # Never run twice (it may have called out already), but a lost race is still
+                    # the loser's 409, not a 500 (found by an audit: a deadlock of
+                    # POST /payment_methods on PostgreSQL). What it wrote was rolled back; what it
+                    # claimed (a payment's) is finished by its next try.
+                    logger.warning("%s %s lost a race (%s): 409", operation.method, operation.path,
+                                   type(exc.orig).__name__)
+                    raise Conflict() from exc
                 if attempt == RETRIES:
                     # NOTE: decisions §4.6: the loser of overlapping writes answers 409, nothing
                     # half written (every attempt was rolled back); it was a 500.
