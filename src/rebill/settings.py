@@ -6,6 +6,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_DATABASE_URL = f"sqlite:///{Path('var') / 'rebill.db'}"
 
@@ -95,6 +96,17 @@ def _seconds(name: str, text: str) -> float:
 
 
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def shown_url(url: str) -> str:
+    """A database or Redis URL as logs and messages show it: without its password (found by an
+    audit: a Redis outage logged `redis://:secret@...` on every process)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def redis_url(text: str) -> str:

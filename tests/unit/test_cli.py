@@ -133,6 +133,14 @@ def test_tokens_create_rejects_an_unknown_scope(store_db):
     assert "rb_" not in result.stdout
 
 
+@pytest.mark.parametrize("scopes", ["", " , "])
+def test_tokens_create_refuses_an_empty_list_of_scopes(store_db, scopes):
+    """Found by an audit: `--scopes ''` made a token that reached nothing but `GET /`."""
+    result = runner.invoke(cli, ["tokens", "create", "--store", "acme", "--scopes", scopes, "--database", store_db])
+    assert result.exit_code == 2 and "rb_" not in result.stdout
+    assert "at least one scope" in " ".join(result.output.split())
+
+
 def test_tokens_create_rejects_an_unknown_store(store_db):
     result = run("tokens", "create", "--store", "nobody", "--scopes", "read_customers", "--database", store_db)
     assert result.exit_code != 0
@@ -513,7 +521,7 @@ def test_a_store_name_is_trimmed_and_a_host_s_own_zone_is_no_time_zone(store_db)
 
 
 @pytest.mark.parametrize("command", [["serve", "--port", "1"], ["worker"], ["bill"], ["migrate"]])
-@pytest.mark.parametrize("database", ["mysql://a@b/c", "sqlite://", "garbage"])
+@pytest.mark.parametrize("database", ["mysql://a@b/c", "sqlite://", "garbage", "sqlite:///:memory:"])
 def test_the_long_running_commands_refuse_a_url_they_cannot_use_in_one_line(command, database):
     """Found by an audit: `serve`, `worker`, `bill` and `migrate` printed a traceback of 120 lines."""
     result = runner.invoke(cli, [*command, "--database", database])
@@ -549,6 +557,56 @@ def test_a_database_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path,
     assert done.returncode in (1, 2), done.stderr
     assert said in " ".join(done.stderr.split()) and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "missing").exists()  # a command that reads makes no database
+
+
+def test_a_worker_makes_no_database_at_a_mistyped_path(tmp_path):
+    """Found by an audit: it made the file empty and waited for `rebill migrate` for ever."""
+    result = runner.invoke(cli, ["worker", "--database", f"sqlite:///{tmp_path}/none.db"])
+    assert result.exit_code == 1 and "no database at" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_database_of_an_older_schema_is_one_line(tmp_path):
+    """Found by an audit: a PostgreSQL database at an older revision gave a 190-line traceback
+    (a column this version reads is missing); SQLite says the same in its words."""
+    import sqlite3
+    import subprocess
+    import sys
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    assert run("migrate", "--database", url).exit_code == 0
+    assert run("stores", "create", "old", "--database", url).exit_code == 0
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        conn.execute("ALTER TABLE stores RENAME COLUMN timezone TO timezone_before")
+    done = subprocess.run([sys.executable, "-m", "rebill.cli", "stores", "list", "--database", url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "schema is older than this version's" in " ".join(done.stderr.split()), done.stderr
+
+
+def test_urls_are_shown_without_their_password():
+    """Found by an audit: a Redis outage logged `redis://:secretpw@...` on every process."""
+    from rebill.settings import shown_url
+    assert shown_url("redis://:secretpw@127.0.0.1:6379/0") == "redis://:***@127.0.0.1:6379/0"
+    assert shown_url("postgresql://app:pw@db:5432/rebill") == "postgresql://app:***@db:5432/rebill"
+    assert shown_url("postgresql://root@127.0.0.1/x") == "postgresql://root@127.0.0.1/x"
+    assert shown_url("sqlite:////var/lib/rebill.db") == "sqlite:////var/lib/rebill.db"
+
+
+def test_each_server_run_has_a_metrics_folder_of_its_own_and_dead_runs_are_cleared(tmp_path, monkeypatch):
+    """Found by an audit: a second `serve` on a busy port emptied and removed the running one's
+    folder (keyed by the port alone), and its /metrics answered 500 from then on."""
+    import os
+    import tempfile
+
+    from rebill.observability import metrics
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    root = tmp_path / f"rebill-metrics-{os.getuid()}"
+    dead, living = root / "serve-8080-999999999", root / f"serve-8080-{os.getppid()}"
+    for folder in (dead, living):
+        folder.mkdir(parents=True)
+    mine = metrics.default_directory("serve-8080")
+    assert mine == root / f"serve-8080-{os.getpid()}"
+    assert not dead.exists() and living.exists()
 
 
 def test_a_worker_whose_metrics_address_is_taken_says_so_in_one_line(tmp_path):

@@ -24,8 +24,10 @@ def clock_advance(
 ) -> None:
     """Move a sandbox store's clock forward (one of --days, --to, --hours).
 
-    Every billing and webhook delivery attempt that falls due on the way runs at its moment
-    (decisions §6.11, §6.12), as the API's advance does. Other stores keep the real time."""
+    The advance walks day by day (--days, --to) or hour by hour (--hours): at each stop, the
+    billing due by then runs, and the webhook deliveries due by then are tried once (decisions
+    §6.11, §6.12), as the API's advance does. A retry schedule of minutes or hours is followed
+    only hour by hour (docs/webhooks.md). Other stores keep the real time."""
     from rich.progress import Progress
 
     from rebill.domain.billing import travel

@@ -70,8 +70,10 @@ def _parsed(url: str) -> URL:
         parsed = make_url(normalize_url(url))
     except ArgumentError:
         parsed = None
+    # An in-memory SQLite database is no store: each connection would see its own empty one
+    # (found by an audit: `sqlite:///:memory:` was a traceback).
     if parsed is None or parsed.get_backend_name() not in ("sqlite", "postgresql") or (
-            parsed.get_backend_name() == "sqlite" and not parsed.database):
+            parsed.get_backend_name() == "sqlite" and (not parsed.database or parsed.database == ":memory:")):
         err.print(f"[red]not a database URL Rebill can use[/red]: {url!r} (use {SUPPORTED})", soft_wrap=True)
         raise typer.Exit(2)
     return parsed
@@ -88,6 +90,10 @@ def database_problem(exc: BaseException) -> str | None:
         said = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0]
         if "no such table" in said or (getattr(exc.orig, "sqlstate", None) == "42P01"):
             return f"the database has no tables yet ({said}): run `rebill migrate` first"
+        # An older schema: a table without a column this version reads (found by an audit: a
+        # PostgreSQL database left at an older revision gave a 190-line traceback).
+        if "no such column" in said or (getattr(exc.orig, "sqlstate", None) == "42703"):
+            return f"the database's schema is older than this version's ({said}): run `rebill migrate`"
         # A file that is no SQLite database (or a damaged one) too (found by an audit).
         if unavailable(exc) or isinstance(exc, OperationalError) or "file is not a database" in said \
                 or "database disk image is malformed" in said:

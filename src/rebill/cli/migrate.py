@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from rebill.db.migrate import upgrade
+from rebill.settings import shown_url
 
 from .common import DatabaseOption, err, settings_for
 
@@ -19,4 +20,4 @@ def migrate(database: Optional[str] = DatabaseOption) -> None:
     """Apply database migrations."""
     settings = settings_for(database)
     upgrade(settings.database_url)
-    err.print(f"[green]migrated[/green] {settings.database_url}")
+    err.print(f"[green]migrated[/green] {shown_url(settings.database_url)}")

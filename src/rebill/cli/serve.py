@@ -17,7 +17,7 @@ from rebill.domain.store import service as store_service
 from rebill.observability import logs
 from rebill.observability.logs import logging_config
 from rebill.observability.metrics import default_directory, prepare_directory, remove_directory
-from rebill.settings import RateLimit
+from rebill.settings import RateLimit, shown_url
 from rebill.settings import background_jobs as parse_background_jobs
 from rebill.settings import log_format as parse_log_format
 
@@ -89,7 +89,7 @@ def serve(
     if json_logs:
         log.info("serving on http://%s:%d", host, port, extra={"workers": workers, "metrics_dir": metrics_dir})
     else:
-        err.print(f"Serving on http://{host}:{port} ({settings.database_url})"
+        err.print(f"Serving on http://{host}:{port} ({shown_url(settings.database_url)})"
                   + (f"; GET /metrics on (files in {metrics_dir})" if metrics_dir else ""))
     # Issue 18: the operator learns at start whether the rate limit is shared (docs/operations.md, "Redis").
     parts = urlsplit(settings.redis_url or "")

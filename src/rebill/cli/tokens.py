@@ -32,6 +32,9 @@ def tokens_create(
     if all_scopes == (scopes is not None):
         # Both: an operator who meant a narrow token would get every scope (found by an audit).
         raise typer.BadParameter("give either --scopes a,b,c or --all-scopes")
+    if scopes is not None and not csv(scopes):
+        # A token of no scope reaches nothing but `GET /` (found by an audit: `--scopes ''` made one).
+        raise typer.BadParameter("name at least one scope, or give --all-scopes")
     db = open_database(database, migrate=True)
     try:
         with db.write() as conn:

@@ -26,7 +26,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from rebill.settings import RateLimit
+from rebill.settings import RateLimit, shown_url
 
 from .ratelimit import LeakyBuckets
 
@@ -126,11 +126,11 @@ class SharedBuckets(LeakyBuckets):
                 # outage: said as what it is, so that an operator does not look for a network fault.
                 what = "refuses the rate limit's script" if isinstance(exc, ResponseError) else "does not answer"
                 logger.warning("Redis at %s %s (%s): rate limits are per process until it answers",
-                               self.url, what, exc)
+                               shown_url(self.url), what, exc)
             self._down_until = time.monotonic() + RETRY_SECONDS
             return self.take(token_id, limit)
         if self._down_until is not None:
-            logger.warning("Redis at %s answers again: rate limits are shared", self.url)
+            logger.warning("Redis at %s answers again: rate limits are shared", shown_url(self.url))
             self._down_until = None
         return bool(allowed), int(used), rule.burst, int(wait)
 

@@ -74,9 +74,27 @@ SAMPLE_SECONDS = 1.0
 
 def default_directory(name: str) -> Path:
     """Where `rebill serve` keeps its processes' files when ``REBILL_METRICS_DIR`` names none:
-    the system's temporary directory, one folder per user and per server (its port), so two
-    servers on one host never share or clean each other's."""
-    return Path(tempfile.gettempdir()) / f"rebill-metrics-{os.getuid()}" / name
+    the system's temporary directory, one folder per user and per server run (``name``, then
+    the supervisor's pid), so two servers on one host never share or clean each other's (found
+    by an audit: a second `serve` on a busy port emptied and removed the running one's folder,
+    and its /metrics answered 500 from then on). The folders of runs whose process is gone
+    (a crash, SIGKILL) are removed here."""
+    root = Path(tempfile.gettempdir()) / f"rebill-metrics-{os.getuid()}"
+    for earlier in root.glob(f"{name}-*"):
+        pid = earlier.name.rpartition("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(earlier, ignore_errors=True)
+    return root / f"{name}-{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def prepare_directory(path: str | Path) -> str:
