@@ -633,3 +633,39 @@ def test_stores_list_piped_keeps_every_name_and_version_whole(store_db):
     assert listed.exit_code == 0
     [row] = [line for line in listed.output.splitlines() if name in line]
     assert "2021-11" in row
+
+
+def test_stores_update_sets_the_tier_the_installation_and_the_dunning_settings(store_db):
+    """Found by an audit: nothing but SQL could uninstall a store (decisions §1.3: every token
+    answers 403), change its tier or its dunning settings (§6.4)."""
+    assert run("stores", "create", "tiers", "--database", store_db).exit_code == 0
+    result = runner.invoke(cli, ["stores", "update", "tiers", "--plan-tier", "premium_a", "--uninstalled",
+                                 "--first-retry-days", "2", "--max-attempts", "4", "--on-max-retries", "do_nothing",
+                                 "--database", store_db])
+    assert result.exit_code == 0, result.output
+    store = _store(store_db, "tiers")
+    assert (store.plan_tier, store.installed) == ("premium_a", False)
+    assert store.dunning == {"first_retry_days": 2, "retry_every_days": 6, "max_attempts": 4,
+                             "on_max_retries": "do_nothing"}
+    refused = runner.invoke(cli, ["stores", "update", "tiers", "--plan-tier", "gold", "--retry-every-days", "0",
+                                  "--on-max-retries", "shrug", "--database", store_db])
+    assert refused.exit_code != 0
+    said = " ".join(refused.output.split())
+    assert "plan_tier" in said and "retry_every_days" in said and "on_max_retries" in said
+    assert _store(store_db, "tiers").plan_tier == "premium_a"
+    assert runner.invoke(cli, ["stores", "update", "tiers", "--installed", "--database", store_db]).exit_code == 0
+    assert _store(store_db, "tiers").installed is True
+
+
+def test_an_uninstalled_store_answers_403_to_its_tokens(tmp_path):
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert run("stores", "create", "gone", "--database", url).exit_code == 0
+    token = runner.invoke(cli, ["tokens", "create", "--store", "gone", "--all-scopes", "--database", url]).stdout.strip()
+    settings = Settings(database_url=url, token_cache_seconds=0.0, regenerate_every=0, bill_every=0, purge_every=0,
+                        deliver_webhooks=False, batch_every=0)
+    with TestClient(create_app(settings)) as client:
+        headers = {"X-Service-Access-Token": token, "X-Service-Version": "2021-11"}
+        assert client.get("/customers", headers=headers).status_code == 200
+        assert run("stores", "update", "gone", "--uninstalled", "--database", url).exit_code == 0
+        reply = client.get("/customers", headers=headers)
+        assert reply.status_code == 403 and reply.json() == {"errors": "The store is not installed"}

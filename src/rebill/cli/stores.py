@@ -65,22 +65,41 @@ def stores_update(
     phone: Optional[str] = typer.Option(None, "--phone", help=PHONE_HELP + "; '' clears it"),
     checkout_logo_url: Optional[str] = typer.Option(None, "--checkout-logo-url", help=LOGO_HELP + "; '' clears it"),
     timezone: Optional[str] = typer.Option(None, "--timezone", help=TIMEZONE_HELP),
+    plan_tier: Optional[str] = typer.Option(None, "--plan-tier", help="standard, premium_a or premium_b "
+                                            "(decisions §6.6: processing and bundles need a tier)"),
+    installed: Optional[bool] = typer.Option(None, "--installed/--uninstalled",
+                                             help="An uninstalled store answers 403 to every token (decisions §1.3)"),
+    first_retry_days: Optional[int] = typer.Option(None, "--first-retry-days",
+                                                   help="Days from a charge's first failure to its retry (1-365)"),
+    retry_every_days: Optional[int] = typer.Option(None, "--retry-every-days",
+                                                   help="Days between the later retries (1-365)"),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", help="Attempts in all, the first one "
+                                               "included (1-50)"),
+    on_max_retries: Optional[str] = typer.Option(None, "--on-max-retries", help="When the last attempt fails: "
+                                                 "cancel_subscriptions, do_nothing or "
+                                                 "cancel_subscriptions_and_customer"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
-    """Change a store's contact settings and time zone (GET /store, GET /shop); what is not given
-    stays."""
-    if email is None and phone is None and checkout_logo_url is None and timezone is None:
-        err.print("[red]nothing to change[/red]: give --email, --phone, --checkout-logo-url or --timezone")
+    """Change a store's contact settings, time zone, plan tier, installation and dunning
+    settings (decisions §1.3, §6.4; GET /store, GET /shop); what is not given stays."""
+    dunning = {key: value for key, value in (("first_retry_days", first_retry_days),
+                                             ("retry_every_days", retry_every_days), ("max_attempts", max_attempts),
+                                             ("on_max_retries", on_max_retries)) if value is not None}
+    if all(v is None for v in (email, phone, checkout_logo_url, timezone, plan_tier, installed)) and not dunning:
+        err.print("[red]nothing to change[/red]: give --email, --phone, --checkout-logo-url, --timezone, "
+                  "--plan-tier, --installed/--uninstalled or a dunning setting", soft_wrap=True)
         raise typer.Exit(2)
     db = open_database(database)
     try:
         with db.write() as conn:
             before = store_named(conn, name)
             after = store_service.update_settings(conn, _now(before), before, email=email, phone=phone,
-                                                  checkout_logo_url=checkout_logo_url, timezone=timezone)
+                                                  checkout_logo_url=checkout_logo_url, timezone=timezone,
+                                                  plan_tier=plan_tier, installed=installed, dunning=dunning)
     except ValidationFailed as exc:
         fail(exc)
-    changed = [n for n in (*store_service.SETTINGS, "timezone") if getattr(before, n) != getattr(after, n)]
+    changed = [n for n in (*store_service.SETTINGS, "timezone", "plan_tier", "installed", "dunning")
+               if getattr(before, n) != getattr(after, n)]
     err.print(f"[green]updated[/green] {', '.join(changed)} of {name}" if changed else f"{name}: nothing changed")
 
 

@@ -8,10 +8,9 @@ from datetime import date, timedelta
 from typing import Any
 
 from ..store.model import DEFAULT_DUNNING
+from ..store.model import DUNNING_ACTIONS as ACTIONS  # noqa: F401 (the name its callers use)
 
 CLOSED_MAX_RETRIES_REACHED = "CLOSED_MAX_RETRIES_REACHED"
-# NOTE: decisions §6.4, what a store may do when the last attempt fails.
-ACTIONS = ("cancel_subscriptions", "do_nothing", "cancel_subscriptions_and_customer")
 
 
 def settings(dunning: dict[str, Any] | None) -> dict[str, Any]:

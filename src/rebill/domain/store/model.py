@@ -31,6 +31,10 @@ SCOPES = (
 
 DEFAULT_DUNNING = {"first_retry_days": 1, "retry_every_days": 6, "max_attempts": 8,
                    "on_max_retries": "cancel_subscriptions"}
+# NOTE: decisions §6.4, what a store may do when the last attempt fails.
+DUNNING_ACTIONS = ("cancel_subscriptions", "do_nothing", "cancel_subscriptions_and_customer")
+# The bounds an operator may set them within (days between attempts, attempts in all).
+DUNNING_DAYS, DUNNING_ATTEMPTS = (1, 365), (1, 50)
 
 
 class Store(msgspec.Struct, kw_only=True, frozen=True):

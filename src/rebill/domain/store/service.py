@@ -7,6 +7,7 @@ import secrets
 import unicodedata
 from datetime import datetime
 from functools import cache
+from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import available_timezones
 
@@ -17,7 +18,18 @@ from rebill.errors import NotFound, ValidationFailed
 from ..customer.service import EMAIL
 from ..geo import country, is_currency
 from . import repository
-from .model import API_VERSIONS, CHECKOUT_PLATFORMS, DEFAULT_DUNNING, PLAN_TIERS, SCOPES, Store, TokenRecord
+from .model import (
+    API_VERSIONS,
+    CHECKOUT_PLATFORMS,
+    DEFAULT_DUNNING,
+    DUNNING_ACTIONS,
+    DUNNING_ATTEMPTS,
+    DUNNING_DAYS,
+    PLAN_TIERS,
+    SCOPES,
+    Store,
+    TokenRecord,
+)
 
 
 def create_store(
@@ -149,17 +161,29 @@ def _web_address(value: str) -> bool:
 
 def update_settings(conn: Connection, now: datetime, store: Store, *, email: str | None = None,
                     phone: str | None = None, checkout_logo_url: str | None = None,
-                    timezone: str | None = None) -> Store:
-    """Sets the contact settings and the time zone given (None: unchanged; `""` clears a
-    contact setting). Settings equal to the stored ones write nothing: `updated_at` stays, and
-    no process drops its cached stores (a store's update bumps the revision, migration 0012)."""
+                    timezone: str | None = None, plan_tier: str | None = None, installed: bool | None = None,
+                    dunning: dict[str, Any] | None = None) -> Store:
+    """Sets the contact settings, the time zone, the plan tier, whether the store is installed
+    and its dunning settings given (None: unchanged; `""` clears a contact setting; ``dunning``
+    merges key by key, decisions §1.3, §6.4). Settings equal to the stored ones write nothing:
+    `updated_at` stays, and no process drops its cached stores (a store's update bumps the
+    revision, migration 0012, so an uninstall reaches every process at its next request)."""
     given = {"email": email, "phone": phone, "checkout_logo_url": checkout_logo_url}
-    values = {name: value.strip() for name, value in given.items() if value is not None}
+    values: dict[str, Any] = {name: value.strip() for name, value in given.items() if value is not None}
     errors = settings_problems(values)
     if timezone is not None:
         values["timezone"] = timezone.strip()
         if problem := timezone_problem(values["timezone"]):
             errors["timezone"] = [problem]
+    if plan_tier is not None:
+        values["plan_tier"] = plan_tier.strip()
+        if values["plan_tier"] not in PLAN_TIERS:
+            errors["plan_tier"] = [f"must be one of: {', '.join(PLAN_TIERS)}"]
+    if installed is not None:
+        values["installed"] = installed
+    if dunning:
+        values["dunning"] = {**DEFAULT_DUNNING, **(store.dunning or {}), **dunning}
+        errors.update(_dunning_problems(dunning))
     if errors:
         raise ValidationFailed(errors)
     changes = {name: value for name, value in values.items() if getattr(store, name) != value}
@@ -167,6 +191,17 @@ def update_settings(conn: Connection, now: datetime, store: Store, *, email: str
         return store
     repository.update_store(conn, store.id, {**changes, "updated_at": now})
     return _fresh(conn, store.id)
+
+
+def _dunning_problems(given: dict[str, Any]) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for name, (low, high) in (("first_retry_days", DUNNING_DAYS), ("retry_every_days", DUNNING_DAYS),
+                              ("max_attempts", DUNNING_ATTEMPTS)):
+        if name in given and not (isinstance(given[name], int) and low <= given[name] <= high):
+            errors[name] = [f"must be from {low} to {high}"]
+    if "on_max_retries" in given and given["on_max_retries"] not in DUNNING_ACTIONS:
+        errors["on_max_retries"] = [f"must be one of: {', '.join(DUNNING_ACTIONS)}"]
+    return errors
 
 
 def new_client_secret() -> str:
