@@ -87,16 +87,6 @@ def default_directory(name: str) -> Path:
     return root / f"{name}-{os.getpid()}"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
-
-
 def prepare_directory(path: str | Path) -> str:
     """Creates the directory, removes the files a previous run left (its counts belong to that
     run: a restarted server starts its counters at zero, as Prometheus expects of a restarted
