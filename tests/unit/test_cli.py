@@ -559,11 +559,23 @@ def test_a_database_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path,
     assert not (tmp_path / "missing").exists()  # a command that reads makes no database
 
 
-def test_a_worker_makes_no_database_at_a_mistyped_path(tmp_path):
-    """Found by an audit: it made the file empty and waited for `rebill migrate` for ever."""
-    result = runner.invoke(cli, ["worker", "--database", f"sqlite:///{tmp_path}/none.db"])
-    assert result.exit_code == 1 and "no database at" in result.output
+def test_a_worker_waiting_for_a_database_makes_none(tmp_path):
+    """Found by an audit: a worker at a mistyped path made an empty file (and its -wal, -shm)
+    while it waited for `rebill migrate`; it waits without making one."""
+    from rebill.jobs.worker import schema_current
+    url = f"sqlite:///{tmp_path}/none.db"
+    db = Database.from_url(url)
+    try:
+        assert schema_current(db, url) is False
+    finally:
+        db.dispose()
     assert list(tmp_path.iterdir()) == []
+    assert run("migrate", "--database", url).exit_code == 0
+    db = Database.from_url(url)
+    try:
+        assert schema_current(db, url) is True
+    finally:
+        db.dispose()
 
 
 def test_a_database_of_an_older_schema_is_one_line(tmp_path):

@@ -31,9 +31,7 @@ def worker(
     from rebill.observability.metrics import AddressUnavailable
 
     try:
-        # A SQLite file that is not there is a typo, not a database to wait for (found by an
-        # audit: the worker made it empty and waited for `rebill migrate` for ever).
-        settings = settings_for(database, existing=True)
+        settings = settings_for(database)
         if log_format is not None:
             settings = settings.with_(log_format=parse_log_format(log_format))
     except ValueError as exc:

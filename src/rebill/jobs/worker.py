@@ -26,9 +26,11 @@ import logging
 import os
 import signal
 from collections.abc import Callable
+from pathlib import Path
 
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import make_url
 from starlette.concurrency import run_in_threadpool
 
 from rebill.app import build_services
@@ -47,7 +49,12 @@ SCHEMA_SECONDS = 2.0
 
 
 def schema_current(db: Database, url: str) -> bool:
-    """Whether the database's migrations are exactly this version's heads."""
+    """Whether the database's migrations are exactly this version's heads. A SQLite file that is
+    not there is not opened (which would make it): the worker waits for `rebill migrate` to
+    make it, and a mistyped path leaves nothing behind (found by an audit)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not Path(parsed.database).exists():
+        return False
     heads = set(ScriptDirectory.from_config(alembic_config(url)).get_heads())
     with db.engine.connect() as conn:
         return set(MigrationContext.configure(conn).get_current_heads()) == heads
