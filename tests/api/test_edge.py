@@ -71,6 +71,14 @@ def test_token_of_uninstalled_store_answers_403(api):
     assert response.headers["X-Service-Version"]
 
 
+def test_an_uninstalled_stores_403_names_the_stores_default_version(api):
+    """Found by an audit: a store of 2021-11 had its 403 (and 429) say 2021-01, the fallback
+    for answers of no known store."""
+    other = api.other_store(installed=False, default_api_version="2021-11")
+    reply = other.client.get("/customers", headers={"X-Service-Access-Token": other.token})
+    assert reply.status_code == 403 and reply.headers["X-Service-Version"] == "2021-11"
+
+
 def test_uninstalled_store_answers_403_even_on_root(api):
     other = api.other_store(installed=False)
     assert other.get("/").status_code == 403

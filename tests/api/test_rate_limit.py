@@ -142,6 +142,16 @@ def test_every_endpoint_counts_against_the_bucket(limited):
     assert limited.get("/customers").status_code == 429
 
 
+def test_a_429_names_the_stores_default_version(limited):
+    """Found by an audit: it named the fallback 2021-01 for a store whose default is 2021-11."""
+    other = limited.other_store(default_api_version="2021-11")
+    headers = {"X-Service-Access-Token": other.token}
+    for _ in range(3):
+        assert other.client.get("/", headers=headers).headers["X-Service-Version"] == "2021-11"
+    refused = other.client.get("/", headers=headers)
+    assert refused.status_code == 429 and refused.headers["X-Service-Version"] == "2021-11"
+
+
 def test_unauthenticated_requests_answer_401_not_429(limited):
     for _ in range(6):
         assert limited.get("/", token="rb_unknown").status_code == 401

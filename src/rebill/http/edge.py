@@ -177,6 +177,10 @@ class Edge:
             # The request line names the store of a refusal from here on (a 403, 429 or 426;
             # found by an audit: an operator filtering by store did not see its 429s).
             scope[STORE_KEY] = store.id
+            if asked_version is None and store.default_api_version in self.versions:
+                # Its 403 or 429 names the version the store's default would serve (found by an
+                # audit: they named the fallback, 2021-01, for a store of 2021-11).
+                served = store.default_api_version
             if not store.installed:
                 raise Forbidden("The store is not installed")
             own_limit = token.rate_limit or store.rate_limit
