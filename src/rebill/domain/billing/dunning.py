@@ -8,7 +8,6 @@ from datetime import date, timedelta
 from typing import Any
 
 from ..store.model import DEFAULT_DUNNING
-from ..store.model import DUNNING_ACTIONS as ACTIONS  # noqa: F401 (the name its callers use)
 
 CLOSED_MAX_RETRIES_REACHED = "CLOSED_MAX_RETRIES_REACHED"
 

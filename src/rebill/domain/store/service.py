@@ -57,12 +57,9 @@ def create_store(
     unknown = [c for c in ships if country(c) is None]
     if unknown:
         errors["ships_to"] = [f"unknown country codes: {', '.join(unknown)}"]
-    if plan_tier not in PLAN_TIERS:
-        errors["plan_tier"] = [f"must be one of: {', '.join(PLAN_TIERS)}"]
-    if checkout_platform not in CHECKOUT_PLATFORMS:
-        errors["checkout_platform"] = [f"must be one of: {', '.join(CHECKOUT_PLATFORMS)}"]
-    if default_api_version not in API_VERSIONS:
-        errors["default_api_version"] = [f"must be one of: {', '.join(API_VERSIONS)}"]
+    _choice(errors, "plan_tier", plan_tier, PLAN_TIERS)
+    _choice(errors, "checkout_platform", checkout_platform, CHECKOUT_PLATFORMS)
+    _choice(errors, "default_api_version", default_api_version, API_VERSIONS)
     # ASCII upper case before the look-up: "ßßß".upper() is "SSSSSS" (found by an audit).
     currency = currency.strip().upper() if currency.isascii() else currency
     if not is_currency(currency):
@@ -177,8 +174,7 @@ def update_settings(conn: Connection, now: datetime, store: Store, *, email: str
             errors["timezone"] = [problem]
     if plan_tier is not None:
         values["plan_tier"] = plan_tier.strip()
-        if values["plan_tier"] not in PLAN_TIERS:
-            errors["plan_tier"] = [f"must be one of: {', '.join(PLAN_TIERS)}"]
+        _choice(errors, "plan_tier", values["plan_tier"], PLAN_TIERS)
     if installed is not None:
         values["installed"] = installed
     if dunning:
@@ -199,9 +195,14 @@ def _dunning_problems(given: dict[str, Any]) -> dict[str, list[str]]:
                               ("max_attempts", DUNNING_ATTEMPTS)):
         if name in given and not (isinstance(given[name], int) and low <= given[name] <= high):
             errors[name] = [f"must be from {low} to {high}"]
-    if "on_max_retries" in given and given["on_max_retries"] not in DUNNING_ACTIONS:
-        errors["on_max_retries"] = [f"must be one of: {', '.join(DUNNING_ACTIONS)}"]
+    if "on_max_retries" in given:
+        _choice(errors, "on_max_retries", given["on_max_retries"], DUNNING_ACTIONS)
     return errors
+
+
+def _choice(errors: dict[str, list[str]], name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        errors[name] = [f"must be one of: {', '.join(choices)}"]
 
 
 def new_client_secret() -> str:
