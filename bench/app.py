@@ -9,6 +9,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
+from rebill import heap
 from rebill.app import create_app
 from rebill.http.render import JSON
 
@@ -29,6 +30,7 @@ async def bare(request: Request) -> JSON:
 
 _bare = Starlette(routes=[Route("/__bare", bare)])
 _rebill = create_app()
+heap.freeze()  # as rebill.asgi, the entry point of `rebill serve`: the process's start out of the collector
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -24,6 +24,7 @@ from sqlalchemy import delete, func, select, update
 
 from bench import schedule
 from bench.schedule import _bulk
+from rebill import heap
 from rebill.clock import FrozenClock, SystemClock
 from rebill.db.engine import Database
 from rebill.domain.billing import run as billing
@@ -89,6 +90,7 @@ def run(url: str, n: int) -> dict[str, Any]:
     due = billing.count_due(db, store, clock.now())
     with db.read() as conn:
         before = _marks(conn)
+    heap.freeze()  # as `rebill bill` and `rebill worker` do before their runs (rebill/heap.py)
     print(f"billing: one billing run over {due:,} due charges, {billing.BATCH} per batch", flush=True)
     started = time.perf_counter()
     with Progress(transient=True) as progress:

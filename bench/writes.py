@@ -49,9 +49,12 @@ from typing import Any
 
 import rebill
 from bench import floor, run, schedule
+from rebill import heap
 
 WHEN = "2031-01-15"  # after every seeded date: the first create on an address inserts its charge
 LANES = 16  # requests in flight, as wrk -c16
+# Set (--unfrozen, inherited by the callgrind children): the heap is not frozen, to measure what it saves.
+UNFROZEN = "REBILL_BENCH_UNFROZEN"
 
 
 def seed(url: str, n_addresses: int) -> dict[str, Any]:
@@ -86,6 +89,8 @@ class Driver:
         self.app = create_app(Settings(database_url=url, rate_limit=RateLimit(enabled=False), regenerate_every=0,
                                        bill_every=0, purge_every=0, deliver_webhooks=False, batch_every=0,
                                        token_cache_seconds=1e9))
+        if not os.environ.get(UNFROZEN):
+            heap.freeze()  # as rebill.asgi does in each API process (rebill/heap.py)
         self.loop = uvloop.new_event_loop()
         self.random = random.Random(rng_seed)
         self.tag = uuid.uuid4().hex[:8]
@@ -296,11 +301,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", choices=("subscription", "customer"), help="one create instead of both")
     parser.add_argument("--instructions", action="store_true", help="count instructions with valgrind instead")
+    parser.add_argument("--unfrozen", action="store_true", help="leave the heap unfrozen (rebill/heap.py), to compare")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the creates (of --only, else subscriptions)")
     parser.add_argument("--seeded", type=Path, metavar="DIR",
                         help="keep the seeded database in DIR and start from a copy of it on the next runs")
     args = parser.parse_args()
     kinds = [args.only] if args.only else ["subscription", "customer"]
+    if args.unfrozen:
+        os.environ[UNFROZEN] = "1"
     work = Path(tempfile.mkdtemp(prefix="rebill-bench-writes-"))
     try:
         seeded = seeded_copy(args.seeded, args.addresses, work)

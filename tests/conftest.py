@@ -8,6 +8,7 @@ so no cleanup is needed between tests.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import uuid
@@ -112,6 +113,14 @@ def _clock_put_back(clock: FrozenClock) -> Iterator[None]:
     before = clock.now()
     yield
     clock.set(before)
+
+
+@pytest.fixture(autouse=True)
+def _heap_unfrozen() -> Iterator[None]:
+    """A command run in process (CliRunner) freezes the heap as its process would (rebill/heap.py):
+    the test process takes it back, or the fixtures alive then would keep their cycles for good."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from rebill import heap
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 
@@ -44,6 +45,7 @@ def bill(
         found = stores_named(conn, store)
     due = {s.id: billing.count_due(db, s, store_clock.clock_for(s, clock.now)(), last) for s in found}
     summary = billing.Summary()
+    heap.freeze()  # a long run: what the process built is not walked by every full collection (heap.py)
     with Progress(console=err) as progress:
         task = progress.add_task("billing", total=sum(due.values()))
         for each in found:

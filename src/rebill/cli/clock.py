@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from rebill import heap
 from rebill.clock import SystemClock
 
 from .common import DatabaseOption, date_option, err, fail, open_database, out, settings_for, store_named
@@ -41,6 +42,7 @@ def clock_advance(
     gateway = gateway_for(db, clock.now, secret_key=settings.secret_key, timeout=settings.stripe_timeout_seconds)
     with db.read() as conn:
         found = store_named(conn, store)
+    heap.freeze()  # a long run (heap.py)
     try:
         # No progress display off a terminal: a transient one leaves an empty line behind.
         with Progress(console=err, transient=True, disable=not err.is_terminal) as progress:

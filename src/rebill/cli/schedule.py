@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from rebill import heap
 from rebill.clock import SystemClock
 
 from .common import DatabaseOption, err, open_database, out, stores_named
@@ -32,6 +33,7 @@ def schedule_regenerate(
     with db.read() as conn:
         plan = [(s, address_repo.ids_of_store(conn, s.id)) for s in stores_named(conn, store)]
     total = sum(len(ids) for _, ids in plan)
+    heap.freeze()  # a long run (heap.py)
     with Progress(console=err) as progress:
         task = progress.add_task("regenerating", total=total)
         for found, ids in plan:

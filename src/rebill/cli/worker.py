@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from rebill import heap
 from rebill.settings import log_format as parse_log_format
 
 from .common import DatabaseOption, settings_for
@@ -37,6 +38,7 @@ def worker(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     logs.configure(settings.log_format, requests=False)
+    heap.freeze()  # what the process built lives as long as it (heap.py)
     try:
         code = asyncio.run(jobs_worker.run(settings, concurrency=concurrency))
     except AddressUnavailable as exc:
