@@ -83,6 +83,10 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         changes["updated_at"] = unit.now
         if not repository.update_item(unit.conn, unit.store_id, onetime_id, current.lock_version, changes):
             raise Conflict()
+        if "next_charge_scheduled_at" in changes:
+            # Its one date moves (decisions §5.6): a skip of the old date is no longer its (found by an
+            # audit: the item sat on the old date's skipped charge and on the new date's queued one).
+            repository.remove_skips(unit.conn, onetime_id)
         unit.record("onetime/updated", onetime_id, changed=attributes.names(changes, API_NAMES[ONETIME]))
         replan(unit, [current.address_id])
     return get(unit, onetime_id, ONETIME)

@@ -335,20 +335,31 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         # pays for: a cancelled subscription still on the charge its last retry closed would
         # have that charge billed for them (found by a random audit).
         errored.check_not_waiting(unit, subscription_id, next((n for n in cadence if n in changes), "order_interval_unit"))
+        # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
+        since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
         if "next_charge_scheduled_at" not in changes and current.status == ACTIVE:
-            # NOTE: decisions §5.16, the creation date is the store's date (its "today" then).
-            since = current.last_charge_date or current.created_at.astimezone(zone(unit.store.timezone)).date()
             changes["next_charge_scheduled_at"] = intervals.after_interval_change(cadence, since, today)
-    by_hand = "next_charge_scheduled_at" in changes and current.status == ACTIVE and not any(
+        elif current.status != ACTIVE and current.cancelled_next_date is not None:
+            # The date an activation gives back (decisions §5.16) is the new cadence's, as an
+            # active one's next date is (found by an audit: a monthly cadence made weekly while
+            # cancelled went on from the old date on the old anchor, read as a weekday).
+            changes["cancelled_next_date"] = intervals.after_interval_change(cadence, since, today)
+    date_moved = changes.get("next_charge_scheduled_at", current.next_charge_scheduled_at) \
+        != current.next_charge_scheduled_at
+    by_hand = date_moved and current.status == ACTIVE and not any(
         name in changes for name in (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week"))
-    if by_hand and changes["next_charge_scheduled_at"] != current.next_charge_scheduled_at:
+    if by_hand:
         # The date alone, as set_next_charge_date sets it: its day is the cadence's from then on.
         changes.update(intervals.set_by_hand(current, changes["next_charge_scheduled_at"]))
         intervals.check_room("next_charge_scheduled_at", changes["next_charge_scheduled_at"],
                              current.order_interval_unit, current.charge_interval_frequency,
                              changes.get("anchor_day", current.anchor_day))
-    elif (interval_changed or "next_charge_scheduled_at" in changes) and not by_hand:
-        when = changes.get("next_charge_scheduled_at") or current.next_charge_scheduled_at
+    elif interval_changed or date_moved:
+        # Only a cadence or a date that changes sets the anchor again: a PUT that sends both back
+        # as they are keeps it (found by an audit: Jan 31's cadence, echoed after a skip had put
+        # it on Feb 28, went on the 28th of every month).
+        when = changes.get("next_charge_scheduled_at") or current.next_charge_scheduled_at \
+            or changes.get("cancelled_next_date")
         if when is not None:
             changes["anchor_day"] = intervals.anchor_for(cadence["order_interval_unit"], when,
                                                          cadence.get("order_day_of_month"),
