@@ -101,7 +101,16 @@ class Call:
     def params(self) -> dict[str, str]:
         """Query parameters, parsed on first use (most calls never read them)."""
         if self._params is None:
-            self._params = dict(self.request.query_params) if self.scope["query_string"] else {}
+            self._params = {}
+            if self.scope["query_string"]:
+                # A parameter sent twice is its values joined by commas, as the lists the filters
+                # take (`ids=1,2`) and as a header sent twice (found by an audit: the last one won,
+                # so `status=QUEUED&status=ERROR` counted the errors alone). A parameter of one
+                # value sent twice with two values is then a value it refuses (422).
+                values: dict[str, dict[str, None]] = {}
+                for name, value in self.request.query_params.multi_items():
+                    values.setdefault(name, {})[value] = None
+                self._params = {name: ",".join(each) for name, each in values.items()}
         return self._params
 
     # Units of work -----------------------------------------------------------------

@@ -76,7 +76,15 @@ def fetch_page(conn: Connection, stmt: Select[Any], table: Table, query: ListQue
     if backwards:
         rows.reverse()
     if not rows:
-        return PageResult(rows, None, None)
+        if position is None:
+            return PageResult(rows, None, None)
+        # Every row past the cursor was deleted since: the way back still leads to the page it
+        # came from, its boundary row included (found by an audit: both cursors were null, and a
+        # client that had walked backwards could not return). Ids are integers, so the boundary
+        # moved by one id toward the way back lets exactly that row through the strict keyset.
+        toward = 1 if query.descending == backwards else -1
+        back = Position(position.value, position.id + toward, not backwards)
+        return PageResult(rows, next=back if backwards else None, previous=None if backwards else back)
 
     def at(row: Any, backwards: bool) -> Position:
         return Position(getattr(row, query.sort), row.id, backwards)

@@ -45,9 +45,11 @@ def chosen_version(query_string: bytes, asked: str | None) -> str:
     """The version whose document is asked for (module docstring); raises 422 or 426."""
     named = parse_qs(query_string.decode("latin-1")).get("version")
     if named:
-        if named[0] not in VERSIONS:
+        # Sent twice with two values: neither is taken (api/call.py joins them the same way).
+        chosen = ",".join(dict.fromkeys(named))
+        if chosen not in VERSIONS:
             raise ValidationFailed.field("version", f"must be one of {', '.join(VERSIONS)}")
-        return named[0]
+        return chosen
     if asked:
         if asked not in VERSIONS:
             raise VersionInvalid(f"Invalid API version: {asked}. Use one of {', '.join(VERSIONS)}")
