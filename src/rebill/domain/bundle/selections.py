@@ -116,7 +116,12 @@ def _record(unit: Unit, topic: str, selection_id: int, item: PurchaseItem, **kw:
 
 def create(unit: Unit, command: BundleSelectionCreate) -> BundleSelection:
     item = _purchase_item(unit, command.purchase_item_id)
-    item = subscriptions.locked(unit, item.id, item.kind)
+    try:
+        item = subscriptions.locked(unit, item.id, item.kind)
+    except NotFound:
+        # Deleted by a concurrent request since it was read: what a body naming it then gets
+        # (found by an audit: a 404, as if the path were unknown).
+        raise ValidationFailed.field(ITEM, "purchase item not found") from None
     _check_open(item)
     _free(unit, item.id)
     variant = _bundle_of(unit, item)

@@ -209,6 +209,12 @@ def bulk_update(unit: Unit, commands: list[PlanUpdate]) -> list[Plan]:
     _products_changed(unit, [pair for plan, values in changed for pair in (
         (plan.product_id, plan.external_product_id), (values["product_id"], values["external_product_id"]))])
     after = repository.plans_by_id(unit.conn, unit.store_id, [plan.id for plan, _ in checked])
+    # A plan deleted by a concurrent request since it was read: the whole request is refused and
+    # rolled back, as for a plan unknown from the start (found by an audit: a KeyError, a 500).
+    # Nothing failed the checks above, so the i-th plan checked is the i-th of the request.
+    gone = {str(index): {"id": ["plan not found"]} for index, (plan, _) in enumerate(checked) if plan.id not in after}
+    if gone:
+        raise ValidationFailed({"plans": gone})
     return [after[plan.id] for plan, _ in checked]
 
 
