@@ -399,7 +399,7 @@ def test_a_code_that_applies_takes_its_share_before_tax(vapi):
     ({"status": "disabled"}, "discount is disabled"),
     ({"applies_to_product_type": "ONETIME", "applies_to_id": "100", "applies_to_resource": "platform_product"},
      "discount applies to no line of this checkout"),
-    ({"prerequisite_subtotal_min": Decimal("50")}, "the checkout's subtotal 33.00 is below the discount's minimum 50"),
+    ({"prerequisite_subtotal_min": Decimal("50")}, "the checkout's subtotal 33.00 is below the discount's minimum 50.00"),
     ({"channel_settings": {"checkout_page": {"can_apply": False}}},
      "discount cannot be applied through the checkout page"),
 ])

@@ -254,7 +254,7 @@ def test_apply_to_a_charge_below_the_minimum_or_with_no_matching_line_is_refused
     address = subscribed(api)
     charge = queued(api, address.id)
     assert errors_of(api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": minimum})) == {
-        "discount_id": ["the charge's subtotal 12.50 is below the discount's minimum 50"]}
+        "discount_id": ["the charge's subtotal 12.50 is below the discount's minimum 50.00"]}
     assert errors_of(api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": product})) == {
         "discount_id": ["discount applies to no line of this charge"]}
 

@@ -330,6 +330,9 @@ def test_stores_rates_refuses_a_bad_rate(store_db):
     (["--shipping-rate", "5.005"], "shipping_rates.0.price: has too many decimal places for USD (at most 2)"),
     # A province no address has: the rate could never apply.
     (["--tax-rate", "US:0.0725:XX"], "tax_rates.0.province: is not a province of US"),
+    # Found by an audit: `-0` was kept, and charges showed a shipping line of "-0.00".
+    (["--shipping-rate=-0:US"], "shipping_rates.0.price"),
+    (["--tax-rate", "US:-0"], "tax_rates.0.rate"),
 ])
 def test_stores_rates_refuses_what_no_charge_could_use(store_db, option, said):
     result = run("stores", "rates", "acme", *option, "--database", store_db)

@@ -143,7 +143,8 @@ def price(store: Store, today: date, now: datetime, *, lines: list[dict[str, Any
         "amount": format_amount(values["total_discounts"] if terms is not None else ZERO, currency),
         "applicable": terms is not None,
         "non_applicable_reason": reason,
-        "value": value_text(row.discount_type, row.value, currency) if row is not None else None,
+        # A fixed amount is in the store's currency (decisions §7.5), whatever the checkout's.
+        "value": value_text(row.discount_type, row.value, store.currency) if row is not None else None,
         "value_type": row.discount_type if row is not None else None,
     }
     return Priced(pricing, {name: values[name] for name in TOTALS}, store.taxes_included)

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ..money import format_amount
+from ..money import format_amount, quantize
 from ..text_keys import text_key as code_key  # noqa: F401 (the name its callers use)
 from ..text_keys import text_keys as code_keys  # noqa: F401
 
@@ -76,7 +76,9 @@ class Discount(msgspec.Struct, kw_only=True):
                    applies_to_product_type=row.applies_to_product_type,
                    channel_settings=channels(row.channel_settings),
                    first_time_customer_restriction=row.first_time_customer_restriction,
-                   prerequisite_subtotal_min=row.prerequisite_subtotal_min, starts_at=row.starts_at,
+                   # Shown with the store currency's minor digits, as any amount (decisions §2.7).
+                   prerequisite_subtotal_min=None if row.prerequisite_subtotal_min is None
+                   else quantize(row.prerequisite_subtotal_min, currency), starts_at=row.starts_at,
                    ends_at=row.ends_at, created_at=row.created_at, updated_at=row.updated_at)
 
 

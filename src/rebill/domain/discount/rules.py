@@ -44,6 +44,10 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
         return "discount has reached its usage limit"
     if row.discount_type == "fixed_amount" and currency != unit.store.currency:
         return f"a fixed amount discount applies only to charges in {unit.store.currency}"
+    if row.prerequisite_subtotal_min is not None and currency != unit.store.currency:
+        # Its minimum is an amount of the store's currency too (decisions §7.5), which a subtotal
+        # in another cannot be measured against (found by an audit: 60 JPY met a 50.00 USD minimum).
+        return f"a discount with a minimum subtotal applies only to charges in {unit.store.currency}"
     if customer_id is None:
         return None
     if row.once_per_customer:

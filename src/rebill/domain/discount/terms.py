@@ -35,7 +35,9 @@ class Terms:
         return cls(id=row.id, code=row.code, kind=row.discount_type, value=row.value,
                    shown=value_text(row.discount_type, row.value, currency),
                    product_type=row.applies_to_product_type, applies_to_id=row.applies_to_id,
-                   applies_to_resource=row.applies_to_resource, minimum=row.prerequisite_subtotal_min,
+                   applies_to_resource=row.applies_to_resource,
+                   minimum=None if row.prerequisite_subtotal_min is None
+                   else quantize(row.prerequisite_subtotal_min, currency),
                    products=products)
 
     def eligible(self, item: Any) -> bool:

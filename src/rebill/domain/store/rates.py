@@ -28,7 +28,8 @@ def _amount(value: Any, *, rate: bool) -> str | None:
         number = Decimal(str(value))
     except (InvalidOperation, ValueError):
         return None
-    if not number.is_finite() or number < 0 or (rate and number >= 1) or abs(number) >= 10**12:
+    # `-0` is refused as the API refuses `-0.00` (found by an audit: charges showed "-0.00").
+    if not number.is_finite() or number.is_signed() or (rate and number >= 1) or abs(number) >= 10**12:
         return None
     return format(number, "f")
 
