@@ -11,7 +11,14 @@ from typing import Any
 
 from rebill.errors import ValidationFailed, add_error
 
-from ..geo import COUNTRIES_REQUIRING_PROVINCE, country, find_province, subdivisions, zip_problem
+from ..geo import (
+    COUNTRIES_NOT_REQUIRING_ZIP,
+    COUNTRIES_REQUIRING_PROVINCE,
+    country,
+    find_province,
+    subdivisions,
+    zip_problem,
+)
 from ..store.model import Store
 from .verifier import AddressVerifier
 
@@ -100,6 +107,20 @@ def check_location(store: Store, verifier: AddressVerifier, values: dict[str, An
     if errors:
         raise ValidationFailed(errors)
     return values
+
+
+def check_zip_follows_country(current_country: str | None, current_zip: str | None, sent: dict[str, Any]) -> None:
+    """NOTE: spec 01 Addresses update, a country change needs a zip change in the same request;
+    into a country without postal codes (decisions §4.2) a zip sent empty or null is that change,
+    even from another such country (found by an audit: it was refused as the same). An address
+    and an order's shipping address (order/service.py) obey it alike."""
+    new = (sent.get("country_code") or "").upper()
+    if not new or new == (current_country or "").upper():
+        return  # no country change (an unknown or missing one is check_location's to refuse)
+    given = (sent.get("zip") or "").strip()
+    no_zip = new in COUNTRIES_NOT_REQUIRING_ZIP and "zip" in sent and not given
+    if "zip" not in sent or (given == (current_zip or "").strip() and not no_zip):
+        raise ValidationFailed.field("zip", "must be changed when the country changes")
 
 
 def check_presentment_currency(store: Store, currency: str | None) -> str:

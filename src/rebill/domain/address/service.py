@@ -13,7 +13,6 @@ from ..charge.model import OPEN
 from ..customer import repository as customers
 from ..discount import apply as discount_apply
 from ..event import attributes
-from ..geo import COUNTRIES_NOT_REQUIRING_ZIP
 from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
 from ..money import format_amount
@@ -23,7 +22,7 @@ from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
 from .model import Address, AddressCreate, AddressUpdate
-from .rules import check_location, check_presentment_currency
+from .rules import check_location, check_presentment_currency, check_zip_follows_country
 from .verifier import AddressVerifier
 
 LOCATION = ("address1", "city", "country_code", "province", "zip")
@@ -108,13 +107,7 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
         # Its charges, prices and applied codes are in that currency: a new one is a new address.
         raise ValidationFailed.field("presentment_currency", "cannot be changed once the address is created")
     if "country_code" in changes and changes["country_code"].upper() != current.country_code:
-        # NOTE: spec 01 Addresses update, a country change needs a zip change in the same request;
-        # into a country without postal codes (decisions §4.2) a zip sent empty or null is that
-        # change, even from another such country (found by an audit: it was refused as the same).
-        sent = (changes.get("zip") or "").strip()
-        no_zip = changes["country_code"].upper() in COUNTRIES_NOT_REQUIRING_ZIP and "zip" in changes and not sent
-        if "zip" not in changes or (sent == (current.zip or "").strip() and not no_zip):
-            raise ValidationFailed.field("zip", "must be changed when the country changes")
+        check_zip_follows_country(current.country_code, current.zip, changes)
         # The old country's province means nothing in the new one.
         changes.setdefault("province", None)
     if any(field in changes for field in LOCATION):

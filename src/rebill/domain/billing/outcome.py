@@ -34,9 +34,9 @@ from ..charge.model import ERROR, PENDING, SUCCESS, Charge
 from ..customer import activity
 from ..discount import repository as discounts
 from ..event import attributes, outbox
+from ..order import deliveries
 from ..order import repository as orders
 from ..payment.gateway import AUTHORIZED, CAPTURED, CARD_EXPIRED, CUSTOMER_NEEDS_TO_UPDATE_CARD, Result
-from ..schedule.dates import add_interval
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..subscription.intervals import next_unskipped
@@ -143,7 +143,7 @@ class _Batch:
                 self.orders.append((charge, held))
                 # The plan already counts the orders a charge pays for (spec 01 Charge
                 # `orders_count`, "more than 1 for prepaid"): the count is what was made.
-                row["orders_count"] = _orders_per_charge(held)
+                row["orders_count"] = _order_count(charge, held)
                 self.events["charge/paid"].append(charge.id)
             else:
                 self._updated("charge", charge.id, attributes.differing(charge, _columns(row), CHARGE_NAMES))
@@ -249,7 +249,7 @@ class _Batch:
         unit.record_many("order/success", processed)  # NOTE: docs/webhooks.md, 2021-11's name for it
 
     def _sequences(self) -> list[int]:
-        return [k for _, held in self.orders for k in range(_orders_per_charge(held))]
+        return [k for charge, held in self.orders for k in range(_order_count(charge, held))]
 
 
 # One statement each for the whole batch: every row sets the same columns.
@@ -386,38 +386,30 @@ def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem], *, capture
     return made
 
 
-def _orders_per_charge(held: list[PurchaseItem]) -> int:
-    return max((i.orders_per_charge for i in held if i.kind == SUBSCRIPTION and i.is_prepaid), default=1)
+def _order_count(charge: Charge, held: list[PurchaseItem]) -> int:
+    return deliveries.count(charge.scheduled_at, held)
 
 
 def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *, numbered: bool = True) -> list[int]:
-    """One order per delivery: a prepaid charge makes one for each order interval it paid for
-    (decisions §6.12: order k on the charge's date plus k order intervals, the first `success`,
-    the rest `queued`)."""
+    """One order per delivery date (order/deliveries.py): the first on the charge's date,
+    `success`; a prepaid charge's later ones `queued`, each on a date on which one of its
+    prepaid items delivers by its own order interval (decisions §6.12: the item's order k on the
+    charge's date plus k of its order intervals), numbered by date (their `sequence`)."""
     rows, item_ids = [], []
     # NOTE: spec 01 Bundle selection, a new order takes the current contents of its selections.
     lines = bundle_lines.with_contents(unit.conn, unit.store_id, [(c.id, c.line_items) for c, _ in paid])
     for charge, held in paid:
-        prepaid = [i for i in held if i.kind == SUBSCRIPTION and i.is_prepaid]
-        for k in range(_orders_per_charge(held)):
-            when = charge.scheduled_at if k == 0 else _nth_order_date(prepaid[0], charge.scheduled_at, k)
-            if k == 0:
-                delivered, ids = lines[charge.id], charge.purchase_item_ids
-            else:
-                # NOTE: decisions §5.4, §5.6: the later orders deliver the prepaid items only (each
-                # for the orders it paid for); a pay-as-you-go or one-time item of the same charge
-                # is delivered once, by the first (its next delivery is its own next charge).
-                again = {i.id for i in prepaid if i.orders_per_charge > k}
-                delivered = [line for line in lines[charge.id] if line.get("purchase_item_id") in again]
-                ids = [i for i in charge.purchase_item_ids if i in again]
-            rows.append({**_order_row(unit, charge, k, when, bool(prepaid)), "line_items": delivered})
-            item_ids.append(ids)
+        prepaid = any(i.kind == SUBSCRIPTION and i.is_prepaid for i in held)
+        rows.append({**_order_row(unit, charge, 0, charge.scheduled_at, prepaid), "line_items": lines[charge.id]})
+        item_ids.append(charge.purchase_item_ids)
+        for k, (when, again) in enumerate(deliveries.later_orders(charge.scheduled_at, held), start=1):
+            # NOTE: decisions §5.4, §5.6: the later orders deliver the prepaid items only, each on
+            # its own dates; a pay-as-you-go or one-time item of the same charge is delivered
+            # once, by the first (its next delivery is its own next charge).
+            delivered = [line for line in lines[charge.id] if line.get("purchase_item_id") in again]
+            rows.append({**_order_row(unit, charge, k, when, prepaid), "line_items": delivered})
+            item_ids.append([i for i in charge.purchase_item_ids if i in again])
     return orders.insert_many(unit.conn, rows, item_ids, numbered=numbered)
-
-
-def _nth_order_date(item: PurchaseItem, start: date, k: int) -> date:
-    assert item.order_interval_unit and item.order_interval_frequency
-    return add_interval(start, item.order_interval_unit, item.order_interval_frequency * k, item.anchor_day)
 
 
 def _order_row(unit: Unit, charge: Charge, k: int, when: date, prepaid: bool) -> dict[str, Any]:

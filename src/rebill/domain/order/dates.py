@@ -29,7 +29,11 @@ def change_date(unit: Unit, order_id: int, when: date) -> Order:
 def delay(unit: Unit, order_id: int) -> Order:
     """NOTE: decisions §6.12, a queued prepaid order and every later queued order of the same
     charge move one order interval later (the subscription's next charge does not move: it
-    was paid for on its own dates)."""
+    was paid for on its own dates). Each moves by the order interval of the prepaid
+    subscription it delivers: in a charge of prepaid items of different order intervals, the
+    later orders of one are not on the other's cadence (order/deliveries.py), and each item's
+    deliveries keep their own spacing. A later order whose subscription is gone moves by the
+    delayed order's interval, the one the delay asked for (rather than refusing the delay)."""
     order = get(unit, order_id)
     if order.charge_id is not None:
         repository.lock_of_charge(unit.conn, unit.store_id, order.charge_id)
@@ -38,10 +42,13 @@ def delay(unit: Unit, order_id: int) -> Order:
         raise ValidationFailed.field("status", f"only a queued order can be delayed; this one is {order.status}")
     if not order.is_prepaid:
         raise ValidationFailed.field("is_prepaid", "only a prepaid order can be delayed")
-    cadence = _cadence(unit, order)
     moving = [order, *repository.later_queued(unit.conn, unit.store_id, order)]
+    cadences = _cadences(unit, moving)
+    cadence = cadences.get(order.id)
+    if cadence is None:
+        raise ValidationFailed.field("is_prepaid", "the order's prepaid subscription no longer exists")
     try:
-        dates = [_one_interval_later(each.scheduled_at, cadence) for each in moving]
+        dates = [_one_interval_later(each.scheduled_at, cadences.get(each.id, cadence)) for each in moving]
     except (OverflowError, ValueError):  # a date moved by hand to the end of the calendar
         raise ValidationFailed.field("scheduled_at", "cannot be delayed past the year 9999") from None
     for each, when in zip(moving, dates):
@@ -54,18 +61,24 @@ def _move(unit: Unit, order: Order, when: date) -> None:
     unit.record("order/updated", order.id, changed=("scheduled_at",))
 
 
-def _cadence(unit: Unit, order: Order) -> PurchaseItem:
-    """The prepaid subscription the order delivers (its order interval is the step): one of
-    the order's lines that its charge paid several orders of, whatever the subscription's
-    cadence became since. Never another line's (found by an audit: a clone of a first order
-    whose prepaid subscription was deleted was delayed by its pay-as-you-go line's week)."""
-    held = [line["purchase_item_id"] for line in order.line_items if (line.get("orders_per_charge") or 1) > 1]
-    found = [i for i in items.many(unit.conn, unit.store_id, held).values()
-             if i.kind == SUBSCRIPTION and i.order_interval_unit and i.order_interval_frequency]
-    found.sort(key=lambda i: i.id)
-    if not found:
-        raise ValidationFailed.field("is_prepaid", "the order's prepaid subscription no longer exists")
-    return found[0]
+def _cadences(unit: Unit, orders: list[Order]) -> dict[int, PurchaseItem]:
+    """Per order (by id), the prepaid subscription it delivers (its order interval is the step):
+    one of the order's lines that its charge paid several orders of, whatever the subscription's
+    cadence became since; an order without one that still exists is left out. Never another
+    line's (found by an audit: a clone of a first order whose prepaid subscription was deleted
+    was delayed by its pay-as-you-go line's week). An order delivering prepaid items of two
+    order intervals on one date (their dates coincide, or a first order's clone) moves by the
+    one with the lowest id (docs/api-choices.md, Orders)."""
+    held = {each.id: [line["purchase_item_id"] for line in each.line_items
+                      if (line.get("orders_per_charge") or 1) > 1] for each in orders}
+    found = items.many(unit.conn, unit.store_id, sorted({i for ids in held.values() for i in ids}))
+    cadences: dict[int, PurchaseItem] = {}
+    for order_id, ids in held.items():
+        usable = sorted((found[i] for i in set(ids) if i in found), key=lambda i: i.id)
+        usable = [i for i in usable if i.kind == SUBSCRIPTION and i.order_interval_unit and i.order_interval_frequency]
+        if usable:
+            cadences[order_id] = usable[0]
+    return cadences
 
 
 def _one_interval_later(day: date, item: PurchaseItem) -> date:

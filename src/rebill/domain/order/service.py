@@ -11,7 +11,7 @@ from typing import Any
 
 from rebill.errors import NotFound, ValidationFailed
 
-from ..address.rules import check_location
+from ..address.rules import check_location, check_zip_follows_country
 from ..address.verifier import AddressVerifier
 from ..charge import repository as charges
 from ..event import attributes
@@ -60,6 +60,7 @@ def _address(unit: Unit, verifier: AddressVerifier, name: str, current: dict[str
         merged["province"] = None  # the old country's province means nothing in the new one
     try:
         if name == "shipping_address":
+            check_zip_follows_country((current or {}).get("country_code"), (current or {}).get("zip"), sent)
             return check_location(unit.store, verifier, merged) if set(sent) & LOCATION else merged
         if not merged.get("country_code"):
             raise ValidationFailed.field("country_code", "is required")

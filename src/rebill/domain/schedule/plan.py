@@ -20,6 +20,7 @@ from ..charge import rates
 from ..charge.totals import LineInput, compute
 from ..discount.terms import AddressDiscounts, Terms, basis_of
 from ..money import format_amount, quantize
+from ..order import deliveries
 from ..store.model import Store
 from ..subscription.model import PurchaseItem
 from .dates import add_interval
@@ -151,7 +152,9 @@ def build_charge(store: Store, address: Address, billing: dict[str, Any] | None,
         # A 32-bit column: each item's grams fit, but not always their sum times the quantities.
         "total_weight_grams": min(sum((item.grams or 0) * item.quantity * item.orders_per_charge for item in items),
                                   MAX_WEIGHT_GRAMS),
-        "orders_count": max(item.orders_per_charge for item in items),
+        # NOTE: decisions §6.12, the orders the charge will make: one per delivery date of its
+        # prepaid items, each on its own order interval (the deliveries of one, when it has one).
+        "orders_count": deliveries.count(when, items),
     }
     return PlannedCharge(address.id, when, status, [item.id for item in items], values)
 
