@@ -10,12 +10,12 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from rebill.domain.billing import claim as claims
 from rebill.domain.billing import run as billing
 from rebill.domain.payment.sandbox import SandboxGateway
-from rebill.models import charges, orders, purchase_items, sandbox_payments
+from rebill.models import charges, orders, payment_methods, purchase_items, sandbox_payments
 from tests.builders import (
     charges_of,
     make_address,
@@ -364,6 +364,39 @@ def test_a_subscription_cancelled_while_its_charge_fails_leaves_the_charge_in_re
     # Nothing of it left: the charge in retry is deleted with it.
     api.delete(f"/subscriptions/{other.id}")
     assert [c for c in charges_of(api, address.id) if c.status == "error"] == []
+
+
+@pytest.mark.parametrize("write, line", [
+    ("quantity", (3, "12.50")),
+    ("price", (1, "30.00")),
+])
+def test_an_update_while_its_charge_fails_is_what_the_retry_bills(tier_a, at, write, line):
+    """Found by the race audit on PostgreSQL: an update answered 200 while the charge was being
+    paid (a claimed charge does not change), the payment failed, and the charge in retry kept the
+    old line, which the retry then billed. Recorded failed, the charge takes what changed, as it
+    does at once when an item on a charge in retry is updated."""
+    api = tier_a
+    at(START)
+    customer, address, subscription = _subscriber(api, token="pm_declined")
+    body = {"quantity": 3} if write == "quantity" else {"price": "30.00"}
+    gateway = _Meanwhile(_gateway(api), lambda: api.put(f"/subscriptions/{subscription.id}", json=body))
+    _bill(api, gateway)
+    assert gateway.replies[0].status_code == 200, gateway.replies[0].text
+    [charge] = [c for c in charges_of(api, address.id) if c.status == "error"]
+    shown = api.get(f"/charges/{charge.id}").json()["charge"]
+    assert [(i["quantity"], i["unit_price"]) for i in shown["line_items"]] == [line]
+    # The retry, with a card that works, takes the charge as it is now.
+    with api.db.write() as conn:
+        conn.execute(update(payment_methods).where(payment_methods.c.customer_id == customer.id)
+                     .values(processor_payment_method_token="pm_ok"))
+    _bill_real(api, charge.id)
+    paid = api.get(f"/charges/{charge.id}").json()["charge"]
+    assert paid["status"] == "success" and paid["total_price"] == shown["total_price"]
+    with api.db.read() as conn:
+        [amount] = conn.execute(select(sandbox_payments.c.amount).where(
+            sandbox_payments.c.reference == f"charge {charge.id}",
+            sandbox_payments.c.outcome == "captured")).scalars()
+    assert amount == int(Decimal(shown["total_price"]) * 100)
 
 
 @pytest.mark.parametrize("change", ["delete", "update"])

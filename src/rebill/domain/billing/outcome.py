@@ -89,7 +89,7 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
         recorded.append(batch.add(charge, result, method_id, processor,
                                   [held[i] for i in charge.purchase_item_ids if i in held]))
     batch.write()
-    _release_gone(unit, mine, held)
+    _recompute_failed(unit, mine, held)
     replan(unit, sorted({c.address_id for c, _, _ in mine} | {i.address_id for i in held.values()}))
     # The orders' numbers last: taking them locks the store's order counter until the COMMIT
     # (order/repository.py), so the runs of several workers billing one store each hold it for
@@ -278,18 +278,24 @@ def _cancelled_meanwhile(item: PurchaseItem) -> bool:
     return item.kind == SUBSCRIPTION and item.status == CANCELLED and not closed_it
 
 
-def _release_gone(unit: Unit, mine: list[tuple[Charge, Result, int | None]], held: dict[int, PurchaseItem]) -> None:
-    """A charge that failed and waits for a retry must not take the money of an item cancelled
-    or deleted while it was being paid (the charge did not change then, decisions §6.3): now
-    that it is no longer claimed, the items leave it, as a cancel takes an item out of a
-    charge in retry (decisions §5.16; emptied, it is deleted). A paid charge keeps them: it
-    paid for them (_advance)."""
+def _recompute_failed(unit: Unit, mine: list[tuple[Charge, Result, int | None]], held: dict[int, PurchaseItem]) -> None:
+    """A charge that failed and waits for a retry is billed by that retry as its items are then
+    (docs/api-choices.md): while it was being paid it could not change (decisions §6.3), so what
+    changed meanwhile reaches it now that it is no longer claimed, as it would have at once on a
+    charge in retry. An item cancelled or deleted meanwhile leaves it (decisions §5.16; emptied,
+    it is deleted); a new quantity, price or variant computes its money again (found by a race
+    audit on PostgreSQL: an update that answered 200 during the payment was never billed, and the
+    retry took the old amount). Unchanged charges are not written. A paid charge keeps what it
+    paid for (_advance)."""
+    failed: list[int] = []
+    gone: set[int] = set()
     for charge, result, _ in mine:
         if result.outcome in (CAPTURED, AUTHORIZED):
             continue
-        gone = {i for i in charge.purchase_item_ids if i not in held or _cancelled_meanwhile(held[i])}
-        if gone:
-            errored.recompute(unit, [charge.id], leaving=gone)
+        failed.append(charge.id)
+        gone |= {i for i in charge.purchase_item_ids if i not in held or _cancelled_meanwhile(held[i])}
+    if failed:
+        errored.recompute(unit, failed, leaving=gone)
 
 
 def _skipped_ahead(unit: Unit, held: Iterable[PurchaseItem]) -> dict[int, set[date]]:
