@@ -778,6 +778,15 @@ def test_a_checkout_of_a_known_email_uses_its_customer(api):
     assert count(api, customers) == 1
 
 
+def test_a_checkouts_email_is_kept_as_the_customer_it_makes_keeps_it(vapi):
+    """Found by an audit: the checkout kept the spaces around it, its customer not."""
+    priced_store(vapi)
+    token = ready(vapi, email=" New.Person@Example.com ")["token"]
+    assert vapi.get(f"/checkouts/{token}").json()["checkout"]["email"] == "New.Person@Example.com"
+    assert vapi.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 200
+    assert vapi.get(f"/checkouts/{token}").json()["checkout"]["email"] == "New.Person@Example.com"
+
+
 def test_a_first_recurring_charge_delay_counts_days_from_the_charge(api):
     priced_store(api)
     token = ready(api, line_items=[{**SUB_LINE, "first_recurring_charge_delay": 10}])["token"]

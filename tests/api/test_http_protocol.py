@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP
+from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP, ONE_HOST
 from tests.served import Server, serve
 
 BAD = {
@@ -104,3 +104,62 @@ def test_ordinary_heads_and_pipelined_bodies_are_not_counted_as_header_fields(se
     second = b"GET /store HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 30_000 + b"\r\nConnection: close\r\n\r\n"
     answer = _answer_to_pieces(server, iter([first + second[:100], second[100:]]))
     assert answer.count(b"HTTP/1.1 ") == 2 and b" 431 " not in answer
+
+
+def _status_and_body(answer: bytes) -> tuple[str, dict[str, str], bytes]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    return status, dict(line.lower().split(": ", 1) for line in lines), body
+
+
+def test_one_header_field_past_64_kib_in_one_piece_answers_431(server):
+    """Found by an audit: only pieces continuing a head were counted, so 150 KB sent at once passed."""
+    sent = b"GET /store HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 150_000 + b"\r\n\r\n"
+    status, headers, body = _status_and_body(_exchange(server, sent))
+    assert status == "HTTP/1.1 431 Request Header Fields Too Large"
+    assert json.loads(body) == {"errors": HEAD_TOO_LARGE} and len(headers["x-request-id"]) == 32
+    assert server.request("GET", "/store")[0] == 200
+
+
+@pytest.mark.parametrize("hosts", [b"", b"Host: a.example\r\nHost: b.example\r\n"])
+def test_an_http_1_1_request_needs_exactly_one_host(server, hosts):
+    """RFC 9112 §3.2 (found by an audit: both were served, the 2021-01 Link built from the first)."""
+    sent = (b"GET /store HTTP/1.1\r\n" + hosts + b"X-Service-Access-Token: " + server.token.encode()
+            + b"\r\nConnection: close\r\n\r\n")
+    status, headers, body = _status_and_body(_exchange(server, sent))
+    assert status == "HTTP/1.1 400 Bad Request"
+    assert json.loads(body) == {"errors": ONE_HOST} and headers["x-service-version"] == "2021-01"
+    # HTTP/1.0 needs none.
+    old = b"GET /store HTTP/1.0\r\nX-Service-Access-Token: " + server.token.encode() + b"\r\n\r\n"
+    assert _status_and_body(_exchange(server, old))[0] == "HTTP/1.1 200 OK"
+
+
+def test_trailer_fields_of_a_chunked_body_are_not_header_fields(server):
+    """RFC 9110 §6.5.1 (found by an audit: a token sent as a trailer in the same packet as the
+    body authenticated the request)."""
+    body = b'{"first_name":"Trailer"}'
+    sent = (b"PUT /customers/1 HTTP/1.1\r\nHost: x\r\nX-Service-Version: 2021-11\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + b"%x\r\n" % len(body) + body + b"\r\n0\r\nX-Service-Access-Token: " + server.token.encode() + b"\r\n\r\n")
+    status, _, answer = _status_and_body(_exchange(server, sent))
+    assert status == "HTTP/1.1 401 Unauthorized", answer
+
+
+def test_a_websocket_upgrade_is_an_ordinary_request_answered_in_the_error_shape(server):
+    """Found by an audit: uvicorn took upgrades and answered a plain-text 403 without a request id."""
+    sent = (b"GET /customers HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    status, headers, body = _status_and_body(_exchange(server, sent))
+    assert status == "HTTP/1.1 401 Unauthorized"
+    assert headers["content-type"] == "application/json" and len(headers["x-request-id"]) == 32
+    assert "errors" in json.loads(body)
+
+
+def test_a_content_length_with_leading_zeros_is_its_number(server):
+    """RFC 9110 §8.6, `1*DIGIT` (found by an audit: a 413 "too large")."""
+    body = b'{"first_name":"Zeros"}'
+    sent = (b"PUT /customers/1 HTTP/1.1\r\nHost: x\r\nX-Service-Version: 2021-11\r\nConnection: close\r\n"
+            b"X-Service-Access-Token: " + server.token.encode() + b"\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 000000000000000000000%d\r\n\r\n" % len(body) + body)
+    status, _, answer = _status_and_body(_exchange(server, sent))
+    assert status in ("HTTP/1.1 200 OK", "HTTP/1.1 404 Not Found"), answer  # read, not refused as too large

@@ -145,3 +145,17 @@ def test_the_clock_reply_matches_its_shape(api):
     answer = sandbox.post("/store/clock/advance", json={"days": 1})
     assert answer.status_code == 200
     assert checker.check("POST", "/store/clock/advance", "2021-11", 200, answer.headers, answer.content) == []
+
+
+@pytest.mark.parametrize("method, path, headers, status, named", [
+    ("GET", "/openapi.json?version=x", {}, 422, "2021-01"),
+    ("GET", "/openapi.json", {"X-Service-Version": "2099-01"}, 426, "2021-01"),
+    ("DELETE", "/openapi.json", {"X-Service-Version": "2021-11"}, 405, "2021-11"),
+    ("GET", "/docs/static/nope", {}, 404, "2021-01"),
+    ("GET", "/docs", {"X-Service-Version": "2021-11"}, 200, "2021-11"),
+    ("GET", "/openapi.json?version=2021-01", {"X-Service-Version": "2021-11"}, 200, "2021-01"),
+])
+def test_every_answer_of_the_reference_names_a_version(client, method, path, headers, status, named):
+    """decisions §2.8 (found by an audit: only the document's 200 carried the header)."""
+    answer = client.request(method, path, headers=headers)
+    assert (answer.status_code, answer.headers["x-service-version"]) == (status, named)

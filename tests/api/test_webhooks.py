@@ -222,6 +222,14 @@ def test_a_bad_topic_and_a_bad_address_are_named_together(vapi):
     ("https://hooks.example.com:99999/x", "must be a valid URL"),
     ("https://hooks.example.com:port/x", "must be a valid URL"),
     ("https://[::1/x", "must be a valid URL"),
+    # Hosts no connection can reach (found by an audit: saved, and every delivery failed).
+    ("https://%zz/h", "must be a valid URL"),
+    ("https://exa%00mple.com/h", "must be a valid URL"),
+    ("https://xn--/h", "must be a valid URL"),
+    ("https://a..b/h", "must be a valid URL"),
+    ("https://256.256.256.256/h", "must be a valid URL"),
+    ("https://1.2.3.4.5/h", "must be a valid URL"),
+    ("https://" + "x" * 64 + ".example.com/h", "must be a valid URL"),
     ("https://hooks.example.com/" + "a" * 2023, "is too long (at most 2048 characters)"),
     ("https://hooks.example.com/a\x00b", "must not contain NUL characters"),
 ])

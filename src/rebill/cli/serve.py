@@ -111,7 +111,11 @@ def serve(
         # httptools' protocol with the error shape for a request it cannot parse (http/protocol.py).
         uvicorn.run("rebill.asgi:app", host=host, port=port, workers=workers, log_level="info",
                     access_log=False, log_config=logging_config(settings.log_format, requests=settings.request_lines),
-                    http=HttpProtocol, timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS)
+                    http=HttpProtocol, timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
+                    # No WebSocket endpoint: an upgrade request is an HTTP request like any other,
+                    # answered by the edge in the error shape (found by an audit: uvicorn took it
+                    # and answered a plain-text 403 with no request id).
+                    ws="none")
     finally:
         if metrics_dir is not None:
             remove_directory(metrics_dir)

@@ -21,7 +21,7 @@ from starlette.types import Scope, Send
 
 from rebill.api import openapi
 from rebill.api.openapi.edge_paths import DOCS_ASSETS, DOCS_PATH, DOCUMENT_PATH
-from rebill.api.versions import VERSIONS
+from rebill.api.versions import FALLBACK_VERSION, VERSIONS
 from rebill.errors import MethodNotAllowed, NotFound, ServiceError, ValidationFailed, VersionInvalid
 
 from .render import send_error
@@ -92,14 +92,19 @@ async def _send(send: Send, method: str, status: int, headers: list[tuple[bytes,
 
 
 async def serve(scope: Scope, send: Send, asked_version: str | None, headers: list[tuple[bytes, bytes]]) -> None:
-    """Answers a path of ``is_docs_path`` (the edge has set the request id in ``headers``)."""
+    """Answers a path of ``is_docs_path`` (the edge has set the request id in ``headers``).
+    NOTE: decisions §2.8, every response names a version: the document's its own, the others
+    (the page, its assets, every error) the one asked when it is valid, else the fallback, as
+    the edge's 426 does (found by an audit: only the document's 200 had the header)."""
     path, method = scope["path"], scope["method"]
+    named = asked_version if asked_version in VERSIONS else FALLBACK_VERSION
+    headers = [*headers, (b"x-service-version", named.encode())]
     try:
         if method not in ("GET", "HEAD"):
             raise MethodNotAllowed(headers={"Allow": "GET, HEAD"})
         if path == DOCUMENT_PATH:
             version = chosen_version(scope["query_string"], asked_version)
-            await _send(send, method, 200, [*headers, (b"x-service-version", version.encode()),
+            await _send(send, method, 200, [*headers[:-1], (b"x-service-version", version.encode()),
                                             (b"content-type", b"application/json")], openapi.encoded(version))
         elif path == DOCS_PATH:
             await _send(send, method, 200, [*headers, (b"content-type", b"text/html; charset=utf-8")], page())

@@ -141,7 +141,9 @@ class Edge:
                 # RFC 9110 §5.5: the whitespace around a field value is not part of it (found by an
                 # audit: `53 ` was taken for a body too large).
                 value = value.strip(b" \t")
-                length = int(value) if value.isdigit() and len(value) < 19 else MAX_BODY_BYTES + 1
+                # `1*DIGIT` (RFC 9110 §8.6): leading zeros are allowed (found by an audit: a 413).
+                digits = (value.lstrip(b"0") or b"0") if value.isdigit() else b""
+                length = int(digits) if digits and len(digits) < 19 else MAX_BODY_BYTES + 1
         # Unique, not secret: the PRNG is enough and spares a system call per request.
         headers: list[tuple[bytes, bytes]] = [(b"x-request-id", b"%032x" % getrandbits(128))]
         served = asked_version if asked_version in self.versions else self.fallback_version

@@ -15,10 +15,20 @@ first piece of a head is not counted (it may carry the end of the previous reque
 requests are pipelined): only pieces that continue a head left open are, which bounds the work
 of a head whatever its size, and no ordinary request ever comes near.
 
-It overrides uvicorn's ``send_400_response``, ``data_received`` and two parser callbacks
-(``on_message_begin``, ``on_headers_complete``), present since before the 0.30 the project
-requires; tests/api/test_http_protocol.py drives a real `rebill serve` with refused bytes, so an
-uvicorn that renamed them fails there, not in production.
+The fields themselves are counted too, as the parser hands them over: past ``MAX_HEAD`` bytes of
+names and values in all, 431 (found by an audit: a 150 KB field sent in one piece was taken).
+
+Two more refusals of RFC 9112 and 9110 the parser leaves to the server (found by an audit): an
+HTTP/1.1 request without a Host field, or with two, answers 400 (RFC 9112 §3.2; the 2021-01 `Link`
+header is built from it); and the trailer fields of a chunked body are not header fields (RFC 9110
+§6.5.1): uvicorn appended them to the list the request's scope holds, so a token or version sent as
+a trailer in the same packet as the body authenticated or chose the version of the request, and one
+in a later packet did not. They are dropped.
+
+It overrides uvicorn's ``send_400_response``, ``data_received`` and three parser callbacks
+(``on_message_begin``, ``on_header``, ``on_headers_complete``), present since before the 0.30 the
+project requires; tests/api/test_http_protocol.py drives a real `rebill serve` with refused bytes,
+so an uvicorn that renamed them fails there, not in production.
 """
 
 from __future__ import annotations
@@ -28,28 +38,50 @@ from random import getrandbits
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from rebill.api.versions import FALLBACK_VERSION
-from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP
+from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP, ONE_HOST
 
 from .render import encode
 
 _BODY = encode({"errors": NOT_READABLE_HTTP})
 _HEAD_BODY = encode({"errors": HEAD_TOO_LARGE})
+_HOST_BODY = encode({"errors": ONE_HOST})
 MAX_HEAD = 64 * 1024
 # NOTE: decisions §2.8, every response names a version: here no store is known.
 _VERSION = b"x-service-version: " + FALLBACK_VERSION.encode() + b"\r\n"
 
 
+class _Refused(Exception):
+    """Raised in a parser callback: the parser stops, and uvicorn calls ``send_400_response``,
+    which answers ``refusal`` instead of its 400."""
+
+
 class HttpProtocol(HttpToolsProtocol):
     _in_head = False  # a request has begun and its header fields are not all in yet
     _head_bytes = 0  # bytes of the pieces that continued it
+    _field_bytes = 0  # bytes of its header fields' names and values
+    _refusal: tuple[int, bytes] | None = None
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._in_head, self._head_bytes = True, 0
+        self._in_head, self._head_bytes, self._field_bytes = True, 0, 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self._in_head:
+            return  # a trailer field (module docstring)
+        self._field_bytes += len(name) + len(value)
+        if self._field_bytes > MAX_HEAD:
+            self._stop(431, _HEAD_BODY)
+        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        if self.parser.get_http_version() == "1.1" and sum(name == b"host" for name, _ in self.headers) != 1:
+            self._stop(400, _HOST_BODY)
         super().on_headers_complete()
+
+    def _stop(self, status: int, body: bytes) -> None:
+        self._refusal = (status, body)
+        raise _Refused()
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:
@@ -62,7 +94,7 @@ class HttpProtocol(HttpToolsProtocol):
 
     def send_400_response(self, msg: str) -> None:
         # ``msg`` is uvicorn's own text, already in its log line: the answer says what to fix.
-        self._refuse(400, _BODY)
+        self._refuse(*(self._refusal or (400, _BODY)))
 
     def _refuse(self, status: int, body: bytes) -> None:
         content = [STATUS_LINE[status]]

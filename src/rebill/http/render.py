@@ -4,6 +4,7 @@ of decisions §2.2: ``{"errors": ...}``."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -12,6 +13,26 @@ from starlette.types import Send
 
 from rebill.errors import ServiceError, UnsupportedMediaType, ValidationFailed
 from rebill.json_limits import MAX_NESTING, nested_deeper_than
+
+INEXACT = "has a number with more digits than can be read exactly (send it as a string)"
+
+
+def _exact_float(text: str) -> float:
+    """A JSON number with a fraction or an exponent, as a float only when the float is that
+    number: its shortest repr has the literal's value (`0.1`, `12.50`, `1.5e3`). Otherwise the
+    body is refused, never rounded: a money field reads a float through its repr (api/fields.py),
+    so `19.999999999999999` would have been taken as 20.00 while the same text as a string is
+    refused (found by an audit; decisions §2.7)."""
+    number = float(text)
+    if number in (_INFINITY, -_INFINITY) or (number == 0 and Decimal(text) != 0):  # 1e400, 1e-400
+        raise ValueError("out of range")
+    if Decimal(repr(number)) != Decimal(text):
+        raise ValueError(INEXACT)
+    return number
+
+
+_INFINITY = float("inf")
+_decoder = msgspec.json.Decoder(float_hook=_exact_float)
 
 
 def too_deep(limit: int = MAX_NESTING) -> ValidationFailed:
@@ -27,11 +48,12 @@ def decode_object(raw: bytes, nesting: int = MAX_NESTING) -> dict[str, Any]:
     if nested_deeper_than(raw, nesting):
         raise too_deep(nesting)
     try:
-        body = msgspec.json.decode(raw)
-    except msgspec.ValidationError:
-        # Decoding to Any validates nothing but number ranges: 1e400, or an integer of
-        # thousands of digits.
-        raise ValidationFailed({"body": ["has a number out of range"]}) from None
+        body = _decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        # Decoding to Any validates nothing but numbers: 1e400, an integer of thousands of
+        # digits, or a number no double holds exactly (_exact_float).
+        said = INEXACT if str(exc).startswith(INEXACT) else "has a number out of range"
+        raise ValidationFailed({"body": [said]}) from None
     except msgspec.DecodeError:
         if _object_with_lone_surrogate(raw):
             raise ValidationFailed({"body": ["has a \\u escape that is no character (a lone UTF-16 surrogate)"]}) \

@@ -62,6 +62,26 @@ def _is_local(host: str) -> bool:
         return False
 
 
+def _bad_host(host: str) -> bool:
+    """A host no connection can reach, whatever resolves (found by an audit: `exa%00mple.com`,
+    `xn--`, `a..b`, `256.256.256.256` were saved, and every delivery failed): an IP address is
+    taken as it is; a name must have no percent-encoded byte, must not end in a number (a
+    dotted number that is no IPv4 address), and must go through IDNA both ways (empty or
+    overlong labels, broken punycode)."""
+    try:
+        ip_address(host)
+        return False
+    except ValueError:
+        pass
+    if "%" in host or host.rstrip(".").rsplit(".", 1)[-1].isdigit():
+        return True
+    try:
+        host.encode("idna").decode("idna")
+    except UnicodeError:
+        return True
+    return False
+
+
 def address_problem(address: str, *, sandbox: bool, private: bool | None = None) -> str | None:
     """Why ``address`` cannot receive webhooks, or None. ``private``: whether this store may
     reach non-public networks (``private_allowed``; the default policy when not given)."""
@@ -83,6 +103,8 @@ def address_problem(address: str, *, sandbox: bool, private: bool | None = None)
         return "must be a valid URL"
     if parts.scheme not in ("https", "http") or not host:
         return "must be an https URL"
+    if _bad_host(host):
+        return "must be a valid URL"
     if parts.username is not None or parts.password is not None:
         return "must not carry a user name or password"
     if parts.scheme == "http":
