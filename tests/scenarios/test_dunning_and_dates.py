@@ -280,3 +280,50 @@ def test_a_deferred_regeneration_writes_on_the_store_clock(api, at):
     assert updated and all(e["created_at"].startswith("2027-02-10") for e in updated)
     changed = api.get("/charges", params={"updated_at_min": "2027-02-10"}).json()["charges"]
     assert [c["id"] for c in changed] == [charge.id]
+
+
+def test_a_run_until_a_past_date_still_retries_the_charges_whose_retry_date_has_come(api, at):
+    """decisions §6.12: `--until` bounds the queued charges; errored ones are due on their retry
+    date (found by an audit: `rebill bill --until` before today left a due retry alone)."""
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    _dunning(api, "cancel_subscriptions")
+    at(date(2027, 1, 20))
+    address, _ = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    later, _ = subscriber(api, token="pm_ok", next_charge_scheduled_at=date(2027, 2, 2))
+    assert advance(api, to="2027-02-01")["failed"] == 1
+    [failed] = charges_of(api, address.id)
+    assert (failed.status, failed.retry_date) == ("error", date(2027, 2, 2))
+    at(date(2027, 2, 2))
+    _new_card(api)
+    summary = billing.run_store(api.db, SandboxGateway(api.db, api.clock.now), api.store, api.clock.now,
+                                until=date(2027, 2, 1))
+    assert summary.processed == 1 and summary.paid == 1  # the retry; not the queued charge of Feb 2
+    assert [c.status for c in charges_of(api, address.id) if c.id == failed.id] == ["success"]
+    assert [c.status for c in charges_of(api, later.id)] == ["queued"]
+    assert billing.count_due(api.db, api.store, api.clock.now(), date(2027, 2, 1)) == 0
+
+
+def test_a_closed_charge_paid_later_records_no_empty_update_of_its_cancelled_subscription(api, at):
+    """The charge still pays for it (its count and restore date move, which no version shows): no
+    `subscription/updated` with `updated_attributes: []` (found by an audit)."""
+    from sqlalchemy import select
+
+    from rebill.models import events
+    _dunning(api, "cancel_subscriptions")
+    at(date(2027, 1, 20))
+    address, subscription = subscriber(api, token="pm_declined", next_charge_scheduled_at=date(2027, 2, 1))
+    assert advance(api, to="2027-02-10")["failed"] == 3
+    [closed] = charges_of(api, address.id)
+    _new_card(api)
+    with api.db.read() as conn:
+        last = conn.execute(select(events.c.id).order_by(events.c.id.desc()).limit(1)).scalar_one()
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    [paid] = billing.process(api.db, SandboxGateway(api.db, api.clock.now), api.store, [closed.id], api.clock.now())
+    assert [c.status for c in charges_of(api, address.id) if c.id == closed.id] == ["success"]
+    with api.db.read() as conn:
+        recorded = conn.execute(select(events.c.topic, events.c.updated_attributes).where(
+            events.c.id > last, events.c.resource_id == subscription.id,
+            events.c.topic.like("subscription/%"))).all()
+    assert recorded == []

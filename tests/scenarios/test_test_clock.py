@@ -227,3 +227,38 @@ def test_a_walk_across_the_change_to_summer_time_stops_on_every_date_of_the_stor
     # Each charge on its own date of the store, each once.
     assert [(c.scheduled_at, c.processed_at.astimezone(ZoneInfo("America/New_York")).date()) for c in paid] == [
         (date(2027, 3, day), date(2027, 3, day)) for day in range(13, 16 if "to" in body else 17)]
+
+
+def test_cancel_subscriptions_and_customer_cancels_every_subscription_of_the_customer(api, at):
+    """decisions §6.4 (found by an audit: the action did what `cancel_subscriptions` does, and the
+    customer's subscription at another address went on being billed)."""
+    from sqlalchemy import update
+
+    from rebill.jobs import regenerate
+    from rebill.models import stores
+    from tests.builders import make_address, make_customer, make_subscription
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(dunning={
+            "first_retry_days": 1, "retry_every_days": 2, "max_attempts": 3,
+            "on_max_retries": "cancel_subscriptions_and_customer"}))
+    at(date(2027, 1, 20))
+    customer = make_customer(api)
+    customer_id = customer.id
+    address, failing = _subscriber(api, token="needs_update", customer=customer,
+                                   next_charge_scheduled_at=date(2027, 2, 1))
+    elsewhere = make_address(api, customer)
+    later = make_subscription(api, elsewhere, next_charge_scheduled_at=date(2027, 6, 1))
+    assert _advance(api, days=20).json()["store_clock"]["failed"] == 3
+    for sub_id, flag in ((failing.id, True), (later.id, False)):
+        shown = api.get(f"/subscriptions/{sub_id}").json()["subscription"]
+        assert (shown["status"], shown["cancellation_reason"], shown["max_retries_reached"]) == (
+            "cancelled", "max retries reached", flag)
+    customer = api.get(f"/customers/{customer_id}", version="2021-01").json()["customer"]
+    assert customer["status"] == "INACTIVE"
+    # The other address's queued charge goes with its regeneration, deferred as after a
+    # commit=false update; until then it shows uncommitted changes (and is regenerated if paid).
+    [waiting] = charges_of(api, elsewhere.id)
+    assert waiting.has_uncommitted_changes
+    api.clock.advance(seconds=10)
+    regenerate.run_due(api.db, api.clock)
+    assert charges_of(api, elsewhere.id) == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from sqlalchemy import ColumnElement, Connection, and_, or_, select, true, update
@@ -43,19 +44,30 @@ def unanswered(run: str) -> str:
     return f"{run}{UNANSWERED}"
 
 
-def _is_due(day: date) -> ColumnElement[bool]:
-    return or_(and_(charges.c.status == QUEUED, charges.c.scheduled_at <= day),
-               and_(charges.c.status == ERROR, charges.c.retry_date <= day))
+@dataclass(frozen=True)
+class DueOn:
+    """What a billing run pays: queued charges dated on or before ``queued`` (`rebill bill
+    --until`, at most the store's today) and charges in error whose retry date has come by
+    ``retries``, the store's today, whatever ``--until`` says (decisions §6.12: found by an audit,
+    `--until` before today left due retries alone)."""
+
+    queued: date
+    retries: date
 
 
-def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limit: int = 500,
+def _is_due(due_on: DueOn) -> ColumnElement[bool]:
+    return or_(and_(charges.c.status == QUEUED, charges.c.scheduled_at <= due_on.queued),
+               and_(charges.c.status == ERROR, charges.c.retry_date <= due_on.retries))
+
+
+def due(conn: Connection, store_id: int, due_on: DueOn, *, after_id: int = 0, limit: int = 500,
         claimable_at: datetime | None = None) -> list[int]:
     """NOTE: decisions §6.5, queued charges whose date has come and errored charges whose
     retry date has, in id order from ``after_id``. With ``claimable_at`` only those a claim
     could take: unclaimed, or claimed at or before it (their run died). Billing runs side by
     side read past the batches the others hold instead of reading them again."""
     stmt = (select(charges.c.id)
-            .where(charges.c.store_id == store_id, charges.c.id > after_id, _is_due(today))
+            .where(charges.c.store_id == store_id, charges.c.id > after_id, _is_due(due_on))
             .order_by(charges.c.id).limit(limit))
     if claimable_at is not None:
         stmt = stmt.where(or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= claimable_at))
@@ -64,7 +76,7 @@ def due(conn: Connection, store_id: int, today: date, *, after_id: int = 0, limi
 
 def claim(conn: Connection, store_id: int, ids: list[int], run: str, now: datetime,
           stale_after: timedelta = STALE_AFTER, statuses: tuple[str, ...] = (QUEUED, ERROR),
-          due_on: date | None = None, taking_over: str | None = None) -> list[int]:
+          due_on: DueOn | None = None, taking_over: str | None = None) -> list[int]:
     """Claims those of ``ids`` in ``statuses`` that no live run holds; returns the ids claimed.
     A capture or a refund claims its charge the same way, so none of them overlaps another.
     With ``due_on`` (a billing run) only those still due that day: a run whose list was read

@@ -37,7 +37,9 @@ from ..event import attributes, outbox
 from ..order import deliveries
 from ..order import repository as orders
 from ..payment.gateway import AUTHORIZED, CAPTURED, CARD_EXPIRED, CUSTOMER_NEEDS_TO_UPDATE_CARD, Result
+from ..schedule import pending
 from ..schedule.reconcile import replan
+from ..store import clock as store_clock
 from ..subscription import repository as items
 from ..subscription.intervals import next_unskipped
 from ..subscription.model import ACTIVE, CANCELLED, EXPIRED, PROCESSED, SUBSCRIPTION, PurchaseItem
@@ -210,7 +212,12 @@ class _Batch:
 
     def _item_updated(self, item: PurchaseItem, row: dict[str, Any]) -> None:
         self.items.append(row)
-        self._updated(item.kind, item.id, attributes.differing(item, _columns(row), ITEM_NAMES[item.kind]))
+        changed = attributes.differing(item, _columns(row), ITEM_NAMES[item.kind])
+        if changed:
+            # Nothing it shows changed (a subscription cancelled while its charge was paid gets
+            # only its count and restore date, which no version shows): no event, as an update
+            # that changes nothing records none (found by an audit: `updated_attributes: []`).
+            self._updated(item.kind, item.id, changed)
 
     def _updated(self, resource: str, resource_id: int, changed: tuple[str, ...]) -> None:
         self.events[f"{resource}/updated"].append(resource_id)
@@ -440,20 +447,51 @@ def _close(unit: Unit, charge: Charge) -> None:
     `max_retries_reached`, then the store's action runs."""
     action = dunning.settings(unit.store.dunning)["on_max_retries"]
     customer_ids = set()
+    closed: set[int] = set()
     for item in items_of(unit, charge):
         if item.kind != SUBSCRIPTION or item.status != ACTIVE:
             continue
         changes: dict[str, Any] = {"max_retries_reached": True}
         topic = "subscription/updated"
         if action in ("cancel_subscriptions", "cancel_subscriptions_and_customer"):
-            changes.update(status=CANCELLED, cancelled_at=unit.now, cancellation_reason=MAX_RETRIES_REASON,
-                           cancellation_reason_comments=None, next_charge_scheduled_at=None,
-                           cancelled_next_date=item.next_charge_scheduled_at)
+            changes.update(_cancelled(unit, item))
             topic = "subscription/cancelled"
-            # As a cancel by request does (docs/api-choices.md): its skips from today on go, or an
-            # activation would bring them back off its new cadence (found by an audit).
-            items.remove_skips(unit.conn, item.id, from_date=unit.today)
         _update_item(unit, item, changes, topic)
         customer_ids.add(item.customer_id)
+        closed.add(item.id)
+    if action == "cancel_subscriptions_and_customer":
+        _cancel_customer(unit, charge.customer_id, closed)
+        customer_ids.add(charge.customer_id)
     for customer_id in customer_ids:
         activity.refresh(unit, customer_id)
+
+
+def _cancelled(unit: Unit, item: PurchaseItem) -> dict[str, Any]:
+    """A subscription cancelled by the store's action; as a cancel by request does (docs/api-
+    choices.md), its skips from today on go, or an activation would bring them back off its new
+    cadence (found by an audit)."""
+    items.remove_skips(unit.conn, item.id, from_date=unit.today)
+    return {"status": CANCELLED, "cancelled_at": unit.now, "cancellation_reason": MAX_RETRIES_REASON,
+            "cancellation_reason_comments": None, "next_charge_scheduled_at": None,
+            "cancelled_next_date": item.next_charge_scheduled_at}
+
+
+def _cancel_customer(unit: Unit, customer_id: int, closed: set[int]) -> None:
+    """NOTE: decisions §6.4, `cancel_subscriptions_and_customer`: the customer is cancelled too,
+    that is every subscription it still has, wherever it ships (a customer has no cancelled state
+    of its own: with none active it shows inactive, `customer/deactivated`); found by an audit: the
+    action did what `cancel_subscriptions` does. Their rows are locked here (another request may
+    be changing them), and charges in retry holding them let them go, as after a cancel by
+    request. The queued charges of their other addresses follow through the deferred
+    regeneration (schedule/pending.py, as after a `commit=false` update, and paid only once
+    regenerated): this unit holds its batch's address locks, and taking others here would break
+    the order every writer takes them in."""
+    rest = [i for i in items.active_subscriptions_of(unit.conn, unit.store_id, customer_id, lock=True)
+            if i.id not in closed]
+    for item in rest:
+        _update_item(unit, item, _cancelled(unit, item), "subscription/cancelled")
+        errored.recompute(unit, errored.holding(unit, item.id), leaving={item.id})
+    real_now = unit.now - store_clock.offset(unit.store)
+    for address_id in sorted({i.address_id for i in rest}):
+        pending.defer(unit.conn, unit.store_id, address_id, real_now)
+        charge_repo.mark_uncommitted(unit.conn, unit.store_id, address_id)

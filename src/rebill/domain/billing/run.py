@@ -75,7 +75,7 @@ RECORD_TRIES = 4
 
 def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int], now: datetime, *,
             run: str | None = None, stale_after: timedelta = claims.STALE_AFTER,
-            summary: Summary | None = None, due_on: date | None = None,
+            summary: Summary | None = None, due_on: claims.DueOn | None = None,
             skip_locked: bool = False, taking_over: str | None = None) -> list[Recorded]:
     """Claims, pays and records ``charge_ids`` (those no other run holds; with ``due_on``, a
     billing run's, only those still due that day; with ``taking_over``, only while that stale
@@ -118,7 +118,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
 
 
 def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: datetime, stale_after: timedelta,
-           due_on: date | None, skip_locked: bool, taking_over: str | None
+           due_on: claims.DueOn | None, skip_locked: bool, taking_over: str | None
            ) -> tuple[list[Charge], dict[int, dict[str, Any]]]:
     """The claim's transaction (process): the charges claimed and the methods that pay them."""
     with db.write() as conn:
@@ -274,13 +274,12 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
 
 
 def _due_batches(db: Database, store: Store, now: Callable[[], datetime], until: date | None,
-                 stale_after: timedelta) -> Iterator[tuple[date, list[int]]]:
+                 stale_after: timedelta) -> Iterator[tuple[claims.DueOn, list[int]]]:
     after = 0
     while True:
         with db.read() as conn:
             moment = now()
-            today = Unit(conn, store, moment).today
-            day = min(until, today) if until is not None else today
+            day = _due_on(Unit(conn, store, moment).today, until)
             batch = claims.due(conn, store.id, day, after_id=after, limit=BATCH,
                                claimable_at=moment - stale_after)
         if not batch:
@@ -291,7 +290,9 @@ def _due_batches(db: Database, store: Store, now: Callable[[], datetime], until:
 
 def count_due(db: Database, store: Store, now: datetime, until: date | None = None) -> int:
     with db.read() as conn:
-        today = Unit(conn, store, now).today
-        day = min(until, today) if until is not None else today
-        return len(claims.due(conn, store.id, day, limit=10_000_000))
+        return len(claims.due(conn, store.id, _due_on(Unit(conn, store, now).today, until), limit=10_000_000))
+
+
+def _due_on(today: date, until: date | None) -> claims.DueOn:
+    return claims.DueOn(queued=min(until, today) if until is not None else today, retries=today)
 

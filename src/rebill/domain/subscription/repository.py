@@ -14,7 +14,7 @@ from rebill.models import charge_items, charges, customers, purchase_items, skip
 
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
-from .model import ACTIVE, PurchaseItem
+from .model import ACTIVE, SUBSCRIPTION, PurchaseItem
 
 _has_queued = (
     exists().where(charge_items.c.purchase_item_id == purchase_items.c.id,
@@ -81,6 +81,14 @@ def of(conn: Connection, store_id: int, kind: str, *, address_ids: list[int] | N
     if customer_ids is not None:
         stmt = stmt.where(purchase_items.c.customer_id.in_(set(customer_ids)))
     return [PurchaseItem(*row) for row in conn.execute(stmt.order_by(purchase_items.c.id))]
+
+
+def active_subscriptions_of(conn: Connection, store_id: int, customer_id: int, *, lock: bool = False) -> list[PurchaseItem]:
+    """The customer's active subscriptions, by id; ``lock``: their rows locked for update."""
+    stmt = _plain.where(purchase_items.c.store_id == store_id, purchase_items.c.customer_id == customer_id,
+                        purchase_items.c.kind == SUBSCRIPTION, purchase_items.c.status == ACTIVE)
+    stmt = stmt.order_by(purchase_items.c.id)
+    return [PurchaseItem(*row) for row in conn.execute(stmt.with_for_update() if lock else stmt)]
 
 
 # By address alone: the caller holds the address's lock, so it is the store's; with store_id
