@@ -38,6 +38,7 @@ class _Server(ThreadingHTTPServer):
 class Receiver:
     status: int = 200
     delay: float = 0.0
+    answer: bytes = b"ok"  # the body of every answer
     received: list[Received] = field(default_factory=list)
     port: int = 0
     active: int = 0  # requests being answered now
@@ -70,9 +71,9 @@ class Receiver:
                     with receiver._lock:
                         receiver.active -= 1
                 self.send_response(receiver.status)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(receiver.answer)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(receiver.answer)
 
             def log_message(self, *args: Any) -> None:
                 return

@@ -242,3 +242,27 @@ def test_an_answer_after_the_five_seconds_is_a_timeout_not_a_success():
     listener.close()
     assert not outcome.succeeded and outcome.status_code is None
     assert TIMEOUT_SECONDS * 1000 - 50 <= outcome.latency_ms < (TIMEOUT_SECONDS + 0.3) * 1000
+
+
+def test_an_answer_holding_a_nul_byte_is_recorded_and_the_delivery_succeeds_once(api, receiver):
+    """Found by an audit on PostgreSQL: the answer's excerpt kept its NUL, which PostgreSQL's text
+    refuses, so the attempt could never be recorded and the delivery (and the batch recorded with
+    it) went out again after every lease. The excerpt keeps U+FFFD instead; the answer is asked
+    for uncompressed (gzip bytes hold NULs, and were kept as they came)."""
+    from sqlalchemy import select
+
+    from rebill.models import webhook_attempts, webhook_deliveries
+    receiver.answer = b"ok\x00bad"
+    assert api.post("/webhooks", json={"address": receiver.url, "topic": "customer/created"}).status_code == 201
+    make_customer(api)
+    assert drain_now(api.db, api.clock.now, store_id=api.store.id, private_policy="sandbox") == 1
+    assert drain_now(api.db, api.clock.now, store_id=api.store.id, private_policy="sandbox") == 0
+    assert len(receiver.received) == 1
+    assert receiver.received[0].headers["accept-encoding"] == "identity"
+    with api.db.read() as conn:
+        [status] = conn.execute(select(webhook_deliveries.c.status).where(
+            webhook_deliveries.c.store_id == api.store.id)).scalars()
+        [kept] = conn.execute(select(webhook_attempts.c.response).join(
+            webhook_deliveries, webhook_deliveries.c.id == webhook_attempts.c.delivery_id).where(
+            webhook_deliveries.c.store_id == api.store.id)).scalars()
+    assert (status, kept) == ("succeeded", "ok\ufffdbad")

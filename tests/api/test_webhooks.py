@@ -275,7 +275,11 @@ def test_one_address_receives_a_topic_once_per_store(vapi):
 
 
 @pytest.mark.parametrize("twin", ["http://LOCALHOST:18113/dupcase", "HTTP://localhost:18113/dupcase",
-                                  "http://localhost:18113/dupcase?", "http://localhost:18113/dupcase#top"])
+                                  "http://localhost:18113/dupcase?", "http://localhost:18113/dupcase#top",
+                                  # Escapes of unreserved characters and dot segments (RFC 3986
+                                  # §6.2.2.2-3): the client sends them to the same path.
+                                  "http://localhost:18113/dup%63ase", "http://localhost:18113/./dupcase",
+                                  "http://localhost:18113/x/../dupcase", "http://localhost:18113/%2e/dupcase"])
 def test_an_address_written_otherwise_is_the_same_receiver(vapi, twin):
     """Found by an audit: scheme and host in another case, an empty query or a fragment made a
     second webhook of the same receiver, which got every event twice (RFC 3986 §6.2.2)."""
@@ -287,9 +291,10 @@ def test_an_address_written_otherwise_is_the_same_receiver(vapi, twin):
     for same in ("HTTPS://HOOKS.example.com/x", "https://hooks.example.com:443/x"):
         assert errors_of(live.post("/webhooks", json={"address": same, "topic": "customer/created"})) == {
             "address": ["this address already receives this topic"]}
-    for other in ("https://hooks.example.com/X", "https://hooks.example.com:8443/x", "https://hooks.example.com/x?a=1"):
+    for other in ("https://hooks.example.com/X", "https://hooks.example.com:8443/x", "https://hooks.example.com/x?a=1",
+                  "https://hooks.example.com/x%2F"):
         create(live, address=other)
-    assert len(ids_of(live.get("/webhooks"))) == 4
+    assert len(ids_of(live.get("/webhooks"))) == 5
 
 
 def test_two_identical_creates_at_once_make_one_webhook(api, database, monkeypatch):

@@ -2,8 +2,10 @@
 fields it changed, as the head (2021-11) API names them.
 
 A service knows what it changed by its columns; a resource whose columns and head fields
-differ keeps a small map next to its service (column -> head name, or None for a column the
-head does not show: `anchor_day`, `lock_version`...). Bookkeeping columns never count."""
+differ keeps a small map next to its service (column -> head name, or None for a column no
+version shows: `anchor_day`, `lock_version`...). A column only 2021-01 shows keeps its own name
+(a customer's `accepts_marketing`, `processor_type`, `billing_address`): an event of its change
+says what changed (docs/webhooks.md). Bookkeeping columns never count."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ the sender checks what a name resolves to when it connects (sender.py)."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from ipaddress import ip_address
 from typing import Any
@@ -120,11 +121,43 @@ def address_problem(address: str, *, sandbox: bool, private: bool | None = None)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _escapes(text: str) -> str:
+    """RFC 3986 §6.2.2.1-2: an escaped unreserved character is that character; other escapes
+    in upper case."""
+    def one(found: re.Match[str]) -> str:
+        char = chr(int(found[1], 16))
+        return char if char in _UNRESERVED else f"%{found[1].upper()}"
+    return _ESCAPE.sub(one, text)
+
+
+def _without_dot_segments(path: str) -> str:
+    """RFC 3986 §5.2.4 for an absolute path: `.` and `..` segments resolved, as a client
+    sending to it does (`/a/./b`, `/a/x/../b` are `/a/b`)."""
+    segments = path.split("/")
+    kept: list[str] = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment in (".", ".."):
+            if segment == ".." and len(kept) > 1:
+                kept.pop()
+            if last:
+                kept.append("")
+            continue
+        kept.append(segment)
+    return "/".join(kept) or "/"
+
+
 def address_key(address: str) -> str:
     """The receiver an address names, for "one webhook per address and topic": scheme and host
-    in any case, a default port written out or not, an empty query or fragment (never sent)
-    name the same one (RFC 3986 §6.2.2-6.2.3; found by an audit: `http://LOCALHOST/x` beside
-    `http://localhost/x` delivered every event twice). The address itself is kept as sent."""
+    in any case, a default port written out or not, an empty query or fragment (never sent),
+    escapes of unreserved characters and dot segments name the same one, since the client sends
+    them all to one place (RFC 3986 §6.2.2-6.2.3; found by audits: `http://LOCALHOST/x` beside
+    `http://localhost/x`, then `/%63reated` and `/./created` beside `/created`, delivered every
+    event twice). The address itself is kept as sent."""
     parts = urlsplit(address)
     host = parts.hostname or ""
     if ":" in host:
@@ -132,8 +165,8 @@ def address_key(address: str) -> str:
     port = parts.port
     if port is not None and port != DEFAULT_PORTS.get(parts.scheme):
         host = f"{host}:{port}"
-    query = f"?{parts.query}" if parts.query else ""
-    return f"{parts.scheme.lower()}://{host}{parts.path or '/'}{query}"
+    query = f"?{_escapes(parts.query)}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{host}{_without_dot_segments(_escapes(parts.path or '/'))}{query}"
 
 
 def check(values: dict[str, Any], version: str, *, sandbox: bool, private: bool | None = None) -> None:

@@ -38,8 +38,15 @@ class Sender(Protocol):
     async def close(self) -> None: ...
 
 
+def _text(text: str) -> str:
+    """Text either database keeps: PostgreSQL's text holds no NUL (found by an audit: a receiver
+    answering one made its attempt impossible to record, the delivery and the batch recorded with
+    it went out again for ever); it becomes U+FFFD, as bytes that are no UTF-8 do."""
+    return text.replace("\x00", "\ufffd")
+
+
 def _excerpt(raw: bytes) -> str | None:
-    return raw[:EXCERPT].decode("utf-8", errors="replace") if raw else None
+    return _text(raw[:EXCERPT].decode("utf-8", errors="replace")) if raw else None
 
 
 class NotPublic(OSError):
@@ -55,7 +62,7 @@ def _error(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return f"no answer within {timeout:g} seconds"
     text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:EXCERPT]
+    return _text(f"{type(exc).__name__}: {text}"[:EXCERPT])
 
 
 class PublicResolver(AbstractResolver):
@@ -102,7 +109,10 @@ class HttpSender:
                 # least `ceil_threshold` (5 s by default) up to the loop's next whole second,
                 # which let answers of up to 6 s succeed; above the timeout, it keeps it exact.
                 timeout=aiohttp.ClientTimeout(total=self.timeout, ceil_threshold=self.timeout + 1),
-                headers={"User-Agent": "Rebill-Webhooks/1"}, auto_decompress=False)
+                # The answer's first bytes are kept as they come: ask for them uncompressed
+                # (aiohttp would otherwise offer gzip, and keep the compressed bytes).
+                headers={"User-Agent": "Rebill-Webhooks/1", "Accept-Encoding": "identity"},
+                auto_decompress=False)
         return session
 
     async def send(self, address: str, body: bytes, headers: dict[str, str], started_at: datetime, *,
