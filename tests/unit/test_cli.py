@@ -624,17 +624,24 @@ def test_each_server_run_has_a_metrics_folder_of_its_own_and_dead_runs_are_clear
     assert not dead.exists() and living.exists()
 
 
-def test_a_worker_whose_metrics_address_is_taken_says_so_in_one_line(tmp_path):
-    """Found by an audit: a port in use was a traceback of 137 lines."""
+def worker_on_a_taken_metrics_address(url: str):
+    """`rebill worker` whose metrics address is in use: it stops at once (exit 2). Returns the
+    result and the address."""
     import socket
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    assert run("migrate", "--database", url).exit_code == 0
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         address = f"127.0.0.1:{taken.getsockname()[1]}"
         result = runner.invoke(cli, ["worker", "--database", url],
                                env={"REBILL_METRICS": "on", "REBILL_WORKER_METRICS_ADDRESS": address})
+    return result, address
+
+
+def test_a_worker_whose_metrics_address_is_taken_says_so_in_one_line(tmp_path):
+    """Found by an audit: a port in use was a traceback of 137 lines."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert run("migrate", "--database", url).exit_code == 0
+    result, address = worker_on_a_taken_metrics_address(url)
     assert result.exit_code == 2, result.output
     assert f"REBILL_WORKER_METRICS_ADDRESS {address}" in " ".join(result.output.split())
 

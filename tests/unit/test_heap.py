@@ -74,14 +74,9 @@ def test_the_long_commands_freeze_before_their_run(migrated: str, monkeypatch: p
 
 def test_the_worker_freezes_before_its_jobs_start(migrated: str, monkeypatch: pytest.MonkeyPatch):
     """The worker's run ends at once here (its metrics address is taken), after the freeze."""
-    import socket
+    from tests.unit.test_cli import worker_on_a_taken_metrics_address
     calls: list[int] = []
     monkeypatch.setattr(heap, "freeze", lambda: calls.append(1))
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        address = f"127.0.0.1:{taken.getsockname()[1]}"
-        result = runner.invoke(cli, ["worker", "--database", migrated],
-                               env={"REBILL_METRICS": "on", "REBILL_WORKER_METRICS_ADDRESS": address})
+    result, _ = worker_on_a_taken_metrics_address(migrated)
     assert result.exit_code == 2, result.output
     assert calls == [1]
