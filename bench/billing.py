@@ -14,6 +14,7 @@ also updates every charge and subscription it touches; those updates are not in 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from datetime import timedelta
 from decimal import Decimal
@@ -24,6 +25,7 @@ from sqlalchemy import delete, func, select, update
 
 from bench import schedule
 from bench.schedule import _bulk
+from bench.writes import UNFROZEN
 from rebill import heap
 from rebill.clock import FrozenClock, SystemClock
 from rebill.db.engine import Database
@@ -90,7 +92,8 @@ def run(url: str, n: int) -> dict[str, Any]:
     due = billing.count_due(db, store, clock.now())
     with db.read() as conn:
         before = _marks(conn)
-    heap.freeze()  # as `rebill bill` and `rebill worker` do before their runs (rebill/heap.py)
+    if not os.environ.get(UNFROZEN):
+        heap.freeze()  # as `rebill bill` and `rebill worker` do before their runs (rebill/heap.py)
     print(f"billing: one billing run over {due:,} due charges, {billing.BATCH} per batch", flush=True)
     started = time.perf_counter()
     with Progress(transient=True) as progress:
