@@ -23,9 +23,8 @@ from typing import Any
 from rich.progress import Progress
 from sqlalchemy import delete, func, select, update
 
-from bench import schedule
+from bench import UNFROZEN, schedule
 from bench.schedule import _bulk
-from bench.writes import UNFROZEN
 from rebill import heap
 from rebill.clock import FrozenClock, SystemClock
 from rebill.db.engine import Database

@@ -48,13 +48,11 @@ from statistics import median
 from typing import Any
 
 import rebill
-from bench import floor, run, schedule
+from bench import UNFROZEN, floor, run, schedule
 from rebill import heap
 
 WHEN = "2031-01-15"  # after every seeded date: the first create on an address inserts its charge
 LANES = 16  # requests in flight, as wrk -c16
-# Set (--unfrozen, inherited by the callgrind children): the heap is not frozen, to measure what it saves.
-UNFROZEN = "REBILL_BENCH_UNFROZEN"
 
 
 def seed(url: str, n_addresses: int) -> dict[str, Any]:
