@@ -3,12 +3,14 @@ msgspec), so one run compares our endpoints with the cost of the stack alone."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
+from bench import UNFROZEN
 from rebill import heap
 from rebill.app import create_app
 from rebill.http.render import JSON
@@ -30,7 +32,8 @@ async def bare(request: Request) -> JSON:
 
 _bare = Starlette(routes=[Route("/__bare", bare)])
 _rebill = create_app()
-heap.freeze()  # as rebill.asgi, the entry point of `rebill serve`: the process's start out of the collector
+if not os.environ.get(UNFROZEN):
+    heap.freeze()  # as rebill.asgi, the entry point of `rebill serve`: the process's start out of the collector
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
