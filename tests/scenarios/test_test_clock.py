@@ -262,3 +262,24 @@ def test_cancel_subscriptions_and_customer_cancels_every_subscription_of_the_cus
     api.clock.advance(seconds=10)
     regenerate.run_due(api.db, api.clock)
     assert charges_of(api, elsewhere.id) == []
+
+
+def test_a_deferral_is_one_row_per_address_and_a_later_one_moves_it_on(api, at):
+    """`pending.defer` is one upsert (found by a review: its UPDATE-then-INSERT, run by the
+    billing run without the address's lock, could break the key beside a commit=false update)."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy import select
+
+    from rebill.domain.schedule import pending
+    from rebill.models import pending_regenerations
+    from tests.builders import make_address
+    address = make_address(api)
+    first = datetime(2027, 1, 1, 12, 0, tzinfo=timezone.utc)
+    with api.db.write() as conn:
+        pending.defer(conn, api.store.id, address.id, first)
+        pending.defer(conn, api.store.id, address.id, first + timedelta(seconds=3))
+    with api.db.read() as conn:
+        rows = conn.execute(select(pending_regenerations.c.due_at).where(
+            pending_regenerations.c.address_id == address.id)).scalars().all()
+    assert rows == [first + timedelta(seconds=3) + pending.WINDOW]

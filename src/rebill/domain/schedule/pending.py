@@ -7,7 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from rebill.db.prepared import Prepared
 from rebill.models import pending_regenerations
@@ -17,11 +19,15 @@ WINDOW = timedelta(seconds=5)
 
 
 def defer(conn: Connection, store_id: int, address_id: int, now: datetime) -> None:
-    due = now + WINDOW
+    """The address's regeneration is due ``WINDOW`` after ``now`` (a later deferral moves it on).
+    One upsert: a caller may not hold the address's lock (the billing run cancelling a customer's
+    subscriptions elsewhere, billing/outcome.py), and an UPDATE-then-INSERT of two writers at
+    once would break the key (found by a review)."""
     table = pending_regenerations
-    changed = conn.execute(update(table).where(table.c.address_id == address_id).values(due_at=due)).rowcount
-    if not changed:
-        conn.execute(insert(table).values(address_id=address_id, store_id=store_id, due_at=due))
+    insert = postgresql_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    stmt = insert(table).values(address_id=address_id, store_id=store_id, due_at=now + WINDOW)
+    conn.execute(stmt.on_conflict_do_update(index_elements=[table.c.address_id],
+                                            set_={"due_at": stmt.excluded.due_at}))
 
 
 _clear_one = Prepared(delete(pending_regenerations).where(pending_regenerations.c.address_id == bindparam("id")))

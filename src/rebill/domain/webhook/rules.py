@@ -17,6 +17,8 @@ from ipaddress import ip_address
 from typing import Any
 from urllib.parse import urlsplit
 
+import idna
+
 from rebill.errors import ValidationFailed
 
 from .topics import TOPICS
@@ -67,18 +69,22 @@ def _bad_host(host: str) -> bool:
     """A host no connection can reach, whatever resolves (found by an audit: `exa%00mple.com`,
     `xn--`, `a..b`, `256.256.256.256` were saved, and every delivery failed): an IP address is
     taken as it is; a name must have no percent-encoded byte, must not end in a number (a
-    dotted number that is no IPv4 address), and must go through IDNA both ways (empty or
-    overlong labels, broken punycode)."""
+    dotted number that is no IPv4 address), must have no empty or overlong label, and an
+    internationalised one must be a name of IDNA 2008 (UTS #46), as the sender's HTTP client
+    reads it (not Python's IDNA 2003 codec, which refuses `xn--zca.de`, ß.de, found by a review)."""
     try:
         ip_address(host)
         return False
     except ValueError:
         pass
-    if "%" in host or host.rstrip(".").rsplit(".", 1)[-1].isdigit():
+    labels = host.rstrip(".").split(".")
+    if "%" in host or labels[-1].isdigit() or any(not label or len(label) > 63 for label in labels):
         return True
+    if host.isascii() and not any(label.lower().startswith("xn--") for label in labels):
+        return False
     try:
-        host.encode("idna").decode("idna")
-    except UnicodeError:
+        idna.decode(idna.encode(host, uts46=True))
+    except (idna.IDNAError, UnicodeError):
         return True
     return False
 
