@@ -97,22 +97,21 @@ async def serve(scope: Scope, send: Send, asked_version: str | None, headers: li
     (the page, its assets, every error) the one asked when it is valid, else the fallback, as
     the edge's 426 does (found by an audit: only the document's 200 had the header)."""
     path, method = scope["path"], scope["method"]
-    named = asked_version if asked_version in VERSIONS else FALLBACK_VERSION
-    headers = [*headers, (b"x-service-version", named.encode())]
+    named = (b"x-service-version", (asked_version if asked_version in VERSIONS else FALLBACK_VERSION).encode())
     try:
         if method not in ("GET", "HEAD"):
             raise MethodNotAllowed(headers={"Allow": "GET, HEAD"})
         if path == DOCUMENT_PATH:
             version = chosen_version(scope["query_string"], asked_version)
-            await _send(send, method, 200, [*headers[:-1], (b"x-service-version", version.encode()),
+            await _send(send, method, 200, [*headers, (b"x-service-version", version.encode()),
                                             (b"content-type", b"application/json")], openapi.encoded(version))
         elif path == DOCS_PATH:
-            await _send(send, method, 200, [*headers, (b"content-type", b"text/html; charset=utf-8")], page())
+            await _send(send, method, 200, [*headers, named, (b"content-type", b"text/html; charset=utf-8")], page())
         else:
             name = path[len(DOCS_ASSETS):]
             if name not in ASSETS:
                 raise NotFound()
-            await _send(send, method, 200, [*headers, (b"content-type", ASSETS[name]),
+            await _send(send, method, 200, [*headers, named, (b"content-type", ASSETS[name]),
                                             (b"cache-control", b"public, max-age=86400")], asset(name))
     except ServiceError as exc:
-        await send_error(send, exc, headers)
+        await send_error(send, exc, [*headers, named])
