@@ -438,6 +438,51 @@ def test_a_bundle_variant_with_selections_cannot_be_deleted(bapi, world):
         "bundle_selections": ["Bundle variant has 1 bundle selection(s); delete them first"]}
 
 
+def test_a_selection_follows_its_item_to_another_bundle_and_is_counted_there(bapi, world):
+    """Found by an audit: a swap to another bundle left the selection naming the old one, so the
+    new bundle could be deleted under it (its orders then carried contents of no bundle) and
+    the old one, which nothing used, could not."""
+    made = create(bapi, world["box"].id, item("p-1"), item("p-3"))
+    make_box(bapi, "box2")
+    other = make_bundle(bapi, [world["coffee"], world["tea"]], key="box2")
+    reply = bapi.put(f"/subscriptions/{world['box'].id}", json={"external_product_id": {"ecommerce": "box2"},
+                                                               "external_variant_id": {"ecommerce": "box2-1"}})
+    assert reply.status_code == 200, reply.text
+    moved = fetch(bapi, made["id"])
+    assert (moved["bundle_variant_id"], moved["external_variant_id"]) == (other["id"], "box2-1")
+    assert moved["items"] == made["items"]
+    assert topics(bapi, "bundle_selection", made["id"])[-1] == ("bundle_selection/updated", made["id"])
+    assert errors_of(bapi.delete(f"/bundle_variants/{other['id']}")) == {
+        "bundle_selections": ["Bundle variant has 1 bundle selection(s); delete them first"]}
+    assert bapi.delete(f"/bundle_variants/{world['bundle']['id']}").status_code == 204
+
+
+def test_a_dynamic_selection_keeps_its_contents_while_its_charge_waits_for_its_capture(bapi, world):
+    """Found by an audit: changed while its charge was authorized, a dynamic bundle's order
+    (made at the capture) carried the new contents for the money authorized for the old ones."""
+    _dynamic(bapi, world)
+    customer = make_customer(bapi)
+    make_payment_method(bapi, customer, processor_payment_method_token="authorize_only")
+    address = make_address(bapi, customer)
+    box = make_subscription(bapi, address, external_product_id="box", external_variant_id="box-1", price=None)
+    made = create(bapi, box.id, item("p-1"), item("p-3"))
+    [charge] = [c for c in charges_of(bapi, address.id) if c.status == "queued"]
+    processed = bapi.post(f"/charges/{charge.id}/process", json={})
+    assert processed.json()["charge"]["status"] == "pending", processed.text
+    reply = bapi.put(f"/bundle_selections/{made['id']}", json={"items": [item("p-1"), item("p-2"), item("p-3")]})
+    assert errors_of(reply) == {"purchase_item_id": [
+        f"its charge {charge.id} is authorized for the contents' present price and waits for its capture: "
+        "change the contents once it is captured"]}
+    assert fetch(bapi, made["id"])["items"] == made["items"]
+    # Other contents at the same price (5.00 + 5.00 for 4.00 + 6.00) are no other money: taken.
+    same = bapi.put(f"/bundle_selections/{made['id']}", json={"items": [item("p-1", variant=2), item("p-2")]})
+    assert same.status_code == 200, same.text
+    captured = bapi.post(f"/charges/{charge.id}/capture_payment", json={})
+    assert captured.json()["charge"]["status"] == "success", captured.text
+    again = bapi.put(f"/bundle_selections/{made['id']}", json={"items": [item("p-1"), item("p-2"), item("p-3")]})
+    assert again.status_code == 200, again.text
+
+
 def test_a_selection_goes_with_its_subscription(bapi, world):
     made = create(bapi, world["box"].id, item("p-1"), item("p-3"))
     assert bapi.delete(f"/subscriptions/{world['box'].id}").status_code == 204

@@ -23,6 +23,7 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..billing.access import TIER_B, require_tier
 from ..catalog import repository as catalog
+from ..charge import repository as charges
 from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..store.model import Store
@@ -97,6 +98,13 @@ def _priced(unit: Unit, item: PurchaseItem, variant: BundleVariant, rows: list[d
     if variant.price_rule != DYNAMIC:
         return
     price = contents.total(rows)
+    waiting = charges.authorized_holding(unit.conn, unit.store_id, item.id) if price != item.price else None
+    if waiting is not None:
+        # The capture makes the charge's order, with the contents the selection then holds, for
+        # the money authorized: new contents at another price would be delivered for the old
+        # one (found by an audit). A fixed bundle's price does not move with its contents.
+        raise ValidationFailed.field(ITEM, f"its charge {waiting} is authorized for the contents' present price "
+                                           "and waits for its capture: change the contents once it is captured")
     try:
         if item.kind == SUBSCRIPTION:
             subscriptions.update(unit, item.id, SubscriptionUpdate(price=price))

@@ -18,7 +18,7 @@ from rebill.models import charge_items, charges, customers, discounts, orders
 from ..discount.model import code_keys
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
-from .model import OPEN, PROCESSED, Charge, OpenCharge
+from .model import OPEN, PENDING, PROCESSED, Charge, OpenCharge
 
 _customer_columns = (
     customers.c.email.label("customer_email"),
@@ -91,13 +91,24 @@ FILTERS: dict[str, Filter] = {
 _by_id = Prepared(_shown.where(charges.c.id == bindparam("id"), charges.c.store_id == bindparam("store_id")))
 
 
+def _first_holding(conn: Connection, store_id: int, item_id: int, condition: Any) -> int | None:
+    """The first charge holding this purchase item that meets ``condition``."""
+    stmt = (select(charges.c.id).join(charge_items, charge_items.c.charge_id == charges.c.id)
+            .where(charge_items.c.purchase_item_id == item_id, charges.c.store_id == store_id, condition)
+            .order_by(charges.c.id).limit(1))
+    return conn.execute(stmt).scalar()
+
+
 def being_paid(conn: Connection, store_id: int, item_id: int) -> bool:
     """Whether a charge holding this purchase item is claimed right now (by a billing run, a
     capture or a refund)."""
-    stmt = (select(charges.c.id).join(charge_items, charge_items.c.charge_id == charges.c.id)
-            .where(charge_items.c.purchase_item_id == item_id, charges.c.store_id == store_id,
-                   charges.c.claimed_by.is_not(None)).limit(1))
-    return conn.execute(stmt).first() is not None
+    return _first_holding(conn, store_id, item_id, charges.c.claimed_by.is_not(None)) is not None
+
+
+def authorized_holding(conn: Connection, store_id: int, item_id: int) -> int | None:
+    """The charge holding this purchase item that is authorized and waits for its capture
+    (`pending`), if one does: its order is made at the capture, its money is the authorized one."""
+    return _first_holding(conn, store_id, item_id, charges.c.status == PENDING)
 
 
 def get(conn: Connection, store_id: int, charge_id: int, now: datetime) -> Charge | None:

@@ -17,7 +17,7 @@ from .service import (
     _check_quantity,
     address_for,
     catalog_values,
-    check_bundle_swap,
+    bundle_follows_swap,
     check_next_date,
     get,
     locked,
@@ -71,7 +71,7 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], unit.today)
     if "external_variant_id" in changes or "external_product_id" in changes:
         swap_values(unit, current, changes)
-        check_bundle_swap(unit, current, changes)
+        bundle_follows_swap(unit, current, changes)
     if "price" in changes:
         problem = places_problem(changes["price"], current.presentment_currency)
         if problem or changes["price"] < 0:

@@ -84,19 +84,32 @@ def swaps(current: PurchaseItem, changes: dict[str, Any]) -> bool:
         (current.external_product_id, current.external_variant_id)
 
 
-def check_bundle_swap(unit: Unit, current: PurchaseItem, changes: dict[str, Any]) -> None:
+def bundle_follows_swap(unit: Unit, current: PurchaseItem, changes: dict[str, Any]) -> None:
     """An item holding a bundle selection (spec 01: a selection is tied to its subscription and
-    to a bundle variant, which validates its contents) swaps only to a variant that is a bundle;
-    the selection follows it at its next write (docs/api-choices.md, Bundles). Swapped to one
-    that is not, its next orders would carry another bundle's contents: refused."""
+    to a bundle variant, which validates its contents) swaps only to a variant that is a bundle,
+    and its selection is tied to that bundle from then on: the bundle its item is, the one a
+    delete of a bundle variant counts (found by an audit: a selection left naming the old bundle
+    let the new one be deleted under it, and kept the old one from being deleted). Its contents
+    are checked against the new bundle at their next write (docs/api-choices.md, Bundles).
+    Swapped to a variant that is no bundle, its next orders would carry another bundle's
+    contents: refused."""
     if not swaps(current, changes):
+        return
+    selection = bundles.selection_of_item(unit.conn, unit.store_id, current.id)
+    if selection is None:
         return
     product = changes.get("external_product_id", current.external_product_id)
     variant = changes.get("external_variant_id", current.external_variant_id)
-    selection = bundles.selection_of_item(unit.conn, unit.store_id, current.id)
-    if selection is not None and bundles.variant_of(unit.conn, unit.store_id, product, variant) is None:
+    # A key share lock, as a selection's own write takes: the bundle is not deleted under it.
+    bundle = bundles.variant_of(unit.conn, unit.store_id, product, variant, lock=True)
+    if bundle is None:
         raise ValidationFailed.field("external_variant_id", f"the variant {variant} is not a bundle, and this item "
                                                             f"holds bundle selection {selection}: delete it first")
+    tied = {"bundle_variant_id": bundle.id, "external_product_id": bundle.external_product_id,
+            "external_variant_id": bundle.external_variant_id}
+    bundles.update_selection(unit.conn, unit.store_id, selection, {**tied, "updated_at": unit.now})
+    unit.record("bundle_selection/updated", selection, customer_id=current.customer_id,
+                changed=attributes.names(list(tied)))
 
 
 def address_for(unit: Unit, address_id: int, field: str = "address_id") -> Address:
@@ -301,7 +314,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         # Whatever was sent: a product alone changes the variant too (found by an audit).
         if not current.is_swappable and swaps(current, changes):
             raise ValidationFailed.field("external_variant_id", "this subscription is not swappable")
-        check_bundle_swap(unit, current, changes)
+        bundle_follows_swap(unit, current, changes)
     if new_plan is not None and (problem := plan_fits(
             new_plan, changes.get("external_product_id", current.external_product_id),
             changes.get("external_variant_id", current.external_variant_id))):
