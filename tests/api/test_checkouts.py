@@ -481,16 +481,20 @@ def _claimed_elsewhere(api, token):
                      .values(claimed_by="another-request", claimed_at=api.clock.now()))
 
 
-@pytest.mark.parametrize("limit", ["usage_limit", "once_per_customer"])
+RULES = {"usage_limit": {"usage_limit": 1}, "once_per_customer": {"once_per_customer": True},
+         "first_time": {"first_time_customer_restriction": "customer_must_not_exist_in_service"}}
+
+
+@pytest.mark.parametrize("limit", list(RULES))
 def test_a_code_being_used_by_a_checkout_charged_now_counts_as_used(api, limit):
-    """decisions §7.5 across checkouts charged at the same moment (found by an audit on
-    PostgreSQL: concurrent charges each saw the code unused and all took it): the live claim of
-    another checkout with the code counts as a use; the charge answers 409 and moves no money;
-    once that claim is gone it goes through, as it would have one after the other."""
+    """decisions §7.5 across checkouts charged at the same moment (found by audits on
+    PostgreSQL: concurrent charges each saw the code unused, or their e-mail's customer unpaid,
+    and all took it): the live claim of another checkout with the code counts as a use (and as
+    a payment of its e-mail's customer); the charge answers 409 and moves no money; once that
+    claim is gone it goes through, as it would have one after the other."""
     priced_store(api)
-    rule = {"usage_limit": 1} if limit == "usage_limit" else {"once_per_customer": True}
-    make_discount(api, code="HOLD", **rule)
-    email = "busy@example.com" if limit == "once_per_customer" else "first@example.com"
+    make_discount(api, code="HOLD", **RULES[limit])
+    email = "first@example.com" if limit == "usage_limit" else "busy@example.com"
     first = ready(api, email=email, discount_code="HOLD")
     second = ready(api, email="busy@example.com", discount_code="HOLD")
     assert second["applied_discount"]["applicable"] is True
@@ -507,14 +511,16 @@ def test_a_code_being_used_by_a_checkout_charged_now_counts_as_used(api, limit):
     assert paid.status_code == 200, paid.text
 
 
-def test_a_once_per_customer_code_taken_by_a_new_customer_meanwhile_answers_409(api, monkeypatch):
-    """Found by an audit on PostgreSQL: five checkouts of a new e-mail charged at once, two took
-    a once-per-customer code. Each priced the checkout when no customer of that e-mail existed;
-    one recorded its payment (a customer holding the code) while another waited for the code's
-    lock. That one answers 409 now, and its next try is priced without the code."""
+@pytest.mark.parametrize("limit", ["once_per_customer", "first_time"])
+def test_a_per_customer_code_taken_by_a_new_customer_meanwhile_answers_409(api, monkeypatch, limit):
+    """Found by audits on PostgreSQL: checkouts of a new e-mail charged at once took a
+    once-per-customer code, or a first-time customers' one, several times. Each priced the
+    checkout when no customer of that e-mail existed; one recorded its payment (a customer who
+    paid, holding the code) while another waited for the code's lock. That one answers 409 now,
+    and its next try is priced without the code."""
     from rebill.domain.checkout import charge as checkout_charge
     priced_store(api)
-    make_discount(api, code="ONCEONLY", once_per_customer=True)
+    make_discount(api, code="ONCEONLY", **RULES[limit])
     first = ready(api, email="fresh@example.com", discount_code="ONCEONLY")
     second = ready(api, email="fresh@example.com", discount_code="ONCEONLY")
     real_ready = checkout_charge.ready

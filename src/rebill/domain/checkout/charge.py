@@ -40,6 +40,8 @@ from ..customer import repository as customers
 from ..customer import service as customer_service
 from ..customer.model import CustomerCreate
 from ..discount import repository as discounts
+from ..discount import rules as discount_rules
+from ..discount.model import FIRST_TIME
 from ..money import minor_digits
 from ..payment.gateway import AUTHORIZED, Gateway, GatewayUnavailable, Payment, Result, processor_name
 from ..payment_method import repository as payment_methods
@@ -140,13 +142,15 @@ def _claim(unit: Unit, verifier: AddressVerifier, token: str, run: str,
 
 
 def _hold_code(unit: Unit, checkout: Checkout, state: dict[str, Any], stale: datetime) -> None:
-    """NOTE: decisions §7.5, `usage_limit` and `once_per_customer` hold for checkouts charged at
-    the same moment too (found by an audit: on PostgreSQL, concurrent charges each saw the code
-    unused and all took it). A use is counted when a payment is recorded; until then the live
-    claims of other checkouts with the code count as uses. The code's row lock makes claims with
-    one code queue for this look. One that would go past the limit answers 409: once the other
-    payments are recorded, a new try prices the checkout as it then is (without the code, if it
-    is used up), as one after the other they would have been."""
+    """NOTE: decisions §7.5, `usage_limit`, `once_per_customer` and
+    `first_time_customer_restriction` hold for checkouts charged at the same moment too (found
+    by audits: on PostgreSQL, concurrent charges each saw the code unused, or their new
+    customer unpaid, and all took it). A use is counted when a payment is recorded; until then
+    the live claims of other checkouts with the code count as uses, and as payments of their
+    e-mail's customer. The code's row lock makes claims with one code queue for this look. One
+    that would go past the limit answers 409: once the other payments are recorded, a new try
+    prices the checkout as it then is (without the code, if it is used up), as one after the
+    other they would have been."""
     applied = (state["pricing"] or {}).get("applied_discount") or {}
     if checkout.discount_id is None or not applied.get("applicable"):
         return
@@ -155,18 +159,24 @@ def _hold_code(unit: Unit, checkout: Checkout, state: dict[str, Any], stale: dat
         return
     others = repository.live_claims_with_code(unit.conn, unit.store_id, checkout.discount_id, checkout.id, stale)
     mine = (checkout.email or "").strip().lower()
+    per_customer = row.once_per_customer or row.first_time_customer_restriction == FIRST_TIME
     if (row.usage_limit is not None and row.times_used + len(others) >= row.usage_limit) or \
-            (row.once_per_customer and (mine in others or _customer_holds(unit, checkout, row.id))):
+            (per_customer and (mine in others or _customer_took(unit, checkout, row))):
         raise Conflict("Another checkout is being charged with this discount code; try again in a moment")
 
 
-def _customer_holds(unit: Unit, checkout: Checkout, discount_id: int) -> bool:
-    """Whether the customer of the checkout's e-mail holds or used the code, read after the
-    code's lock: the pricing before it looked when no such customer existed yet, and a checkout
-    of that e-mail recorded since made one that took the code (found by an audit: five checkouts
-    of a new e-mail charged at once, two took a once-per-customer code)."""
+def _customer_took(unit: Unit, checkout: Checkout, row: Any) -> bool:
+    """Whether the customer of the checkout's e-mail now stands where the code refuses it (holds
+    or used a once-per-customer code; has paid, for a first-time customers' code), read after
+    the code's lock: the pricing before it looked when no such customer existed yet, and a
+    checkout of that e-mail recorded since made one (found by an audit: five checkouts of a new
+    e-mail charged at once, two took a once-per-customer code)."""
     customer_id = service.customer_of(unit, checkout.email)
-    return customer_id is not None and discounts.customer_holds(unit.conn, unit.store_id, customer_id, discount_id)
+    if customer_id is None:
+        return False
+    if row.once_per_customer and discounts.customer_holds(unit.conn, unit.store_id, customer_id, row.id):
+        return True
+    return row.first_time_customer_restriction == FIRST_TIME and discount_rules.has_paid(unit, customer_id)
 
 
 def ready(unit: Unit, verifier: AddressVerifier, checkout: Checkout) -> dict[str, Any]:

@@ -56,13 +56,17 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
         customers.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update")
         if repository.customer_holds(unit.conn, unit.store_id, customer_id, row.id, except_address=except_address):
             return "discount can be used once per customer"
-    if row.first_time_customer_restriction == FIRST_TIME:
-        customer = customers.get(unit.conn, unit.store_id, customer_id)
-        # A captured charge leaves `first_charge_processed_at` unset: the charges tell too.
-        if customer is not None and (customer.first_charge_processed_at is not None
-                                     or repository.customer_paid(unit.conn, unit.store_id, customer_id)):
-            return "discount is for first-time customers only"
+    if row.first_time_customer_restriction == FIRST_TIME and has_paid(unit, customer_id):
+        return "discount is for first-time customers only"
     return None
+
+
+def has_paid(unit: Unit, customer_id: int) -> bool:
+    """NOTE: decisions §7.5 first_time_customer_restriction, whether the customer has paid."""
+    customer = customers.get(unit.conn, unit.store_id, customer_id)
+    # A captured charge leaves `first_charge_processed_at` unset: the charges tell too.
+    return customer is not None and (customer.first_charge_processed_at is not None
+                                     or repository.customer_paid(unit.conn, unit.store_id, customer_id))
 
 
 def check(unit: Unit, row: Any, field: str, **kw: Any) -> None:

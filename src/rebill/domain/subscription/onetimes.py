@@ -16,8 +16,8 @@ from .model import ACTIVE, API_NAMES, ONETIME, OnetimeCreate, OnetimeUpdate, Pur
 from .service import (
     _check_quantity,
     address_for,
-    catalog_values,
     bundle_follows_swap,
+    catalog_values,
     check_next_date,
     get,
     locked,
