@@ -170,16 +170,17 @@ def make_metafield(api: Any, owner: Any = None, owner_resource: str = "customer"
         return metafield_service.create(_unit(api, conn), MetafieldCreate(**values))
 
 
-def concurrently(api: Any, requests: list[tuple[str, str, Any]]) -> list[Any]:
+def concurrently(api: Any, requests: list[tuple[str, str, Any]], version: str | None = None) -> list[Any]:
     """Sends ``requests`` (method, path, body) at once through the ASGI app on one event loop,
-    as a server with many connections does; returns the responses in order."""
+    as a server with many connections does (in ``version``, else the api's); returns the
+    responses in order."""
     import asyncio
 
     import httpx2 as httpx
 
     async def main() -> list[Any]:
         transport = httpx.ASGITransport(app=api.client.app)
-        headers = {"X-Service-Access-Token": api.token, "X-Service-Version": api.version}
+        headers = {"X-Service-Access-Token": api.token, "X-Service-Version": version or api.version}
         async with httpx.AsyncClient(transport=transport, base_url="http://rebill.test", headers=headers) as http:
             return list(await asyncio.gather(*(http.request(m, p, json=b) for m, p, b in requests)))
     return asyncio.run(main())

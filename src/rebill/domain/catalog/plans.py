@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from rebill.errors import NotFound, ValidationFailed
+from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..event import attributes
 from ..listing import ListQuery, PageResult
@@ -33,14 +33,33 @@ class _Products:
         self.unit = unit
         self.found: dict[str, Product | None] = {}
 
-    def get(self, external_product_id: str) -> Product:
+    def hold(self, external_product_id: str) -> Product | None:
         if external_product_id not in self.found:
             self.found[external_product_id] = repository.product_by_external_id(
                 self.unit.conn, self.unit.store_id, external_product_id, lock="update")
-        product = self.found[external_product_id]
+        return self.found[external_product_id]
+
+    def get(self, external_product_id: str) -> Product:
+        product = self.hold(external_product_id)
         if product is None:
             raise ValidationFailed.field("external_product_id", "product not found")
         return product
+
+
+def _held_plans(unit: Unit, products_: _Products, plan_ids: list[int]) -> dict[int, Plan]:
+    """The plans an update changes, read once their products are locked: every plan writer
+    locks the product first, so what is read then is what the writers before left (found by an
+    audit on PostgreSQL: two updates of one plan, each checked against the plan as it was
+    before the other, made a prepaid plan of frequencies 2 and 2 that no write could pass).
+    Products in the order of their external ids, so that two bulk updates do not lock them
+    crosswise. A plan moved to another product meanwhile answers 409."""
+    before = repository.plans_by_id(unit.conn, unit.store_id, plan_ids)
+    for external_product_id in sorted({plan.external_product_id for plan in before.values()}):
+        products_.hold(external_product_id)
+    after = repository.plans_by_id(unit.conn, unit.store_id, plan_ids)
+    if any(plan.product_id != before[plan_id].product_id for plan_id, plan in after.items()):
+        raise Conflict("A plan moved to another product meanwhile; try again")
+    return after
 
 
 def _checked(unit: Unit, products_: _Products, values: dict[str, Any], current: Plan | None = None) -> dict[str, Any]:
@@ -137,8 +156,11 @@ def create(unit: Unit, command: PlanCreate) -> Plan:
 
 
 def update(unit: Unit, plan_id: int, command: PlanUpdate) -> Plan:
-    current = get_plan(unit, plan_id)
-    clean = _checked(unit, _Products(unit), _merged(current, command.changes()), current)
+    products_ = _Products(unit)
+    current = _held_plans(unit, products_, [plan_id]).get(plan_id)
+    if current is None:
+        raise NotFound()
+    clean = _checked(unit, products_, _merged(current, command.changes()), current)
     if write_changes(unit, current, clean):
         _products_changed(unit, [(current.product_id, current.external_product_id),
                                  (clean["product_id"], clean["external_product_id"])])
@@ -184,8 +206,8 @@ def bulk_update(unit: Unit, commands: list[PlanUpdate]) -> list[Plan]:
     """All or nothing; each item names its plan by ``id`` (once per request)."""
     _bulk_size(len(commands))
     wanted = [c.id for c in commands if isinstance(c.id, int)]
-    current = repository.plans_by_id(unit.conn, unit.store_id, wanted)
     found = _Products(unit)
+    current = _held_plans(unit, found, wanted)
     checked: list[tuple[Plan, dict[str, Any]]] = []
     errors: dict[str, Any] = {}
     seen: set[int] = set()

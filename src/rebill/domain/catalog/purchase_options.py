@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from rebill.errors import ValidationFailed
+from rebill.errors import NotFound, ValidationFailed
 
 from ..unit import Unit
 from . import plans, repository, rules
@@ -280,7 +280,11 @@ def create(unit: Unit, command: LegacyProductWrite) -> Product:
 
 def update(unit: Unit, product_id: int, command: LegacyProductWrite) -> Product:
     """Updates the product and the plans its purchase options give: the sent options and
-    discount merge into those its plans show."""
+    discount merge into those its plans show. The product's update lock comes first, as every
+    plan writer takes it: its plans read after it are those the writers before left (found by an
+    audit on PostgreSQL: one PUT sent twice at once made the missing plan twice)."""
+    if not repository.lock_product(unit.conn, unit.store_id, product_id):
+        raise NotFound()
     product = get_product_by_id(unit, product_id)
     touched = False
     if command.subscription_defaults is not UNSET:
