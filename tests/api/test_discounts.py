@@ -221,6 +221,22 @@ def test_ends_at_passing_shows_disabled_and_lists_by_it(api):
     assert [d["id"] for d in api.get("/discounts", params={"status": "disabled"}).json()["discounts"]] == [made["id"]]
 
 
+def test_an_ended_discount_is_enabled_only_with_a_later_end(api):
+    """Found by an audit: `status: enabled` on a discount shown `disabled` since its end passed
+    answered 200, still `disabled`, and changed nothing."""
+    ends = api.clock.now() + timedelta(days=1)
+    made = create(api, ends_at=ends.isoformat())
+    api.clock.advance(timedelta(days=2))
+    path = f"/discounts/{made['id']}"
+    stored = api.get(path).json()["discount"]
+    assert errors_of(api.put(path, json={"status": "enabled"})) == {
+        "status": [f"the discount ended at {ends.isoformat()}: send a later ends_at, or null, to enable it"]}
+    assert api.get(path).json()["discount"] == stored
+    later = (api.clock.now() + timedelta(days=3)).isoformat()
+    for body in ({"status": "enabled", "ends_at": later}, {"status": "enabled", "ends_at": None}):
+        assert api.put(path, json=body).json()["discount"]["status"] == "enabled"
+
+
 def test_list_filters_sort_paging_and_count_in_2021_01(api):
     a = create(api, code="A1", value="5")
     b = create(api, code="B2", value_type="fixed_amount", value="3")

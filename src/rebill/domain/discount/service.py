@@ -40,6 +40,7 @@ from .model import (
     DiscountUpdate,
     channels,
     code_key,
+    ended,
 )
 
 # Stored columns the head (2021-11) discount names otherwise (its nested `usage_limits`): the
@@ -204,9 +205,15 @@ def update(unit: Unit, discount_id: int, command: DiscountUpdate) -> Discount:
     if "status" in changes and changes["status"] != current.status:
         if changes["status"] not in TRANSITIONS.get(current.status, set()):
             add_error(errors, "status", f"cannot change from {current.status} to {changes['status']}")
+    ends_at = changes.get("ends_at", current.ends_at)
+    if changes.get("status") == ENABLED and ended(SimpleNamespace(ends_at=ends_at), unit.now):
+        # Stored `enabled`, shown `disabled` since its end passed (spec 02 Discount status): the
+        # transition asked cannot happen while the end stays passed (found by an audit: a 200
+        # that answered `disabled` and changed nothing).
+        add_error(errors, "status", f"the discount ended at {ends_at.isoformat()}: send a later ends_at, or "
+                                    "null, to enable it")
     _check_count(errors, "usage_limit", changes.get("usage_limit"))
-    _check_window({"starts_at": changes.get("starts_at", current.starts_at),
-                   "ends_at": changes.get("ends_at", current.ends_at)}, errors)
+    _check_window({"starts_at": changes.get("starts_at", current.starts_at), "ends_at": ends_at}, errors)
     if errors:
         raise ValidationFailed(errors)
     # Sending what is stored changes nothing: no event, same updated_at (decisions §7.5).
