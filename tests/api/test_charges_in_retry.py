@@ -4,6 +4,7 @@ deleted leaves it (decisions §5.16): a retry must never take money for it
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -13,6 +14,7 @@ from tests.builders import (
     events_of,
     make_address,
     make_customer,
+    make_discount,
     make_payment_method,
     make_subscription,
 )
@@ -87,3 +89,73 @@ def test_a_charge_in_retry_left_with_nothing_is_deleted(tier_a):
     assert tier_a.get(f"/charges/{charge_id}").status_code == 404
     assert ("charge/deleted", charge_id) in events_of(tier_a, charge_id)
     assert [c.status for c in charges_of(tier_a, address.id)] == []
+
+
+# What a charge in retry follows (found by audits) ----------------------------------------------
+
+def _failing(api, **subscription):
+    customer = make_customer(api)
+    method = make_payment_method(api, customer, processor_payment_method_token="pm_declined")
+    address = make_address(api, customer)
+    item = make_subscription(api, address, **subscription)
+    [charge] = charges_of(api, address.id)
+    return address, charge.id, item, method
+
+
+def _process(api, charge_id, status):
+    reply = api.post(f"/charges/{charge_id}/process", json={}, version="2021-11")
+    assert reply.status_code == 200 and reply.json()["charge"]["status"] == status, reply.text
+    return reply.json()["charge"]
+
+
+def test_a_retry_paid_late_dates_the_next_charge_after_today(tier_a):
+    """Found by an audit: the next date was the charge's date plus one interval even when that
+    had passed, so a weekly subscription whose retry succeeded five weeks late was billed for
+    each missed week in the same run. The next date is the first on its cadence after today
+    (decisions §5.16's rule for a new interval)."""
+    start = tier_a.clock.now().date() + timedelta(days=1)
+    address, charge_id, item, method = _failing(tier_a, order_interval_unit="week", next_charge_scheduled_at=start)
+    _process(tier_a, charge_id, "error")
+    tier_a.clock.advance(timedelta(days=34))  # today: start + 33 days
+    tier_a.put(f"/payment_methods/{method}", json={"processor_payment_method_token": "pm_ok"}, version="2021-11")
+    _process(tier_a, charge_id, "success")
+    shown = tier_a.get(f"/subscriptions/{item.id}", version="2021-11").json()["subscription"]
+    assert shown["next_charge_scheduled_at"][:10] == (start + timedelta(weeks=5)).isoformat()
+    assert [(c.status, c.scheduled_at) for c in charges_of(tier_a, address.id) if c.status == "queued"] == [
+        ("queued", start + timedelta(weeks=5))]
+
+
+def test_a_charge_in_retry_takes_its_addresss_code_again_once_it_qualifies(tier_a):
+    """Found by an audit: below the code's minimum for a moment, a charge in retry lost its
+    address's code for good, and its retry took 10.00 too much."""
+    make_discount(tier_a, code="QUARTER", value="25", prerequisite_subtotal_min=Decimal("30"))
+    address, charge_id, item, _ = _failing(tier_a, price=Decimal("20.00"), quantity=2)
+    assert tier_a.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "QUARTER"}).status_code == 200
+    assert _process(tier_a, charge_id, "error")["total_discounts"] == "10.00"
+    for quantity, off in ((1, "0.00"), (2, "10.00")):
+        assert tier_a.put(f"/subscriptions/{item.id}", json={"quantity": quantity}).status_code == 200
+        assert _charge(tier_a, charge_id)["total_discounts"] == off
+
+
+def test_a_code_applied_to_a_charge_in_retry_alone_goes_when_its_items_change(tier_a):
+    """Spec 02 Charges rule 2, for a charge in retry too (found by an audit: it stayed on after
+    a new quantity and price, and the retry used it)."""
+    make_discount(tier_a, code="JUSTONCE", value="25")
+    address, charge_id, item, _ = _failing(tier_a, price=Decimal("20.00"))
+    assert tier_a.post(f"/charges/{charge_id}/apply_discount", json={"discount_code": "JUSTONCE"}).status_code == 200
+    assert _process(tier_a, charge_id, "error")["total_discounts"] == "5.00"
+    for quantity in (3, 1):  # and gone for good: the charge back as it was takes it no more
+        assert tier_a.put(f"/subscriptions/{item.id}", json={"quantity": quantity}).status_code == 200
+        assert _charge(tier_a, charge_id)["total_discounts"] == "0.00"
+
+
+def test_an_address_update_reaches_its_charge_in_retry(tier_a):
+    """Found by an audit: the retry shipped to the address as it was when the payment failed
+    (and its money followed the new one only at the next change of an item)."""
+    address, charge_id, _, _ = _failing(tier_a, price=Decimal("20.00"))
+    _process(tier_a, charge_id, "error")
+    reply = tier_a.put(f"/addresses/{address.id}", json={"address1": "2 Other St"}, version="2021-11")
+    assert reply.status_code == 200, reply.text
+    after = _charge(tier_a, charge_id)
+    assert (after["status"], after["shipping_address"]["address1"]) == ("error", "2 Other St")
+    assert ("charge/updated", charge_id) in events_of(tier_a, charge_id)

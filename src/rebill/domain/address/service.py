@@ -8,6 +8,7 @@ import msgspec
 
 from rebill.errors import Conflict, NotFound, ValidationFailed
 
+from ..charge import errored
 from ..charge import repository as charges
 from ..charge.model import OPEN
 from ..customer import repository as customers
@@ -130,8 +131,11 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
         if not repository.update_address(unit.conn, unit.store_id, address_id, current.lock_version, changes):
             raise Conflict()
         unit.record("address/updated", address_id, changed=attributes.names(changes, API_NAMES))
-        # The charges show the address, its shipping and its discount: they follow it.
+        # The charges show the address, its shipping and its discount: they follow it, a charge
+        # in retry too, which its retry bills as it then is (found by an audit: a retry shipped
+        # to the old address, its money computed for the new one at the next item change).
         replan(unit, [address_id])
+        errored.recompute(unit, errored.of_address(unit, address_id))
     return get(unit, address_id)
 
 

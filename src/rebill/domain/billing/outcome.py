@@ -186,7 +186,7 @@ class _Batch:
                 # Cancelled while this charge was being paid (a charge being paid does not
                 # change): the charge still paid for it. It counts, and the date an activation
                 # would restore moves past the paid one, so the cycle is never billed twice.
-                after = _next_date(charge, item, self.skipped.get(item.id, ()))
+                after = _next_date(charge, item, self.unit.today, self.skipped.get(item.id, ()))
                 row.update(charges_count=item.charges_count + 1,
                            cancelled_next_date=max(item.cancelled_next_date or after, after) if after else None)
                 self._item_updated(item, row)
@@ -201,7 +201,7 @@ class _Batch:
                 if limit is not None and row["charges_count"] >= limit:
                     row.update(status=EXPIRED, next_charge_scheduled_at=None)
                     self.refresh.add(item.customer_id)
-                elif (after := _next_date(charge, item, self.skipped.get(item.id, ()))) is None:
+                elif (after := _next_date(charge, item, self.unit.today, self.skipped.get(item.id, ()))) is None:
                     # No date after this one in the calendar (a date set by hand at its very
                     # end): the subscription is done, as after its last charge.
                     row.update(status=EXPIRED, next_charge_scheduled_at=None)
@@ -321,14 +321,22 @@ def _columns(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != "_id"}
 
 
-def _next_date(charge: Charge, item: PurchaseItem, skipped: Collection[date] = ()) -> date | None:
+def _next_date(charge: Charge, item: PurchaseItem, today: date, skipped: Collection[date] = ()) -> date | None:
     """The subscription's next charge date after ``charge`` (one charge interval on, past the
     dates it has skipped ahead, decisions §5.12), or None past the end of the calendar: the
-    payment is already taken, so this never raises."""
+    payment is already taken, so this never raises. A charge paid late (a retry that succeeded
+    days into dunning) whose next date would not be after today takes the first date after
+    today on that cadence, as decisions §5.16 does for a new interval: found by an audit, a
+    weekly subscription whose sixth retry succeeded was billed for each of the five weeks in
+    dunning in the same run (each next date already due), a monthly one twice in a day."""
     assert item.order_interval_unit and item.charge_interval_frequency
+    when = charge.scheduled_at
     try:
-        return next_unskipped(charge.scheduled_at, item.order_interval_unit, item.charge_interval_frequency,
-                              item.anchor_day, skipped)
+        while True:
+            when = next_unskipped(when, item.order_interval_unit, item.charge_interval_frequency,
+                                  item.anchor_day, skipped)
+            if when > today:
+                return when
     except (OverflowError, ValueError):
         return None
 

@@ -15,6 +15,7 @@ is deleted. A charge a billing run holds right now (claimed) is left alone: it i
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import date
 
 from sqlalchemy import select
 
@@ -23,9 +24,9 @@ from rebill.models import charge_items, charges
 
 from ..address import repository as addresses
 from ..customer import repository as customers
+from ..discount import inputs as discount_inputs
 from ..discount import repository as discounts
-from ..discount.inputs import collection_products
-from ..discount.terms import Terms
+from ..discount.terms import basis_of
 from ..event import attributes
 from ..metafield import service as metafields
 from ..schedule.plan import build_charge
@@ -36,8 +37,9 @@ from ..unit import Unit
 from . import repository
 from .model import API_NAMES, ERROR
 
-# What the items and the code change; the rest of an errored charge stays.
-MONEY = ("line_items", "shipping_lines", "tax_lines", "discounts", "discount_id", "subtotal_price", "total_discounts",
+# What the items, the address and the code change; the rest of an errored charge stays.
+MONEY = ("shipping_address", "billing_address", "line_items", "shipping_lines", "tax_lines", "discounts",
+         "discount_id", "subtotal_price", "total_discounts",
          "total_line_items_price", "total_tax", "total_shipping", "total_price")
 
 
@@ -46,6 +48,13 @@ def holding(unit: Unit, item_id: int) -> list[int]:
     stmt = (select(charges.c.id).join(charge_items, charge_items.c.charge_id == charges.c.id)
             .where(charge_items.c.purchase_item_id == item_id, charges.c.store_id == unit.store_id,
                    charges.c.status == ERROR))
+    return sorted(unit.conn.execute(stmt).scalars())
+
+
+def of_address(unit: Unit, address_id: int) -> list[int]:
+    """The charges in retry of this address."""
+    stmt = select(charges.c.id).where(charges.c.store_id == unit.store_id, charges.c.address_id == address_id,
+                                      charges.c.status == ERROR)
     return sorted(unit.conn.execute(stmt).scalars())
 
 
@@ -77,13 +86,21 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
     if not found:
         return
     store = stores.get(unit.conn, unit.store_id) or unit.store
-    codes = discounts.many(unit.conn, unit.store_id, {c.discount_id for c in found} - {drop_code})
-    products = collection_products(unit.conn, unit.store_id, codes.values())
     places = addresses.many(unit.conn, unit.store_id, [c.address_id for c in found])
+    # NOTE: decisions §7.5, spec 02 Charges rule 2: the code of a charge in retry is found as the
+    # plan finds a queued charge's (discount/inputs.py), not kept from what it carried: its own
+    # code while it is made of what it was applied to, else its address's, within the code's
+    # uses (these charges' own not counted as uses in flight). Found by an audit: a charge
+    # below the minimum for a moment lost its address's code for good, and a code applied to
+    # the charge alone stayed on after its items changed.
+    computing = {c.id for c in found}
+    others = [c for c in repository.open_of(unit.conn, unit.store_id, list(places)) if c.id not in computing]
+    offers = discount_inputs.load(unit.conn, unit.store_id, places, others)
     billing = customers.billing_addresses(unit.conn, unit.store_id, [c.customer_id for c in found])
     held = items.many(unit.conn, unit.store_id,  # every item of every charge: one query
                       sorted({i for c in found for i in c.purchase_item_ids if i not in leaving}))
     rows, removed = [], []
+    dropped: list[tuple[int, date]] = []  # codes applied to a charge that is made of other things now
     gone: dict[int, int] = {}  # the charges left empty, and their customers
     names: dict[int, tuple[str, ...]] = {}  # the `updated_attributes` of each charge rewritten
     for charge in found:
@@ -95,16 +112,23 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
         if not kept:
             gone[charge.id] = charge.customer_id
             continue
-        code = codes.get(charge.discount_id)
-        terms = Terms.of(code, address.presentment_currency, products.get(code.id)) if code is not None else None
+        offer = offers.get(address.id)
+        terms, from_address = offer.for_charge(charge.scheduled_at, basis_of(kept, address)) if offer else (None, False)
+        if terms is not None and terms.id == drop_code:
+            terms = None
+        if offer is not None and charge.scheduled_at in offer.dropped:
+            dropped.append((address.id, charge.scheduled_at))
         planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,
                                ERROR, kept, terms)
+        if from_address and planned.values["discount_id"] is not None:
+            offer.used_one()  # type: ignore[union-attr]
         money = {name: planned.values[name] for name in MONEY}
         changed = attributes.differing(charge, money, API_NAMES)
         if not changed and not any(i in leaving for i in charge.purchase_item_ids):
             continue  # nothing of it changed: no write, no event
         names[charge.id] = changed
         rows.append({**money, "charge_id": charge.id, "updated_at": unit.now})
+    discounts.drop_charge_inputs(unit.conn, dropped)
     repository.change_items(unit.conn, unit.store_id, [], removed)
     repository.update_many(unit.conn, (*MONEY, "updated_at"), rows)
     unit.record_many("charge/updated", [row["charge_id"] for row in rows], changed=names)
