@@ -405,6 +405,27 @@ def test_a_shipping_code_is_not_spent_on_a_charge_whose_shipping_costs_nothing(a
     assert (charge.discount_id, charge.total_shipping, charge.total_discounts) == (discount_id, 5, 5)
 
 
+@pytest.mark.parametrize("kind", ["percentage", "fixed_amount"])
+def test_a_code_is_not_spent_on_a_charge_whose_lines_cost_nothing(api, kind):
+    """Found by an audit: a single-use code sat on a free sample's charge at 0.00 and was used
+    up by its payment; the next charge, which costs something, took nothing off."""
+    discount_id = make_discount(api, discount_type=kind, value="5", duration="single_use")
+    address = make_address(api)
+    item = make_subscription(api, address, price=Decimal("0.00"))
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.discounts, charge.total_discounts) == (None, [], 0)
+    assert api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id}).status_code == 200
+    refused = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
+    assert (refused.status_code, refused.json()) == (
+        422, {"errors": {"discount_id": ["the charge has no amount to take off"]}})
+    # A price: the address's code takes it off.
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    assert api.put(f"/subscriptions/{item.id}", json={"price": "20.00"}, version=V11).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.total_discounts) == (discount_id, Decimal(1 if kind == "percentage" else 5))
+
+
 def test_a_fixed_amount_larger_than_the_lines_never_makes_the_total_negative(api):
     discount_id = make_discount(api, discount_type="fixed_amount", value="100")
     address = subscribed(api)

@@ -84,6 +84,10 @@ class Terms:
         if self.kind == "shipping" and shipping is not None and shipping <= 0:
             return f"the {what} has no shipping to take off", flags
         eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
+        # Nor when the lines it applies to cost nothing (found by an audit: a single-use code
+        # was spent on a free sample's charge, and the next one took nothing off).
+        if self.kind != "shipping" and eligible <= 0:
+            return f"the {what} has no amount to take off", flags
         if self.minimum is not None and eligible < self.minimum:
             return f"the {what}'s subtotal {eligible} is below the discount's minimum {self.minimum}", flags
         return None, flags
