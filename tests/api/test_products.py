@@ -617,6 +617,19 @@ def test_2021_01_images_shown_null_may_be_sent_back(api):
     assert api.get("/products/8001", version=V11).json()["product"]["images"] == {"large": "https://img.test/l.png"}
 
 
+def test_2021_01_a_product_of_no_image_sent_back_changes_nothing(api):
+    """Found by an audit: its four sizes shown null, sent back, stored `{}` for null: an update,
+    a `product/updated`, and 2021-11 showed `images: {}`."""
+    product = legacy_create(api)
+    shown = api.get(f"/products/{product['id']}", version=V01).json()["product"]
+    told = len(events_of(api))
+    reply = api.put(f"/products/{product['id']}", json={"title": shown["title"], "images": shown["images"]},
+                    version=V01)
+    assert (reply.status_code, reply.json()["product"]["updated_at"]) == (200, shown["updated_at"]), reply.text
+    assert events_of(api)[told:] == []
+    assert api.get("/products/8001", version=V11).json()["product"]["images"] is None
+
+
 def test_2021_01_a_switch_to_one_time_drops_the_subscription_discount(api):
     """Found by an audit: refused over the discount of the plans that go, which was not sent."""
     product = legacy_create(api, discount_amount="15")

@@ -153,8 +153,10 @@ SERIALIZERS: dict[str, Serializer] = {"product": product, "plan": plan}
 IMAGES = Schema(*(Field(size, "str", max_length=2048) for size in IMAGE_SIZES))
 
 
-def _given_sizes(images: dict[str, Any]) -> dict[str, Any]:
-    return {size: url for size, url in images.items() if url is not None}
+def _given_sizes(images: dict[str, Any]) -> dict[str, Any] | None:
+    """The sizes given; none given is no image (found by an audit: the 2021-01 product of no
+    image sent back as shown stored `{}` for null, an update and a `product/updated`)."""
+    return {size: url for size, url in images.items() if url is not None} or None
 
 
 IMAGES_FIELD = Field("images", "object", items=IMAGES, convert=_given_sizes)
