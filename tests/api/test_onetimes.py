@@ -321,3 +321,20 @@ def test_update_to_a_product_outside_the_catalog_keeps_the_titles(api):
     assert response.status_code == 200, response.text
     assert (response.json()["onetime"]["product_title"], response.json()["onetime"]["variant_title"]) == ("Mug",
                                                                                                         "Blue")
+
+
+def test_2021_01_status_is_taken_as_shown_and_another_is_refused(api):
+    """Found by an audit: `{"status": "CANCELLED"}` answered 200 and the item stayed on its
+    charge, to be billed; a one-time item goes by its delete."""
+    address = make_address(api)
+    item = make_onetime(api, address)
+    path = f"/onetimes/{item.id}"
+    shown = api.get(path, version=V01).json()["onetime"]
+    assert shown["status"] == "ONETIME"
+    told = len(events_of(api))
+    assert api.put(path, json={"status": "ONETIME"}, version=V01).status_code == 200
+    assert events_of(api)[told:] == []
+    refused = api.put(path, json={"status": "CANCELLED", "quantity": 2}, version=V01)
+    assert (refused.status_code, refused.json()) == (422, {"errors": {"status": [
+        f"is not changed by an update; DELETE /onetimes/{item.id} removes the one-time item"]}})
+    assert api.get(path, version=V01).json()["onetime"]["quantity"] == shown["quantity"]

@@ -112,9 +112,14 @@ class SubscriptionOldShape(Change):
 
 class OnetimeOldShape(Change):
     """One-time items show `status` `ONETIME` (or `CANCELLED`) instead of `is_cancelled`, and a
-    `service_product_id`."""
+    `service_product_id`; an update takes the status it shows back (another is refused)."""
 
     kinds = ("onetime",)
+
+    def request(self, schema: Schema) -> Schema:
+        if "address_id" not in schema:
+            return schema.plus(Field("status", "str", nullable=False, max_length=32))
+        return schema
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         data["status"] = "CANCELLED" if data.pop("is_cancelled") else "ONETIME"

@@ -161,7 +161,9 @@ class ItemUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class OnetimeUpdate(ItemUpdate, kw_only=True, omit_defaults=True):
-    pass
+    # Read-only, as 2021-01 shows it (`ONETIME`, `CANCELLED`): the one it has, sent back, is
+    # taken; another is refused (onetimes.update).
+    status: str | UnsetType = UNSET
 
 
 class SubscriptionUpdate(ItemUpdate, kw_only=True, omit_defaults=True):

@@ -12,7 +12,7 @@ from ..money import places_problem, quantize
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
-from .model import ACTIVE, API_NAMES, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
+from .model import ACTIVE, API_NAMES, CANCELLED, ONETIME, OnetimeCreate, OnetimeUpdate, PurchaseItem
 from .service import (
     _check_quantity,
     address_for,
@@ -63,6 +63,12 @@ def _check_changeable(unit: Unit, current: PurchaseItem, changes: dict[str, obje
 def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
     current = locked(unit, onetime_id, ONETIME)
     changes = command.changes()
+    asked = changes.pop("status", None)
+    if asked is not None and asked.strip().upper() != ("CANCELLED" if current.status == CANCELLED else "ONETIME"):
+        # Found by an audit: 2021-01 `{"status": "CANCELLED"}` answered 200 and the item stayed
+        # on its charge, to be billed. A one-time item goes by its delete.
+        raise ValidationFailed.field("status", f"is not changed by an update; DELETE /onetimes/{onetime_id} "
+                                               "removes the one-time item")
     if "quantity" in changes:
         _check_quantity(changes["quantity"])
     if changes.get("next_charge_scheduled_at", current.next_charge_scheduled_at) != current.next_charge_scheduled_at:
