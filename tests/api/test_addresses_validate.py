@@ -48,10 +48,14 @@ def test_zip_of_another_state_answers_an_error_on_zipcode(api):
     assert (body["state"], body["state_name"], body["zipcode"]) == ("NY", "New York", "94105")
 
 
-def test_unknown_state_answers_an_error_on_state(api):
+def test_unknown_state_answers_an_error_on_state_and_the_zips_state(api):
+    """The state the zip gives, its code and its name together (found by an audit: the code
+    with a null name); none without a zip that exists."""
     body = validate(api, {**MARKET_ST, "state": "Atlantis"}).json()
     assert body["errors"] == {"state": ["is not a United States state"]}
-    assert body["state_name"] is None
+    assert (body["state"], body["state_name"]) == ("CA", "California")
+    body = validate(api, {**MARKET_ST, "state": "Atlantis", "zipcode": "00000"}).json()
+    assert (body["state"], body["state_name"]) == (None, None)
 
 
 @pytest.mark.parametrize("zipcode,message", [

@@ -45,10 +45,13 @@ class OfflineZipVerifier:
         elif found is not None and all(r["state"] != found[0] for r in records):
             errors["zip"] = [f"does not belong to {found[1]}"]
         record = records[0] if records else None
+        # The state the zip gives when the one sent is none: its code and its name together
+        # (found by an audit: the code with a null name).
+        shown = found or (find_province("US", record["state"]) if record else None)
         return Verification(
             city=record["city"] if record else None,
-            province_code=found[0] if found else (record["state"] if record else None),
-            province_name=found[1] if found else None,
+            province_code=shown[0] if shown else (record["state"] if record else None),
+            province_name=shown[1] if shown else None,
             zip=zip.strip(),
             errors=errors,
         )
