@@ -4,6 +4,7 @@ delete, list and the 2021-01 count; one line on the charge of their date."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -338,3 +339,19 @@ def test_2021_01_status_is_taken_as_shown_and_another_is_refused(api):
     assert (refused.status_code, refused.json()) == (422, {"errors": {"status": [
         f"is not changed by an update; DELETE /onetimes/{item.id} removes the one-time item"]}})
     assert api.get(path, version=V01).json()["onetime"]["quantity"] == shown["quantity"]
+
+
+def test_create_and_update_name_every_bad_field_at_once(api):
+    """decisions §2.3 (found by an audit: a zero quantity, then the missing title, then a past
+    date took a request each, where a subscription's create names them together)."""
+    address = make_address(api)
+    past = (api.clock.now().date() - timedelta(days=1)).isoformat()
+    reply = api.post("/onetimes", json={"address_id": address.id, "price": "5.00", "quantity": 0,
+                                        "next_charge_scheduled_at": past}, version=V11)
+    assert reply.status_code == 422, reply.text
+    assert set(reply.json()["errors"]) == {"quantity", "next_charge_scheduled_at", "product_title"}
+    item = make_onetime(api, address)
+    reply = api.put(f"/onetimes/{item.id}", json={"quantity": 0, "next_charge_scheduled_at": past,
+                                                  "price": "5.001"}, version=V11)
+    assert reply.status_code == 422, reply.text
+    assert set(reply.json()["errors"]) == {"quantity", "next_charge_scheduled_at", "price"}
