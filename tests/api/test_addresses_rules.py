@@ -127,6 +127,20 @@ def test_the_rules_after_the_types_name_every_bad_field_too(api):
     assert set(body) == {"zip", "presentment_currency", "payment_method_id"}, body
 
 
+def test_an_update_and_a_code_name_every_bad_field_too(api):
+    """Decisions §2.3, as a create names them (found by an audit: an update named the zip, then
+    the payment method, then the code, one request each; a create its code after the rest)."""
+    customer = make_customer(api)
+    address = make_address(api, customer)
+    response = api.put(f"/addresses/{address.id}", json={"zip": "1234", "payment_method_id": 999_999,
+                                                          "discounts": [{"code": "NOPE"}]}, version=V11)
+    body = errors_of(response)["errors"]
+    assert set(body) == {"zip", "payment_method_id", "discounts"}, body
+    response = create(api, customer, zip="1", payment_method_id=999_999, discounts=[{"code": "NOPE"}])
+    body = errors_of(response)["errors"]
+    assert set(body) == {"zip", "payment_method_id", "discounts"}, body
+
+
 def test_order_attribute_without_a_name_is_refused_at_its_index(api):
     response = create(api, make_customer(api), order_attributes=[{"name": "ok", "value": "1"}, {"value": "2"}])
     assert errors_of(response) == {"errors": {"order_attributes": {"1": {"name": ["is required"]}}}}

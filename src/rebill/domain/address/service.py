@@ -42,14 +42,21 @@ def _discount_id(unit: Unit, entries: list[dict[str, Any]], address: Address | N
                  currency: str) -> int | None:
     """NOTE: spec 01 Address ``discounts``, only the first entry applies; [] removes it. A new
     code obeys every rule of applying one (domain/discount/apply.py)."""
-    if not entries:
+    if not _discount_named(entries):
         return None
     first = entries[0]
-    if first.get("id") is None and not first.get("code"):
-        raise ValidationFailed({"discounts": ["each discount needs an id or a code"]})
     # The array sets the address's discount: a new code replaces the current one.
     return discount_apply.address_discount(unit, address, customer_id, currency, "discounts", first.get("id"),
                                            first.get("code"), replacing=True)
+
+
+def _discount_named(entries: list[dict[str, Any]]) -> bool:
+    """Whether the array names a code (422 for a first entry with neither id nor code)."""
+    if not entries:
+        return False
+    if entries[0].get("id") is None and not entries[0].get("code"):
+        raise ValidationFailed({"discounts": ["each discount needs an id or a code"]})
+    return True
 
 
 def _check_payment_method(unit: Unit, customer_id: int, payment_method_id: int | None) -> None:
@@ -81,14 +88,16 @@ def create(unit: Unit, verifier: AddressVerifier, command: AddressCreate) -> Add
     located = ValidationFailed.collect(errors, check_location, unit.store, verifier, values)
     currency = ValidationFailed.collect(errors, check_presentment_currency, unit.store, command.presentment_currency)
     ValidationFailed.collect(errors, _check_payment_method, unit, command.customer_id, command.payment_method_id)
+    # A code's rules depend on the currency (a fixed amount is in the store's): once it is known.
+    discount_id = ValidationFailed.collect(errors, _discount_id, unit, entries, None, command.customer_id, currency) \
+        if entries is not msgspec.UNSET and currency is not None else None
     if errors:
         raise ValidationFailed(errors)
     values = located
     values["presentment_currency"] = currency
     values.update(
         store_id=unit.store_id,
-        discount_id=(_discount_id(unit, entries, None, command.customer_id, values["presentment_currency"])
-                     if entries is not msgspec.UNSET else None),
+        discount_id=discount_id,
         shipping_lines_override=_normalize_shipping_lines(command.shipping_lines_override,
                                                           values["presentment_currency"]),
         shipping_lines_conserved=[],
@@ -104,21 +113,29 @@ def create(unit: Unit, verifier: AddressVerifier, command: AddressCreate) -> Add
 def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: AddressUpdate) -> Address:
     current = get(unit, address_id)
     changes = command.changes()
+    # Every bad field at once, as a create names them (decisions §2.3; found by an audit: the
+    # zip, then the payment method, then the code, one request each).
+    errors: dict[str, Any] = {}
     if changes.pop("presentment_currency", current.presentment_currency).upper() != current.presentment_currency:
         # Its charges, prices and applied codes are in that currency: a new one is a new address.
-        raise ValidationFailed.field("presentment_currency", "cannot be changed once the address is created")
+        errors["presentment_currency"] = ["cannot be changed once the address is created"]
     if "country_code" in changes and changes["country_code"].upper() != current.country_code:
-        check_zip_follows_country(current.country_code, current.zip, changes)
+        ValidationFailed.collect(errors, check_zip_follows_country, current.country_code, current.zip, changes)
         # The old country's province means nothing in the new one.
         changes.setdefault("province", None)
     if any(field in changes for field in LOCATION):
         merged = {field: changes.get(field, getattr(current, field)) for field in LOCATION}
-        changes.update(check_location(unit.store, verifier, merged))
+        changes.update(ValidationFailed.collect(errors, check_location, unit.store, verifier, merged) or {})
     if "payment_method_id" in changes:
-        _check_payment_method(unit, current.customer_id, changes["payment_method_id"])
+        ValidationFailed.collect(errors, _check_payment_method, unit, current.customer_id,
+                                 changes["payment_method_id"])
     if "discounts" in changes:
-        changes["discount_id"] = _discount_id(unit, changes.pop("discounts"), current, current.customer_id,
-                                              current.presentment_currency)
+        # The code's rules only read (and lock) what an apply reads: named with the rest.
+        changes["discount_id"] = ValidationFailed.collect(
+            errors, _discount_id, unit, changes.pop("discounts"), current, current.customer_id,
+            current.presentment_currency)
+    if errors:
+        raise ValidationFailed(errors)
     if "shipping_lines_override" in changes:
         new = _normalize_shipping_lines(changes["shipping_lines_override"], current.presentment_currency)
         changes["shipping_lines_override"] = new
