@@ -367,3 +367,65 @@ def test_moving_to_a_product_outside_the_catalog_keeps_the_titles_and_price(vapi
     assert (moved["product_title"], moved["variant_title"], moved["price"]) == ("Coffee", "1 lb", "12.50")
     assert (moved["external_product_id"] if vapi.version == V11 else moved["platform_product_id"]) in (
         {"ecommerce": "777"}, 777)
+
+
+# A GET body sent back (found by an audit) -------------------------------------------------------
+
+def _echo(api, path, kind):
+    shown = api.get(path).json()[kind]
+    reply = api.put(path, json=shown)
+    assert reply.status_code == 200, reply.text
+    return shown, api.get(path).json()[kind]
+
+
+def test_an_item_sent_back_takes_nothing_from_a_catalog_product_added_since(vapi):
+    """Its own product and variant sent back are no swap: a GET body sent back took the titles,
+    sku, weight and flags of a catalog product added after the item was made (the charge lost
+    its shipping and tax), a one-time item the product's first variant."""
+    from tests.api.test_products import make_product
+    from tests.builders import make_onetime
+    address = make_address(vapi)
+    sub = create_sub(vapi, address, external_product_id={"ecommerce": "late-1"} if vapi.version == V11 else None,
+                     **({"platform_product_id": "late-1"} if vapi.version == V01 else {}))
+    onetime = make_onetime(vapi, address, external_product_id="late-2")
+    make_product(vapi, "late-1")
+    make_product(vapi, "late-2")
+    total = charges_of(vapi, address.id)[0].total_price
+    before = events_of(vapi)
+    for path, kind in ((f"/subscriptions/{sub['id']}", "subscription"), (f"/onetimes/{onetime.id}", "onetime")):
+        shown, after = _echo(vapi, path, kind)
+        assert after == shown
+    assert events_of(vapi) == before
+    assert charges_of(vapi, address.id)[0].total_price == total
+
+
+def test_a_subscription_in_dunning_sent_back_keeps_its_past_date(vapi):
+    """Its date is its failed charge's, passed: sent back, it is no new date (it was 422 `must
+    not be in the past`)."""
+    from tests.builders import make_customer, make_payment_method
+    store = vapi.other_store(plan_tier="premium_a")
+    store.version = vapi.version
+    customer = make_customer(store)
+    make_payment_method(store, customer, processor_payment_method_token="pm_declined")
+    address = make_address(store, customer)
+    item = make_subscription(store, address)
+    [charge] = charges_of(store, address.id)
+    assert store.post(f"/charges/{charge.id}/process", json={}).status_code == 200
+    store.clock.advance(timedelta(days=12))  # the charge's date (10 days ahead) has passed
+    shown, after = _echo(store, f"/subscriptions/{item.id}", "subscription")
+    assert after["next_charge_scheduled_at"] == shown["next_charge_scheduled_at"]
+
+
+def test_an_update_and_a_create_name_every_bad_field_at_once(api):
+    """decisions §2.3 (found by an audit: a zero quantity, then a price of three decimals, then an
+    unknown unit, one request each; a create's past date after its quantity)."""
+    sub = create_sub(api)
+    reply = api.put(f"/subscriptions/{sub['id']}", json={
+        "quantity": 0, "price": "1.005", "order_interval_unit": "year", "order_interval_frequency": 1,
+        "charge_interval_frequency": 1}, version=V11)
+    assert set(errors_of(reply)) == {"quantity", "price", "order_interval_unit"}, reply.text
+    address = make_address(api)
+    reply = api.post("/subscriptions", json={
+        "address_id": address.id, "product_title": "Tea", "price": "5.00", "quantity": 0, **MONTHLY,
+        "next_charge_scheduled_at": (today(api) - timedelta(days=1)).isoformat()}, version=V11)
+    assert set(errors_of(reply)) == {"quantity", "next_charge_scheduled_at"}, reply.text

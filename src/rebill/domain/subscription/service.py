@@ -161,9 +161,15 @@ def swap_values(unit: Unit, current: PurchaseItem, changes: dict[str, Any]) -> N
     """A new product or variant: the catalog's defaults for what was not sent; a product the
     catalog does not hold keeps the item's own titles and sku (as a create with explicit fields
     would take them). The price is kept unless sent (docs/api-choices.md). Its own product sent
-    alone is no swap (found by an audit: it took the product's first variant)."""
-    if "external_variant_id" not in changes and changes.get("external_product_id") == current.external_product_id:
-        del changes["external_product_id"]
+    alone is no swap (found by an audit: it took the product's first variant), nor its own
+    product and variant sent back (found by an audit: a GET body sent back took the titles,
+    sku, weight and flags of a catalog product added since, and the charge's shipping and tax
+    with them)."""
+    own_variant = changes.get("external_variant_id", current.external_variant_id) == current.external_variant_id
+    if changes.get("external_product_id", current.external_product_id) == current.external_product_id and (
+            own_variant or "external_variant_id" not in changes):
+        changes.pop("external_product_id", None)
+        changes.pop("external_variant_id", None)
         return
     product_id = changes.get("external_product_id", current.external_product_id)
     variant_id = changes.get("external_variant_id")
@@ -227,6 +233,9 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
     ValidationFailed.collect(errors, _check_quantity, command.quantity)
     ValidationFailed.collect(errors, intervals.check, values)  # the unit lower-cased in place
     ValidationFailed.collect(errors, catalog_values, unit, values, currency=address.presentment_currency)
+    if command.next_charge_scheduled_at is not None:
+        ValidationFailed.collect(errors, intervals.check_future, "next_charge_scheduled_at",
+                                 command.next_charge_scheduled_at, unit.today)
     if errors:
         raise ValidationFailed(errors)
     if plan is not None:
@@ -239,9 +248,7 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
             values["price"] = plan_price(values["price"], plan, address.presentment_currency)
     today = unit.today
     when = command.next_charge_scheduled_at
-    if when is not None:
-        intervals.check_future("next_charge_scheduled_at", when, today)
-    else:
+    if when is None:
         when = intervals.first_date(values, today)
     intervals.check_room("next_charge_scheduled_at", when, values["order_interval_unit"],
                          values["charge_interval_frequency"],
@@ -279,36 +286,51 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
 def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
     current = locked(unit, subscription_id)
     changes = command.changes()
+    # The body's own rules at once (decisions §2.3; found by an audit: a zero quantity, then a
+    # price of three decimals, then an unknown unit, one request each).
+    errors: dict[str, Any] = {}
     if "next_charge_scheduled_at" in changes and changes["next_charge_scheduled_at"] is None:
         # What a cancelled or expired subscription shows, sent back: no change (found by an audit).
         if current.next_charge_scheduled_at is not None:
-            raise ValidationFailed.field("next_charge_scheduled_at", "cannot be null")
+            errors["next_charge_scheduled_at"] = ["cannot be null"]
         del changes["next_charge_scheduled_at"]
     asked = changes.pop("status", None)
     if asked is not None and asked.strip().lower() != current.status:
         # Found by an audit: `{"status": "cancelled"}` answered 200 and the subscription stayed
         # active. A status changes through its actions, which do what goes with it.
-        raise ValidationFailed.field("status", f"is changed by POST /subscriptions/{subscription_id}/cancel "
-                                               "or /activate, not by an update")
+        errors["status"] = [f"is changed by POST /subscriptions/{subscription_id}/cancel or /activate, "
+                            "not by an update"]
     sent = [name for name in intervals.INTERVAL_FIELDS if name in changes]
     if sent and len(sent) != len(intervals.INTERVAL_FIELDS):
         # NOTE: decisions §5.3, the three interval fields change together or not at all.
-        missing = [n for n in intervals.INTERVAL_FIELDS if n not in changes]
-        raise ValidationFailed({name: ["must be sent with " + ", ".join(sent)] for name in missing})
+        errors.update({name: ["must be sent with " + ", ".join(sent)]
+                       for name in intervals.INTERVAL_FIELDS if name not in changes})
     if "quantity" in changes:
-        _check_quantity(changes["quantity"])
+        ValidationFailed.collect(errors, _check_quantity, changes["quantity"])
     # The plan it was made from stays named after that plan is deleted (the record of where it
     # came from): a PUT that sends it back unchanged is no new plan to check.
-    new_plan = _check_plan(unit, changes["plan_id"]) if changes.get("plan_id") not in (None, current.plan_id) \
-        else None
+    new_plan = ValidationFailed.collect(errors, _check_plan, unit, changes["plan_id"]) \
+        if changes.get("plan_id") not in (None, current.plan_id) else None
     if current.status != ACTIVE and ({"next_charge_scheduled_at"} & set(changes)):
-        raise ValidationFailed.field("next_charge_scheduled_at", "a cancelled or expired subscription has none")
+        errors["next_charge_scheduled_at"] = ["a cancelled or expired subscription has none"]
+    elif changes.get("next_charge_scheduled_at", current.next_charge_scheduled_at) != current.next_charge_scheduled_at:
+        # Its own date sent back is no change, past or not (found by an audit: a GET body of a
+        # subscription in dunning, whose date is its failed charge's, sent back was 422).
+        ValidationFailed.collect(errors, intervals.check_future, "next_charge_scheduled_at",
+                                 changes["next_charge_scheduled_at"], unit.today)
     cadence = {name: changes.get(name, getattr(current, name)) for name in
                (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week", "cutoff_day_of_month",
                 "cutoff_day_of_week", "expire_after_specific_number_of_charges")}
-    if any(name in changes for name in cadence):
-        cadence = intervals.check(cadence)
-        changes.update({k: v for k, v in cadence.items() if k in changes})
+    if any(name in changes for name in cadence) and not any(name in errors for name in intervals.INTERVAL_FIELDS):
+        checked = ValidationFailed.collect(errors, intervals.check, cadence)
+        if checked is not None:
+            cadence = checked
+            changes.update({k: v for k, v in cadence.items() if k in changes})
+    if "price" in changes and (problem := ("must not be negative" if changes["price"] < 0 else
+                                           places_problem(changes["price"], current.presentment_currency))):
+        errors["price"] = [problem]
+    if errors:
+        raise ValidationFailed(errors)
     if "external_variant_id" in changes or "external_product_id" in changes:
         swap_values(unit, current, changes)
         # Whatever was sent: a product alone changes the variant too (found by an audit).
@@ -328,16 +350,11 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
                                           changes.get("external_variant_id", current.external_variant_id)):
             changes["plan_id"] = None
     if "price" in changes:
-        if changes["price"] < 0:
-            raise ValidationFailed.field("price", "must not be negative")
-        if places_problem(changes["price"], current.presentment_currency):
-            raise ValidationFailed.field("price", places_problem(changes["price"], current.presentment_currency))
         changes["price"] = quantize(changes["price"], current.presentment_currency)
     today = unit.today
     interval_changed = any(changes.get(n, getattr(current, n)) != getattr(current, n)
                            for n in (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week"))
     if "next_charge_scheduled_at" in changes:
-        intervals.check_future("next_charge_scheduled_at", changes["next_charge_scheduled_at"], today)
         if changes["next_charge_scheduled_at"] != current.next_charge_scheduled_at:
             errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
             check_next_date(unit, [subscription_id], changes["next_charge_scheduled_at"],
