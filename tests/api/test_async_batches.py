@@ -336,6 +336,33 @@ def test_one_batch_per_store_runs_at_a_time_and_the_next_waits_its_turn(api):
     assert batch_of(other, theirs)["status"] == "completed"
 
 
+def test_batches_sent_within_one_second_wait_in_the_order_they_were_sent(api):
+    """Found by an audit: `submitted_at` keeps whole seconds, and two batches sent in one second
+    ran in id order: the one sent first was applied last and won."""
+    older, newer = new_batch(api)["id"], new_batch(api)["id"]
+    for batch_id in (newer, older):  # the same second of the (test) clock
+        add(api, batch_id, [{"code": f"x{batch_id}"}])
+        submit(api, batch_id)
+    assert batch_of(api, older)["submitted_at"] == batch_of(api, newer)["submitted_at"]
+    runner = BatchRunner(api.client.app.services)
+    assert newer in runner.claim() and older not in runner.claim()
+
+
+def test_a_task_runs_the_numbers_of_its_body_as_they_were_sent(api):
+    """Found by an audit on PostgreSQL: jsonb rewrote -0.0 to 0.0 (the task made a one-time item
+    its endpoint refused) and 1e16 to an integer (another error than its endpoint's)."""
+    address = make_address(api)
+    when = (api.clock.now().date() + timedelta(days=5)).isoformat()
+    bodies = [{"address_id": address.id, "product_title": "Zero", "price": -0.0, "quantity": 1,
+               "next_charge_scheduled_at": when},
+              {"address_id": address.id, "product_title": "Many", "price": "1.00", "quantity": 1e16,
+               "next_charge_scheduled_at": when}]
+    ran = run_one(api, "onetime_create", bodies)
+    assert [task["body"] for task in ran] == bodies
+    assert [task["result"] for task in ran] == [endpoint(api, "onetime_create", body) for body in bodies]
+    assert [task["result"]["status_code"] for task in ran] == [422, 422]
+
+
 def test_processed_batches_are_in_the_event_log_and_tasks_events_come_from_the_batch(api):
     address = make_address(api)
     body = {"address_id": address.id, "product_title": "Tea", "price": "9.90", "quantity": 1,

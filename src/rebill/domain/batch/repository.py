@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
@@ -26,10 +26,13 @@ _grow = Prepared(update(b).where(
     b.c.id == bindparam("id"), b.c.store_id == bindparam("store_id"), b.c.status == NOT_STARTED,
     b.c.submitted_at.is_(None), b.c.total_task_count + bindparam("count") <= MAX_TASKS,
 ).values(total_task_count=b.c.total_task_count + bindparam("count"), updated_at=bindparam("now")))
+_sent = b.alias("sent")
 _submit = Prepared(update(b).where(
     b.c.id == bindparam("id"), b.c.store_id == bindparam("store_id"), b.c.status == NOT_STARTED,
     b.c.submitted_at.is_(None), b.c.total_task_count > 0,
-).values(submitted_at=bindparam("now"), updated_at=bindparam("now")))
+).values(submitted_at=bindparam("now"), updated_at=bindparam("now"),
+          # One more than any batch's so far: the order of sending within a second.
+          submitted_seq=select(func.coalesce(func.max(_sent.c.submitted_seq), 0) + 1).scalar_subquery()))
 
 FILTERS: dict[str, Filter] = {
     **time_window(b),

@@ -35,7 +35,7 @@ _abandoned = select(b.c.id).where(RUNNING, or_(
 # The first submitted batch of each store that runs none: the others wait their turn.
 _waiting = select(b.c.id, b.c.store_id).where(
     WAITING, ~exists().where(_other.c.store_id == b.c.store_id, _other.c.status == PROCESSING),
-).order_by(b.c.submitted_at, b.c.id).limit(bindparam("limit"))
+).order_by(b.c.submitted_at, b.c.submitted_seq, b.c.id).limit(bindparam("limit"))
 _take_over = Prepared(update(b).where(
     b.c.id == bindparam("id"), b.c.status == PROCESSING,
     or_(b.c.claimed_until.is_(None), b.c.claimed_until < bindparam("now"), b.c.claimed_by == bindparam("worker")),
