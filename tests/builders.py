@@ -194,3 +194,38 @@ def wait_for(check: Callable[[], object], seconds: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def while_row_locked(api: Any, table: Any, row_id: int, requests: list[tuple[str, str, Any]],
+                     version: str | None = None) -> list[Any]:
+    """PostgreSQL: the requests sent while another transaction holds ``table``'s row
+    ``row_id`` under an update lock, each once the one before waits for a lock (so they take
+    it in their order), released once all wait; their responses in order. A request that never
+    waits fails the test: its write does not queue behind the row."""
+    import threading
+
+    from sqlalchemy import select, text
+
+    def waiting() -> int:
+        # This database's sessions only: others share the server, and a row lock is waited
+        # for on a transaction id, which names no database.
+        with api.db.read() as conn:
+            return int(conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                         "AND wait_event_type = 'Lock'")).scalar_one())
+
+    replies: dict[int, Any] = {}
+    senders = []
+    with api.db.write() as conn:
+        conn.execute(select(table.c.id).where(table.c.id == row_id).with_for_update())
+        for number, request in enumerate(requests):
+            def send(number: int = number, request: tuple[str, str, Any] = request) -> None:
+                replies[number] = concurrently(api, [request], version)[0]
+            senders.append(threading.Thread(target=send, daemon=True))
+            senders[-1].start()
+            deadline = time.monotonic() + 20
+            while waiting() < number + 1:
+                assert time.monotonic() < deadline, f"request {number} never waited for the lock"
+                time.sleep(0.02)
+    for sender in senders:
+        sender.join(30)
+    return [replies[n] for n in range(len(requests))]

@@ -10,16 +10,13 @@ their order, then lets them go: the interleaving that lost the first write, ever
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import pytest
-from sqlalchemy import select, text
 
 from rebill.models import products
 from tests.api.test_products import make_plan, make_product
-from tests.builders import concurrently
+from tests.builders import while_row_locked
 
 V01 = "2021-01"
 
@@ -29,34 +26,9 @@ def _postgresql_only(api: Any) -> None:
         pytest.skip("SQLite runs one writer at a time: no write reads what another has not committed")
 
 
-def _waiting(api: Any) -> int:
-    """Sessions of this test's database waiting for a lock (other tests' databases share the
-    server, and a row lock is waited for on a transaction id, which names no database)."""
-    with api.db.read() as conn:
-        return int(conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                     "AND wait_event_type = 'Lock'")).scalar_one())
-
-
 def _while_the_product_is_locked(api: Any, product_id: int, requests: list[tuple[str, str, Any]],
                                  version: str | None = None) -> list[Any]:
-    """The requests sent while another transaction holds the product's update lock, each once
-    the one before waits for it (so they take it in their order), released once all wait."""
-    replies: dict[int, Any] = {}
-    senders = []
-    with api.db.write() as conn:
-        conn.execute(select(products.c.id).where(products.c.id == product_id).with_for_update())
-        for number, request in enumerate(requests):
-            def send(number: int = number, request: tuple[str, str, Any] = request) -> None:
-                replies[number] = concurrently(api, [request], version)[0]
-            senders.append(threading.Thread(target=send, daemon=True))
-            senders[-1].start()
-            deadline = time.monotonic() + 20
-            while _waiting(api) < number + 1:
-                assert time.monotonic() < deadline, "the request never waited for the product's lock"
-                time.sleep(0.02)
-    for sender in senders:
-        sender.join(30)
-    return [replies[n] for n in range(len(requests))]
+    return while_row_locked(api, products, product_id, requests, version)
 
 
 def test_two_updates_of_one_plan_are_each_checked_against_the_other(api):

@@ -173,6 +173,12 @@ def change_product(unit: Unit, current: Product, changes: dict[str, Any], *, tou
 
 
 def update_product(unit: Unit, product: Product, command: ProductUpdate) -> Product:
+    """Compared with the product read again under its update lock, which every writer of it
+    and its plans takes: two updates at once each compared with the product as it was before
+    the other and both recorded a change (found by an audit on PostgreSQL)."""
+    if not repository.lock_product(unit.conn, unit.store_id, product.id):
+        raise NotFound()
+    product = get_product_by_id(unit, product.id)
     changes = command.changes()
     if "variants" in changes:
         changes["variants"] = _variants(

@@ -11,6 +11,7 @@ from rebill.models import customers
 
 from ..subscription import repository as items
 from ..unit import Unit
+from . import repository
 
 _turn = Prepared(
     update(customers)
@@ -23,6 +24,10 @@ def refresh(unit: Unit, customer_id: int, *, has_active: bool | None = None) -> 
     """``has_active``: what the caller knows (it has just made an active subscription), so
     that the subscriptions need not be counted."""
     if has_active is None:
+        # Counted under the customer's lock: two writes of its subscriptions at once (on two
+        # addresses, which lock nothing of each other) each counted without the other's change
+        # and left it `active` with none, or `inactive` with one (found by an audit).
+        repository.locked(unit.conn, unit.store_id, customer_id)
         has_active = items.active_count(unit.conn, unit.store_id, customer_id=customer_id) > 0
     wanted = "active" if has_active else "inactive"
     changed = _turn.run(unit.conn, id=customer_id, store_id=unit.store_id, wanted=wanted, status=wanted,

@@ -79,6 +79,15 @@ def get(conn: Connection, store_id: int, customer_id: int) -> Customer | None:
     return Customer(*row) if row else None
 
 
+def locked(conn: Connection, store_id: int, customer_id: int) -> Customer | None:
+    """The customer read under its row's update lock (PostgreSQL `FOR NO KEY UPDATE`: new
+    children's key share locks pass), so that writers of its own fields or status queue and
+    each reads what the one before wrote. SQLite serializes writers anyway."""
+    stmt = _select.where(customers.c.id == customer_id, customers.c.store_id == store_id)
+    row = conn.execute(stmt.with_for_update(key_share=True, of=customers)).first()
+    return Customer(*row) if row else None
+
+
 def exists_in_store(conn: Connection, store_id: int, customer_id: int, *, lock: str | None = None) -> bool:
     """``lock="share"`` keeps the customer from being deleted until the unit ends (a new
     child row is on its way); ``lock="update"`` keeps new children away (the customer is

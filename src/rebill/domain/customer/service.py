@@ -155,8 +155,13 @@ def create(unit: Unit, command: CustomerCreate, *, tokens: Mapping[str, str] | N
 
 def update(unit: Unit, customer_id: int, command: CustomerUpdate, *, tokens: Mapping[str, str] | None = None,
            authorize: Callable[[], None] | None = None) -> Customer:
-    """``tokens`` and ``authorize``: as ``create``'s, after the customer's own fields."""
-    current = get(unit, customer_id)
+    """``tokens`` and ``authorize``: as ``create``'s, after the customer's own fields. Read
+    under the customer's lock: two updates at once each merged their billing fields into the
+    address as it was before the other, and one was lost; each recorded an event for a change
+    the other had already made (found by an audit on PostgreSQL)."""
+    current = repository.locked(unit.conn, unit.store_id, customer_id)
+    if current is None:
+        raise NotFound()
     changes = command.changes()
     if "analytics_data" in changes:
         check_analytics(changes["analytics_data"])
