@@ -578,6 +578,27 @@ def test_checkouts_of_one_customer_paid_with_one_token_at_once_keep_one_method(a
         ("stripe", "tok_visa")]
 
 
+def test_a_customer_deleted_after_it_was_found_gives_the_payment_a_new_customer(api, monkeypatch):
+    """Found by an audit on PostgreSQL: the customer of the checkout's e-mail, deleted between
+    the look-up and the record, made the record of a captured payment answer 422 `customer not
+    found`. It is no customer then: the payment makes one, as for a new e-mail."""
+    from rebill.domain.checkout import service as checkout_service
+    priced_store(api)
+    gone = make_customer(api)
+    email = api.get(f"/customers/{gone.id}").json()["customer"]["email"]
+    checkout = ready(api, email=email)
+    assert api.delete(f"/customers/{gone.id}").status_code in (200, 204)
+    real = checkout_service.customer_of
+    monkeypatch.setattr(checkout_service, "customer_of",  # as read before the delete committed
+                        lambda unit, address: gone.id if address == email else real(unit, address))
+    paid = api.post(f"/checkouts/{checkout['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    monkeypatch.undo()
+    charge = api.get(f"/charges/{paid.json()['checkout_charge']['charge_id']}", version="2021-01").json()["charge"]
+    assert int(charge["customer_id"]) != gone.id
+    assert api.get(f"/customers/{charge['customer_id']}").json()["customer"]["email"] == email
+
+
 # Shipping and tax rates --------------------------------------------------------------------
 
 def test_shipping_rates_list_the_countrys_rates_first_each_with_its_totals(vapi):
