@@ -193,8 +193,10 @@ def test_a_hanging_receiver_costs_each_delivery_its_timeout_and_holds_up_no_othe
             _until(lambda: not silent.open_now() and not headers_only.open_now(), "the timeouts", day,
                    TIMEOUT + SLACK)
             first_round = silent.connections + headers_only.connections
-            for c in first_round:
-                assert c.closed is not None and TIMEOUT - 0.1 <= c.closed - c.opened <= TIMEOUT + SLACK, c
+                    for c in first_round:
+                # The sender's clock starts before it connects, the receiver's when it accepts:
+                # on a loaded machine the accept comes some tenths later (CI saw 4.87 s).
+                assert c.closed is not None and TIMEOUT - 0.5 <= c.closed - c.opened <= TIMEOUT + SLACK, c
             # The receivers answer again; the retries (5 s after each failure) succeed.
             silent.answering = headers_only.answering = True
             _until(lambda: _statuses(db, hung_ids) == {"succeeded"}, "the retries", day,

@@ -314,7 +314,9 @@ def _customer(unit: Unit, checkout: Checkout) -> int:
     # Held against its delete until the payment is recorded; one deleted since it was found is
     # none (found by an audit on PostgreSQL: a delete at that moment made the record of a
     # captured payment answer 422 `customer not found`, the checkout left to the billing run).
-    if found is not None and customers.exists_in_store(unit.conn, unit.store_id, found, lock="share"):
+    # The update lock _method takes next anyway: a share lock here, upgraded there by two
+    # checkouts of one customer at once, deadlocked them.
+    if found is not None and customers.exists_in_store(unit.conn, unit.store_id, found, lock="update"):
         return found
     billing = checkout.billing_address or {}
     created = customer_service.create(unit, CustomerCreate(
