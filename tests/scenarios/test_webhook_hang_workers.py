@@ -193,7 +193,7 @@ def test_a_hanging_receiver_costs_each_delivery_its_timeout_and_holds_up_no_othe
             _until(lambda: not silent.open_now() and not headers_only.open_now(), "the timeouts", day,
                    TIMEOUT + SLACK)
             first_round = silent.connections + headers_only.connections
-                    for c in first_round:
+            for c in first_round:
                 # The sender's clock starts before it connects, the receiver's when it accepts:
                 # on a loaded machine the accept comes some tenths later (CI saw 4.87 s).
                 assert c.closed is not None and TIMEOUT - 0.5 <= c.closed - c.opened <= TIMEOUT + SLACK, c
