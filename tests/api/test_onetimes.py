@@ -339,6 +339,14 @@ def test_2021_01_status_is_taken_as_shown_and_another_is_refused(api):
     assert (refused.status_code, refused.json()) == (422, {"errors": {"status": [
         f"is not changed by an update; DELETE /onetimes/{item.id} removes the one-time item"]}})
     assert api.get(path, version=V01).json()["onetime"]["quantity"] == shown["quantity"]
+    assert api.put(path, json={"status": "DONE"}, version=V01).json() == {"errors": {"status": [
+        "must be ONETIME or CANCELLED"]}}
+    # 2021-11 shows `is_cancelled`: the same rule under its name.
+    assert api.put(path, json={"is_cancelled": False}, version=V11).status_code == 200
+    refused = api.put(path, json={"is_cancelled": True}, version=V11)
+    assert (refused.status_code, refused.json()) == (422, {"errors": {"is_cancelled": [
+        f"is not changed by an update; DELETE /onetimes/{item.id} removes the one-time item"]}})
+    assert events_of(api)[told:] == []
 
 
 def test_create_and_update_name_every_bad_field_at_once(api):

@@ -110,6 +110,14 @@ class SubscriptionOldShape(Change):
                               "commit_update": sh.boolean(), "service_product_id": sh.null()})
 
 
+def _cancelled(status: str) -> bool:
+    """The status a 2021-01 one-time item shows, as the head's `is_cancelled`."""
+    found = {"ONETIME": False, "CANCELLED": True}.get(status.strip().upper())
+    if found is None:
+        raise ValueError("must be ONETIME or CANCELLED")
+    return found
+
+
 class OnetimeOldShape(Change):
     """One-time items show `status` `ONETIME` (or `CANCELLED`) instead of `is_cancelled`, and a
     `service_product_id`; an update takes the status it shows back (another is refused)."""
@@ -117,8 +125,9 @@ class OnetimeOldShape(Change):
     kinds = ("onetime",)
 
     def request(self, schema: Schema) -> Schema:
-        if "address_id" not in schema:
-            return schema.plus(Field("status", "str", nullable=False, max_length=32))
+        if "is_cancelled" in schema:
+            return schema.without("is_cancelled").plus(
+                Field("status", "str", nullable=False, max_length=32, key="is_cancelled", convert=_cancelled))
         return schema
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:

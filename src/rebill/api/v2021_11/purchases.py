@@ -147,7 +147,9 @@ ONETIME_CREATE = Schema(
     *PRODUCT_FIELDS,
     Field("next_charge_scheduled_at", "date", required=True, nullable=False),
 )
-ONETIME_UPDATE = Schema(*PRODUCT_FIELDS, Field("next_charge_scheduled_at", "date", nullable=False))
+ONETIME_UPDATE = Schema(*PRODUCT_FIELDS, Field("next_charge_scheduled_at", "date", nullable=False),
+                        # The one it has, sent back, passes; another is refused (domain/subscription/onetimes).
+                        Field("is_cancelled", "bool", nullable=False))
 
 SERIALIZERS: dict[str, Serializer] = {"subscription": subscription, "onetime": onetime}
 SCHEMAS: dict[str, Schema] = {

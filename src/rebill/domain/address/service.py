@@ -42,21 +42,14 @@ def _discount_id(unit: Unit, entries: list[dict[str, Any]], address: Address | N
                  currency: str) -> int | None:
     """NOTE: spec 01 Address ``discounts``, only the first entry applies; [] removes it. A new
     code obeys every rule of applying one (domain/discount/apply.py)."""
-    if not _discount_named(entries):
+    if not entries:
         return None
     first = entries[0]
+    if first.get("id") is None and not first.get("code"):
+        raise ValidationFailed({"discounts": ["each discount needs an id or a code"]})
     # The array sets the address's discount: a new code replaces the current one.
     return discount_apply.address_discount(unit, address, customer_id, currency, "discounts", first.get("id"),
                                            first.get("code"), replacing=True)
-
-
-def _discount_named(entries: list[dict[str, Any]]) -> bool:
-    """Whether the array names a code (422 for a first entry with neither id nor code)."""
-    if not entries:
-        return False
-    if entries[0].get("id") is None and not entries[0].get("code"):
-        raise ValidationFailed({"discounts": ["each discount needs an id or a code"]})
-    return True
 
 
 def _check_payment_method(unit: Unit, customer_id: int, payment_method_id: int | None) -> None:

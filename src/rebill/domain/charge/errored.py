@@ -76,11 +76,10 @@ def check_not_waiting(unit: Unit, item_id: int, field: str) -> None:
                                             "retry failed: process that charge first")
 
 
-def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (),
-              drop_code: int | None = None) -> None:
-    """The money of these charges in retry again, without the items ``leaving`` or the code
-    ``drop_code`` (a charge keeps its own code otherwise, when it still qualifies); empty ones
-    are deleted."""
+def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = ()) -> None:
+    """The money of these charges in retry again, without the items ``leaving``, with the code
+    the plan's discount inputs give them now (a code fully disabled is in none); empty ones are
+    deleted."""
     found = [c for c in repository.many(unit.conn, unit.store_id, charge_ids).values()
              if c.status == ERROR and c.claimed_by is None]
     if not found:
@@ -114,8 +113,6 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
             continue
         offer = offers.get(address.id)
         terms, from_address = offer.for_charge(charge.scheduled_at, basis_of(kept, address)) if offer else (None, False)
-        if terms is not None and terms.id == drop_code:
-            terms = None
         if offer is not None and charge.scheduled_at in offer.dropped:
             dropped.append((address.id, charge.scheduled_at))
         planned = build_charge(store, address, billing_of(billing.get(charge.customer_id)), charge.scheduled_at,

@@ -27,7 +27,7 @@ def refresh(unit: Unit, customer_id: int, *, has_active: bool | None = None) -> 
         # Counted under the customer's lock: two writes of its subscriptions at once (on two
         # addresses, which lock nothing of each other) each counted without the other's change
         # and left it `active` with none, or `inactive` with one (found by an audit).
-        repository.locked(unit.conn, unit.store_id, customer_id)
+        repository.exists_in_store(unit.conn, unit.store_id, customer_id, lock="change")
         has_active = items.active_count(unit.conn, unit.store_id, customer_id=customer_id) > 0
     wanted = "active" if has_active else "inactive"
     changed = _turn.run(unit.conn, id=customer_id, store_id=unit.store_id, wanted=wanted, status=wanted,

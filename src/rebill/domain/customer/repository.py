@@ -91,10 +91,12 @@ def locked(conn: Connection, store_id: int, customer_id: int) -> Customer | None
 def exists_in_store(conn: Connection, store_id: int, customer_id: int, *, lock: str | None = None) -> bool:
     """``lock="share"`` keeps the customer from being deleted until the unit ends (a new
     child row is on its way); ``lock="update"`` keeps new children away (the customer is
-    being deleted). PostgreSQL row locks; SQLite serializes writers anyway and ignores them."""
+    being deleted); ``lock="change"`` queues the writers of its own row (its status) and lets
+    new children's key share locks pass (`FOR NO KEY UPDATE`). PostgreSQL row locks; SQLite
+    serializes writers anyway and ignores them."""
     stmt = select(customers.c.id).where(customers.c.id == customer_id, customers.c.store_id == store_id)
     if lock is not None:
-        stmt = stmt.with_for_update(read=lock == "share")
+        stmt = stmt.with_for_update(read=lock == "share", key_share=lock == "change")
     return conn.execute(stmt).first() is not None
 
 

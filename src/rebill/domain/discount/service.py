@@ -237,8 +237,9 @@ def fully_disable(unit: Unit, discount_id: int) -> None:
     unit.record_many("address/updated", address_ids, changed=dict.fromkeys(address_ids, ("discounts",)))
     repository.remove_charge_inputs_of(unit.conn, unit.store_id, discount_id)
     replan(unit, sorted(touched))
-    errored.recompute(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)),
-                      drop_code=discount_id)
+    # Cleared from the addresses and charge inputs above: the charges in retry are computed
+    # again without it.
+    errored.recompute(unit, repository.charges_holding(unit.conn, unit.store_id, discount_id, (ERROR,)))
 
 
 def collections_changed(unit: Unit, collection_ids: list[int]) -> None:

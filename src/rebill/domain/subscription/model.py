@@ -161,9 +161,8 @@ class ItemUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class OnetimeUpdate(ItemUpdate, kw_only=True, omit_defaults=True):
-    # Read-only, as 2021-01 shows it (`ONETIME`, `CANCELLED`): the one it has, sent back, is
-    # taken; another is refused (onetimes.update).
-    status: str | UnsetType = UNSET
+    # Read-only: the one it has, sent back, is taken; another is refused (onetimes.update).
+    is_cancelled: bool | UnsetType = UNSET
 
 
 class SubscriptionUpdate(ItemUpdate, kw_only=True, omit_defaults=True):

@@ -10,7 +10,7 @@ from rebill.errors import Conflict, ValidationFailed
 
 from ..charge import errored
 from ..event import attributes
-from ..money import places_problem, quantize
+from ..money import quantize
 from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
@@ -23,6 +23,7 @@ from .service import (
     check_next_date,
     get,
     locked,
+    price_problem,
     swap_values,
 )
 
@@ -73,11 +74,12 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
     current = locked(unit, onetime_id, ONETIME)
     changes = command.changes()
     errors: dict[str, Any] = {}  # the body's own rules at once (decisions §2.3)
-    asked = changes.pop("status", None)
-    if asked is not None and asked.strip().upper() != ("CANCELLED" if current.status == CANCELLED else "ONETIME"):
+    asked = changes.pop("is_cancelled", None)
+    if asked is not None and asked != (current.status == CANCELLED):
         # Found by an audit: 2021-01 `{"status": "CANCELLED"}` answered 200 and the item stayed
         # on its charge, to be billed. A one-time item goes by its delete.
-        errors["status"] = [f"is not changed by an update; DELETE /onetimes/{onetime_id} removes the one-time item"]
+        errors["is_cancelled"] = [f"is not changed by an update; DELETE /onetimes/{onetime_id} removes the "
+                                  "one-time item"]
     if "quantity" in changes:
         ValidationFailed.collect(errors, _check_quantity, changes["quantity"])
     if changes.get("next_charge_scheduled_at", current.next_charge_scheduled_at) != current.next_charge_scheduled_at:
@@ -85,8 +87,7 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         # item's GET body sent back answered "must not be in the past").
         ValidationFailed.collect(errors, intervals.check_future, "next_charge_scheduled_at",
                                  changes["next_charge_scheduled_at"], unit.today)
-    if "price" in changes and (problem := places_problem(changes["price"], current.presentment_currency)
-                               or ("must not be negative" if changes["price"] < 0 else None)):
+    if "price" in changes and (problem := price_problem(changes["price"], current.presentment_currency)):
         errors["price"] = [problem]
     if errors:
         raise ValidationFailed(errors)

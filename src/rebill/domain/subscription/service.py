@@ -76,6 +76,11 @@ def check_next_date(unit: Unit, item_ids: list[int], when: date, field: str) -> 
                                             "its next charge date must come after it")
 
 
+def price_problem(price: Any, currency: str) -> str | None:
+    """What is wrong with an item's price sent in an update, if anything."""
+    return "must not be negative" if price < 0 else places_problem(price, currency)
+
+
 def swaps(current: PurchaseItem, changes: dict[str, Any]) -> bool:
     """Whether ``changes`` give the item another product or variant (a product alone changes
     the variant too, once ``swap_values`` has filled it)."""
@@ -326,8 +331,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         if checked is not None:
             cadence = checked
             changes.update({k: v for k, v in cadence.items() if k in changes})
-    if "price" in changes and (problem := ("must not be negative" if changes["price"] < 0 else
-                                           places_problem(changes["price"], current.presentment_currency))):
+    if "price" in changes and (problem := price_problem(changes["price"], current.presentment_currency)):
         errors["price"] = [problem]
     if errors:
         raise ValidationFailed(errors)
