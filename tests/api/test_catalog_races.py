@@ -82,3 +82,29 @@ def test_one_2021_01_product_put_sent_twice_at_once_makes_its_plan_once(api):
     recurring = [p for p in plans if p["type"] != "onetime"]
     assert [p["subscription_preferences"]["order_interval_frequency"] for p in recurring] == [3]
     assert len(plans) == 2  # and the one-time plan
+
+
+def test_a_plan_moved_to_another_product_while_its_lock_was_awaited_answers_409(api, monkeypatch):
+    """The plan is read again once its product is locked; one a concurrent write moved to
+    another product meanwhile (so the lock taken is not its product's) is a lost race: 409,
+    nothing written. Simulated on both databases: the move commits while the lock is taken."""
+    from sqlalchemy import update
+
+    from rebill.domain.catalog import plans as plan_service
+    from rebill.models import plans
+    source, target = make_product(api, "moved-from"), make_product(api, "moved-to")
+    plan = make_plan(api, source)
+    real_hold = plan_service._Products.hold
+
+    def moved_meanwhile(self, external_product_id):
+        found = real_hold(self, external_product_id)
+        self.unit.conn.execute(update(plans).where(plans.c.id == plan.id).values(
+            product_id=target.id, external_product_id="moved-to"))
+        return found
+
+    monkeypatch.setattr(plan_service._Products, "hold", moved_meanwhile)
+    reply = api.put(f"/plans/{plan.id}", json={"title": "Renamed"})
+    assert (reply.status_code, reply.json()) == (409, {"errors": "A plan moved to another product meanwhile; "
+                                                                 "try again"})
+    monkeypatch.undo()
+    assert api.get(f"/plans/{plan.id}").json()["plan"]["title"] == "Monthly"
