@@ -251,6 +251,20 @@ def test_convert_and_check_report_their_messages():
     assert _errors(schema, {"a": "bad", "b": 0}) == {"a": ["is not convertible"], "b": ["must be positive"]}
 
 
+def test_bounds_of_lists_and_integers_are_checked_before_the_items():
+    schema = Schema(Field("lines", "list", items=ATTRIBUTES, min_items=1, max_items=2),
+                    Field("month", "int", minimum=1, maximum=12), Field("few", "list", items="int", min_items=2),
+                    Field("low", "int", minimum=0), Field("high", "int", maximum=5))
+    assert _errors(schema, {"lines": [], "month": 0, "few": [1], "low": -1, "high": 6}) == {
+        "lines": ["cannot be empty"], "month": ["must be from 1 to 12"], "few": ["must have at least 2 items"],
+        "low": ["must be at least 0"], "high": ["must be at most 5"]}
+    # A list too long is refused whole: its items (all bad here) are not read through.
+    assert _errors(schema, {"lines": ["x", "y", "z"], "month": "13"}) == {
+        "lines": ["has too many items (at most 2)"], "month": ["must be from 1 to 12"]}
+    assert schema.parse({"lines": [{"name": "a", "value": "b"}], "month": "12", "low": 0, "high": 5}) == {
+        "lines": [{"name": "a", "value": "b"}], "month": 12, "low": 0, "high": 5}
+
+
 def test_key_maps_body_name_to_head_name():
     schema = Schema(Field("cart_attributes", "list", key="order_attributes"))
     assert schema.parse({"cart_attributes": []}) == {"order_attributes": []}

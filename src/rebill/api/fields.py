@@ -65,6 +65,12 @@ class Field:
     # passed on, and the domain refuses it only where the record has a value (what a GET shows
     # of a record that has none, sent back, is no change).
     null_on_update: bool = False
+    # Bounds the parser checks and the OpenAPI documents state (minItems/maxItems, minimum/
+    # maximum): a list's number of items, an integer's value.
+    min_items: int = 0
+    max_items: int | None = None
+    minimum: int | None = None
+    maximum: int | None = None
 
     @property
     def target(self) -> str:
@@ -240,6 +246,10 @@ class Schema:
             if field.choices is not None and value not in field.choices:
                 errors[field.name] = [f"must be one of: {', '.join(sorted(field.choices))}"]
                 continue
+            problem = _out_of_bounds(field, value)
+            if problem:
+                errors[field.name] = [problem]
+                continue
             if field.kind == "object" and isinstance(field.items, Schema):
                 value, nested = field.items._parse(value, partial=partial)
                 if nested:
@@ -288,6 +298,23 @@ class Schema:
 
     def changed(self, name: str, **changes: Any) -> "Schema":
         return Schema(*(replace(f, **changes) if f.name == name else f for f in self.fields), one_of=self.one_of)
+
+
+def _out_of_bounds(field: Field, value: Any) -> str | None:
+    """What is wrong with a list's length or an integer's value under the field's bounds
+    (checked before a list's items are parsed: a list too long is not read through)."""
+    if field.kind == "list":
+        if len(value) < field.min_items:
+            return "cannot be empty" if field.min_items == 1 else f"must have at least {field.min_items} items"
+        if field.max_items is not None and len(value) > field.max_items:
+            return f"has too many items (at most {field.max_items})"
+    elif field.kind == "int" and (field.minimum is not None or field.maximum is not None):
+        low, high = field.minimum, field.maximum
+        if (low is not None and value < low) or (high is not None and value > high):
+            if low is not None and high is not None:
+                return f"must be from {low} to {high}"
+            return f"must be at least {low}" if low is not None else f"must be at most {high}"
+    return None
 
 
 def _has_nul(value: Any) -> bool:

@@ -113,6 +113,14 @@ def field_schema(field: Field, *, partial: bool = False, ids: IdForms = NO_IDS) 
     out = _scalar(field.kind, field)
     if field.choices is not None:
         out["enum"] = sorted(field.choices)
+    if field.min_items:
+        out["minItems"] = field.min_items
+    if field.max_items is not None:
+        out["maxItems"] = field.max_items
+    if field.minimum is not None:
+        out["minimum"] = field.minimum
+    if field.maximum is not None:
+        out["maximum"] = field.maximum
     if field.name in ids.keys and field.kind == "str":
         out = _any_id_form(out, field.max_length)
     if field.kind == "object" and isinstance(field.items, Schema):

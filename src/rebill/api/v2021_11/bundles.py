@@ -5,7 +5,6 @@ variants only (``api/v2021_01/bundles.py``); docs/api-choices.md, Bundles."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rebill.api import query as q
@@ -75,20 +74,6 @@ def bundle_selection(s: BundleSelection) -> dict[str, Any]:
     }
 
 
-def _between(low: int, high: int) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if value is None or low <= value <= high else f"must be from {low} to {high}"
-    return check
-
-
-def _count(most: int) -> Callable[[list[Any]], str | None]:
-    def check(value: list[Any]) -> str | None:
-        if not value:
-            return "cannot be empty"
-        return f"has too many items (at most {most})" if len(value) > most else None
-    return check
-
-
 def _present(value: Any) -> str | None:
     # An external id sent as {"ecommerce": null}.
     return "is required" if value is None else None
@@ -99,29 +84,29 @@ def _external(name: str) -> Field:
 
 
 RANGE = Schema(
-    Field("collection_id", "int", required=True, nullable=False, check=_between(1, q.MAX_ID)),
-    Field("min_quantity", "int", check=_between(0, MAX_QUANTITY)),
-    Field("max_quantity", "int", check=_between(1, MAX_QUANTITY)),
+    Field("collection_id", "int", required=True, nullable=False, minimum=1, maximum=q.MAX_ID),
+    Field("min_quantity", "int", minimum=0, maximum=MAX_QUANTITY),
+    Field("max_quantity", "int", minimum=1, maximum=MAX_QUANTITY),
 )
 VARIANT_FIELDS = (
     _external("external_product_id"),
     _external("external_variant_id"),
     Field("price_rule", "str", nullable=False, choices=frozenset(PRICE_RULES)),
-    Field("min_quantity", "int", check=_between(0, MAX_QUANTITY)),
-    Field("max_quantity", "int", check=_between(1, MAX_QUANTITY)),
-    Field("collections", "list", required=True, nullable=False, items=RANGE, check=_count(MAX_COLLECTIONS)),
+    Field("min_quantity", "int", minimum=0, maximum=MAX_QUANTITY),
+    Field("max_quantity", "int", minimum=1, maximum=MAX_QUANTITY),
+    Field("collections", "list", required=True, nullable=False, items=RANGE, min_items=1, max_items=MAX_COLLECTIONS),
 )
 ITEM = Schema(
     # NOTE: spec 01, a string; a number is taken too. Without it: a collection of the bundle.
-    Field("collection_id", "int", check=_between(1, q.MAX_ID)),
+    Field("collection_id", "int", minimum=1, maximum=q.MAX_ID),
     Field("collection_source", "str", max_length=32),
     _external("external_product_id"),
     _external("external_variant_id"),
-    Field("quantity", "int", required=True, nullable=False, check=_between(1, MAX_QUANTITY)),
+    Field("quantity", "int", required=True, nullable=False, minimum=1, maximum=MAX_QUANTITY),
 )
 SELECTION_FIELDS = (
     Field("purchase_item_id", "int", required=True, nullable=False),
-    Field("items", "list", required=True, nullable=False, items=ITEM, check=_count(MAX_ITEMS)),
+    Field("items", "list", required=True, nullable=False, items=ITEM, min_items=1, max_items=MAX_ITEMS),
     Field("plan_id", "int"),
 )
 

@@ -48,12 +48,6 @@ def _present(value: Any) -> str | None:
     return "is required" if value is None else None
 
 
-def _bounded(value: list[Any]) -> str | None:
-    if not value:
-        return "cannot be empty"
-    return f"has too many items (at most {BULK_LIMIT})" if len(value) > BULK_LIMIT else None
-
-
 FIELDS = (
     Field("title", "str", required=True, nullable=False, min_length=1),
     Field("description", "str", max_length=4096),
@@ -70,7 +64,8 @@ SCHEMAS: dict[str, Schema] = {
     "collection.update": Schema(*FIELDS),
     # NOTE: issue 15, `{collection_products: [{external_product_id}]}` for the bulk add and delete.
     "collection_product.bulk": Schema(
-        Field("collection_products", "list", required=True, nullable=False, items=PRODUCT_REF, check=_bounded)),
+        Field("collection_products", "list", required=True, nullable=False, items=PRODUCT_REF,
+              min_items=1, max_items=BULK_LIMIT)),
 }
 
 FILTERS = {

@@ -98,17 +98,10 @@ SCHEMAS = {
 ADDRESS_REF = Schema(Field("id", "int", required=True, nullable=False))
 
 
-def _merge_sources(value: list[object]) -> str | None:
-    if not value:
-        return "cannot be empty"
-    if len(value) > MAX_MERGE_SOURCES:
-        return f"has too many items (at most {MAX_MERGE_SOURCES})"
-    return None
-
-
 ADDRESS_MERGE = Schema(
     Field("target_address", "object", required=True, nullable=False, items=ADDRESS_REF),
-    Field("source_addresses", "list", required=True, nullable=False, items=ADDRESS_REF, check=_merge_sources),
+    Field("source_addresses", "list", required=True, nullable=False, items=ADDRESS_REF,
+          min_items=1, max_items=MAX_MERGE_SOURCES),
     # null is taken as false, like an absent flag.
     Field("delete_source_addresses", "bool"),
     Field("next_charge_date", "date"),

@@ -98,10 +98,6 @@ def _country(value: str) -> str:
     return code
 
 
-def _between(low: int, high: int, message: str) -> Any:
-    return lambda value: None if low <= value <= high else message
-
-
 BILLING_ADDRESS = Schema(
     Field("address1", "str"),
     Field("address2", "str"),
@@ -118,8 +114,8 @@ BILLING_ADDRESS = Schema(
 )
 PAYMENT_DETAILS = Schema(
     Field("brand", "str", max_length=64),
-    Field("exp_month", "int", check=_between(1, 12, "must be from 1 to 12")),
-    Field("exp_year", "int", check=_between(1000, 9999, "must be a four-digit year")),
+    Field("exp_month", "int", minimum=1, maximum=12),
+    Field("exp_year", "int", minimum=1000, maximum=9999),
     Field("last4", "str", check=lambda v: None if _LAST4.fullmatch(v) else "must be 4 digits"),
     Field("cardholder_name", "str"),
     Field("funding_type", "str", max_length=32),
