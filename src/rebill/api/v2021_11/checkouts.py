@@ -17,7 +17,7 @@ from rebill.domain.money import format_amount
 from rebill.domain.payment_method.model import token_card_data_problem
 
 from .charges import NO_IMAGES
-from .parsers import ATTRIBUTE
+from .parsers import ATTRIBUTE, currency_code
 from .payment_methods import BILLING_ADDRESS
 from .serializers import _analytics, ts
 
@@ -154,12 +154,6 @@ def shipping_rate(found: dict[str, Any]) -> dict[str, Any]:
 
 # Requests --------------------------------------------------------------------------------
 
-def _currency(value: str) -> str:
-    if len(value.strip()) != 3 or not value.strip().isalpha():
-        raise ValueError("must be a 3-letter currency code")
-    return value.strip().upper()
-
-
 def _payment_type(value: str) -> str:
     # Upper case as spec 02 writes them; any case is accepted (as for payment methods).
     if value.strip().upper() not in PAYMENT_TYPES:
@@ -188,7 +182,7 @@ FIELDS = (
     Field("analytics_data", "object"),
     Field("billing_address", "object", items=BILLING_ADDRESS),
     Field("buyer_accepts_marketing", "bool"),
-    Field("currency", "str", convert=_currency),
+    Field("currency", "str", convert=currency_code),
     Field("discount_code", "str"),
     Field("email", "str", check=email_problem),
     Field("external_checkout_id", "external_id", max_length=64),

@@ -15,7 +15,7 @@ from rebill.domain.order.model import STATUSES, Order
 from rebill.domain.order.repository import PROCESSED_SORT
 
 from .charges import address, date_, line_extras, statuses
-from .parsers import ATTRIBUTE
+from .parsers import ATTRIBUTE, country_code
 from .serializers import ts
 
 # NOTE: 03-real-fields, the platform's inventory policy of a line; the default of platforms
@@ -129,12 +129,6 @@ class OrderUpdateSchema(Schema):
         return clean, errors
 
 
-def _country_code(value: str) -> str:
-    if len(value.strip()) != 2 or not value.strip().isalpha():
-        raise ValueError("must be a 2-letter country code")
-    return value.strip().upper()
-
-
 ADDRESS_FIELDS = (
     Field("address1", "str", nullable=False, min_length=1),
     Field("address2", "str"),
@@ -146,7 +140,7 @@ ADDRESS_FIELDS = (
     Field("province", "str"),
     Field("zip", "str", max_length=32),
 )
-ADDRESS = Schema(*ADDRESS_FIELDS, Field("country_code", "str", nullable=False, convert=_country_code))
+ADDRESS = Schema(*ADDRESS_FIELDS, Field("country_code", "str", nullable=False, convert=country_code))
 # What an order update may change (docs/api-choices.md, Orders); the rest is refused by name.
 WRITABLE = ("scheduled_at", "note", "tags", "order_attributes", "shipping_address", "billing_address",
             "external_order_id")

@@ -9,13 +9,13 @@ from rebill.domain.address.merge import MAX_SOURCES as MAX_MERGE_SOURCES
 from rebill.domain.customer.service import email_problem
 
 
-def _country_code(value: str) -> str:
+def country_code(value: str) -> str:
     if len(value.strip()) != 2 or not value.strip().isalpha():
         raise ValueError("must be a 2-letter country code")
     return value.strip().upper()
 
 
-def _currency(value: str) -> str:
+def currency_code(value: str) -> str:
     if len(value.strip()) != 3 or not value.strip().isalpha():
         raise ValueError("must be a 3-letter currency code")
     return value.strip().upper()
@@ -54,7 +54,7 @@ ADDRESS_FIELDS = (
     Field("address2", "str"),
     Field("city", "str", required=True, nullable=False, min_length=1),
     Field("company", "str"),
-    Field("country_code", "str", required=True, nullable=False, convert=_country_code),
+    Field("country_code", "str", required=True, nullable=False, convert=country_code),
     Field("first_name", "str", required=True, nullable=False, min_length=1),
     Field("last_name", "str", required=True, nullable=False, min_length=1),
     Field("order_attributes", "list", nullable=False, items=ATTRIBUTE),
@@ -70,13 +70,13 @@ ADDRESS_FIELDS = (
 ADDRESS_CREATE = Schema(
     Field("customer_id", "int", required=True, nullable=False),
     *ADDRESS_FIELDS,
-    Field("presentment_currency", "str", convert=_currency),
+    Field("presentment_currency", "str", convert=currency_code),
 )
 # NOTE: spec 01, the update takes the create fields but customer_id and presentment_currency;
 # spec 02 (2021-01) takes every create field on update. One rule for both: the currency is fixed
 # when the address is created, so the value it has is accepted and another answers 422 (not a
 # 200 for a change never made; docs/api-choices.md).
-ADDRESS_UPDATE = Schema(*ADDRESS_FIELDS, Field("presentment_currency", "str", nullable=False, convert=_currency))
+ADDRESS_UPDATE = Schema(*ADDRESS_FIELDS, Field("presentment_currency", "str", nullable=False, convert=currency_code))
 
 ADDRESS_VALIDATE = Schema(
     Field("address1", "str", required=True, nullable=False),
