@@ -159,3 +159,25 @@ def test_an_address_update_reaches_its_charge_in_retry(tier_a):
     after = _charge(tier_a, charge_id)
     assert (after["status"], after["shipping_address"]["address1"]) == ("error", "2 Other St")
     assert ("charge/updated", charge_id) in events_of(tier_a, charge_id)
+
+
+def test_new_store_rates_reach_a_charge_in_retry(tier_a):
+    """Found by an audit: `rebill stores rates` replanned the queued charges only; a charge in
+    retry kept the old tax and shipping, and the retry took them (until an unrelated address
+    edit recomputed it)."""
+    from tests.api.test_charges_totals import set_rates
+    set_rates(tier_a, tax=[{"country_code": "US", "rate": "0.10"}])
+    address, charge_id, _, _, method = _in_retry(tier_a)
+    before = _charge(tier_a, charge_id)
+    assert (before["total_tax"], before["total_price"]) == ("1.20", "13.20")
+    set_rates(tier_a, tax=[{"country_code": "US", "rate": "0.20"}],
+              shipping=[{"price": "4.00", "country_codes": ["US"], "title": "Post"}])
+    after = _charge(tier_a, charge_id)
+    assert (after["status"], after["charge_attempts"], after["retry_date"]) == (
+        "error", before["charge_attempts"], before["retry_date"])
+    assert (after["total_tax"], after["shipping_lines"][0]["price"], after["total_price"]) == ("2.40", "4.00", "18.40")
+    assert ("charge/updated", charge_id) in events_of(tier_a, charge_id)
+    # The retry takes the new total.
+    tier_a.put(f"/payment_methods/{method}", json={"processor_payment_method_token": "pm_ok"}, version="2021-11")
+    paid = tier_a.post(f"/charges/{charge_id}/process", json={}, version="2021-11")
+    assert paid.status_code == 200 and paid.json()["charge"]["total_price"] == "18.40", paid.text

@@ -58,6 +58,12 @@ def of_address(unit: Unit, address_id: int) -> list[int]:
     return sorted(unit.conn.execute(stmt).scalars())
 
 
+def of_store(unit: Unit) -> list[int]:
+    """The charges in retry of the store (its rates changed: decisions §5.9)."""
+    stmt = select(charges.c.id).where(charges.c.store_id == unit.store_id, charges.c.status == ERROR)
+    return sorted(unit.conn.execute(stmt).scalars())
+
+
 def check_not_waiting(unit: Unit, item_id: int, field: str) -> None:
     """A subscription on a charge in error waits for that charge: a retry advances it from the
     charge's date (decisions §6.3), so a next date set meanwhile would show a date no charge

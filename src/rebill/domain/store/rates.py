@@ -1,6 +1,7 @@
 """Changing a store's shipping rates, tax rates and ``taxes_included`` (decisions §5.9), an
 operator action (``rebill stores rates``). Every queued charge of the store depends on them,
-so the change replans every address of the store in the same transaction."""
+so the change replans every address of the store in the same transaction, and recomputes its
+charges in retry (docs/api-choices.md, "A subscription that a charge in retry holds")."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rebill.errors import ValidationFailed, add_error
 from rebill.models import stores
 
 from ..address import repository as addresses
+from ..charge import errored
 from ..geo import country, find_province, subdivisions
 from ..money import places_problem
 from ..schedule.reconcile import replan
@@ -98,5 +100,10 @@ def update_rates(conn: Connection, unit_now: Any, store: Store, *, shipping_rate
     if values:
         # Only the operator's command line changes rates (`rebill stores rates`): the replan's
         # events are the command line's.
-        replan(Unit(conn, fresh, unit_now, origin="cli"), addresses.ids_of_store(conn, store.id))
+        unit = Unit(conn, fresh, unit_now, origin="cli")
+        replan(unit, addresses.ids_of_store(conn, store.id))
+        # A charge in retry is billed with the rates of the day of its retry, as its address's
+        # and items' changes reach it (found by an audit: it kept the old tax until an
+        # unrelated address edit recomputed it).
+        errored.recompute(unit, errored.of_store(unit))
     return fresh
