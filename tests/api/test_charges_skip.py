@@ -522,3 +522,41 @@ def test_an_item_waiting_for_a_retry_cannot_have_a_date_skipped_meanwhile(api):
     assert response.status_code == 422, response.text
     assert response.json() == {"errors": {"purchase_item_ids": [
         f"purchase item {sub.id} waits for the retry of charge {charge.id}"]}}
+
+
+def _skipped_dates(api: Any, address_id: int) -> list[str]:
+    return [when for when, status, _ in schedule(api, address_id) if status == "skipped"]
+
+
+def _set_by_hand(api: Any, way: str, sub: Any, address_id: int, when: Any) -> None:
+    if way == "set_next_charge_date":
+        reply = api.post(f"/subscriptions/{sub.id}/set_next_charge_date", json={"date": when.isoformat()}, version=V11)
+    elif way == "put":
+        reply = api.put(f"/subscriptions/{sub.id}", json={"next_charge_scheduled_at": when.isoformat()}, version=V11)
+    elif way == "change_address":
+        reply = api.post(f"/subscriptions/{sub.id}/change_address", version=V11,
+                         json={"address_id": address_id, "next_charge_scheduled_at": when.isoformat()})
+    else:
+        queued = only(api, address_id, "queued")
+        reply = api.post(f"/charges/{queued.id}/change_next_charge_date", json={"next_charge_date": when.isoformat()},
+                         version=V01)
+    assert reply.status_code == 200, reply.text
+
+
+@pytest.mark.parametrize("way", ["set_next_charge_date", "put", "change_address", "charge_change_date"])
+def test_a_date_set_by_hand_keeps_the_skips_on_its_cadence_and_drops_the_others(api, way):
+    """Found by an audit: a subscription moved from the 10th to the 12th kept its skip of the
+    10th of the next month, a date it was no longer charged on, and was billed on the 12th.
+    The skips the new cadence does not reach go, as a new interval's do (decisions §5.3)."""
+    address = make_address(api)
+    sub = weekly(api, address)  # on days 7, 14, 21...
+    for day in (21, 35):
+        assert skip_date(api, address.id, {"date": days(api, day).isoformat(), "subscription_ids": [sub.id]}).is_success
+    _set_by_hand(api, way, sub, address.id, days(api, 14))  # 14, 21, 28, 35: both still on it
+    assert _skipped_dates(api, address.id) == [days(api, 21).isoformat(), days(api, 35).isoformat()]
+    _set_by_hand(api, way, sub, address.id, days(api, 10))  # 10, 17, 24...: neither
+    assert _skipped_dates(api, address.id) == []
+    assert next_date(api, sub.id) == days(api, 10).isoformat()
+    schedule_days = [d["date"] for d in api.get(f"/customers/{address.customer_id}/delivery_schedule",
+                                                params={"future_interval": 40}, version=V11).json()["deliveries"]]
+    assert schedule_days == [days(api, n).isoformat() for n in (10, 17, 24, 31, 38)]

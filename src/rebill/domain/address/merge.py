@@ -21,7 +21,7 @@ from ..schedule.reconcile import replan
 from ..subscription import intervals
 from ..subscription import repository as items
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION
-from ..subscription.service import check_next_date
+from ..subscription.service import check_next_date, set_by_hand
 from ..unit import Unit
 from . import repository, service
 from .model import Address
@@ -115,7 +115,7 @@ def merge(unit: Unit, command: AddressMerge) -> Address:
                 check_next_date(unit, [item.id], when, "next_charge_date")
                 changes["next_charge_scheduled_at"] = when
                 # The date becomes the anchor of a monthly cadence, as a date set by hand does.
-                changes.update(intervals.set_by_hand(item, when))
+                changes.update(set_by_hand(unit, item, when))
                 intervals.check_room("next_charge_date", when, item.order_interval_unit,
                                      item.charge_interval_frequency, changes.get("anchor_day", item.anchor_day))
             if not items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, changes):

@@ -15,9 +15,9 @@ from ..listing import ListQuery, PageResult
 from ..schedule.dates import occurrences
 from ..schedule.reconcile import replan
 from ..subscription import repository as items
-from ..subscription.intervals import check_room, has_room, next_unskipped, set_by_hand
+from ..subscription.intervals import check_room, has_room, next_unskipped
 from ..subscription.model import ACTIVE, API_NAMES, SUBSCRIPTION, PurchaseItem
-from ..subscription.service import check_next_date
+from ..subscription.service import check_next_date, set_by_hand
 from ..unit import Unit
 from . import errored, repository
 from .model import ERROR, QUEUED, SKIPPED, Charge
@@ -183,7 +183,7 @@ def change_date(unit: Unit, charge_id: int, when: date) -> Charge:
         for item in items.many(unit.conn, unit.store_id, charge.purchase_item_ids).values():
             # The moved date sets the cadence from now on.
             changes: dict[str, Any] = {"next_charge_scheduled_at": when, "updated_at": unit.now,
-                                       **set_by_hand(item, when)}
+                                       **set_by_hand(unit, item, when)}
             if item.kind == SUBSCRIPTION:
                 check_room("next_charge_date", when, item.order_interval_unit, item.charge_interval_frequency,
                            changes.get("anchor_day", item.anchor_day))

@@ -14,7 +14,7 @@ from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import intervals, repository
 from .model import ACTIVE, API_NAMES, CANCELLED, EXPIRED, PurchaseItem
-from .service import address_for, check_next_date, get, locked
+from .service import address_for, check_next_date, get, locked, set_by_hand
 
 
 def _save(unit: Unit, current: PurchaseItem, changes: dict[str, object], topic: str) -> None:
@@ -60,7 +60,7 @@ def activate(unit: Unit, subscription_id: int) -> PurchaseItem:
         when = today + timedelta(days=1)
         # A new date, not the cadence's: the cadence runs from it, as from any date set by hand
         # (found by an audit: activated onto the 6th, paid there, renewed on the old anchor's 1st).
-        changes = intervals.set_by_hand(current, when)
+        changes = set_by_hand(unit, current, when)
     _save(unit, current, {"status": ACTIVE, "cancelled_at": None, "cancellation_reason": None,
                           "cancellation_reason_comments": None, "cancelled_next_date": None,
                           "next_charge_scheduled_at": when, "max_retries_reached": False, **changes},
@@ -85,7 +85,7 @@ def set_next_charge_date(unit: Unit, subscription_id: int, when: date) -> Purcha
         errored.check_not_waiting(unit, subscription_id, "date")
         check_next_date(unit, [subscription_id], when, "date")
         # Later charges follow the new date: it becomes the anchor of a monthly cadence.
-        changes = {"next_charge_scheduled_at": when, **intervals.set_by_hand(current, when)}
+        changes = {"next_charge_scheduled_at": when, **set_by_hand(unit, current, when)}
         intervals.check_room("date", when, current.order_interval_unit, current.charge_interval_frequency,
                              changes.get("anchor_day", current.anchor_day))
         _save(unit, current, changes, "subscription/updated")
@@ -114,7 +114,7 @@ def change_address(unit: Unit, subscription_id: int, address_id: int, when: date
         if when != current.next_charge_scheduled_at:
             errored.check_not_waiting(unit, subscription_id, "next_charge_scheduled_at")
             check_next_date(unit, [subscription_id], when, "next_charge_scheduled_at")
-            changes.update(next_charge_scheduled_at=when, **intervals.set_by_hand(current, when))
+            changes.update(next_charge_scheduled_at=when, **set_by_hand(unit, current, when))
             intervals.check_room("next_charge_scheduled_at", when, current.order_interval_unit,
                                  current.charge_interval_frequency, changes.get("anchor_day", current.anchor_day))
     if changes:

@@ -26,6 +26,7 @@ from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
 from ..money import places_problem, quantize
 from ..schedule import pending
+from ..schedule.dates import occurrences
 from ..schedule.reconcile import replan
 from ..store import clock as store_clock
 from ..unit import Unit, zone
@@ -74,6 +75,27 @@ def check_next_date(unit: Unit, item_ids: list[int], when: date, field: str) -> 
         item_id, last = paid[0]
         raise ValidationFailed.field(field, f"purchase item {item_id} was already charged for {last.isoformat()}: "
                                             "its next charge date must come after it")
+
+
+def set_by_hand(unit: Unit, item: PurchaseItem, when: date) -> dict[str, Any]:
+    """The changes of an item whose next date is set by hand (intervals.set_by_hand: the date
+    is the cadence's from then on), and its skips ahead that the new cadence no longer reaches
+    dropped, as a new interval drops them (decisions §5.3). Found by an audit: a subscription
+    moved from the 10th to the 12th kept its skip of January 10th, a date it is no longer charged
+    on, and was billed on January 12th: the skip showed and did nothing. A skip still on the new
+    cadence stays."""
+    changes = intervals.set_by_hand(item, when)
+    if item.kind != SUBSCRIPTION:
+        return changes
+    ahead = [d for d in repository.skipped_dates(unit.conn, item.id) if d >= unit.today]
+    if ahead:
+        # As far as a skip may lie (charge/service.skip_on_address counts as many dates).
+        reached = set(occurrences(when, item.order_interval_unit or "day", item.charge_interval_frequency or 1,
+                                  changes.get("anchor_day", item.anchor_day), until=max(ahead), limit=10_000))
+        for day in ahead:
+            if day not in reached:
+                repository.remove_skip(unit.conn, item.id, day)
+    return changes
 
 
 def price_problem(price: Any, currency: str) -> str | None:
@@ -384,7 +406,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         name in changes for name in (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week"))
     if by_hand:
         # The date alone, as set_next_charge_date sets it: its day is the cadence's from then on.
-        changes.update(intervals.set_by_hand(current, changes["next_charge_scheduled_at"]))
+        changes.update(set_by_hand(unit, current, changes["next_charge_scheduled_at"]))
         intervals.check_room("next_charge_scheduled_at", changes["next_charge_scheduled_at"],
                              current.order_interval_unit, current.charge_interval_frequency,
                              changes.get("anchor_day", current.anchor_day))
