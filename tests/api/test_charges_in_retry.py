@@ -181,3 +181,41 @@ def test_new_store_rates_reach_a_charge_in_retry(tier_a):
     tier_a.put(f"/payment_methods/{method}", json={"processor_payment_method_token": "pm_ok"}, version="2021-11")
     paid = tier_a.post(f"/charges/{charge_id}/process", json={}, version="2021-11")
     assert paid.status_code == 200 and paid.json()["charge"]["total_price"] == "18.40", paid.text
+
+
+def test_a_code_removed_from_the_address_through_its_endpoint_leaves_the_charge_in_retry(tier_a):
+    """Found by an audit: `POST /addresses/{id}/remove_discount` replanned the queued charges
+    only; the retry took the removed code (spec 02: "also removed from future charges") and
+    counted a use of it, where `PUT /addresses/{id} {"discounts": []}` recomputed the charge."""
+    code = make_discount(tier_a, code="GONE", value="10")
+    address, charge_id, _, method = _failing(tier_a, price=Decimal("20.00"))
+    assert tier_a.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": code},
+                       version="2021-11").status_code == 200
+    assert _process(tier_a, charge_id, "error")["total_discounts"] == "2.00"
+    assert tier_a.post(f"/addresses/{address.id}/remove_discount", json={}, version="2021-11").status_code == 200
+    after = _charge(tier_a, charge_id)
+    assert (after["status"], after["total_discounts"], after["discounts"]) == ("error", "0.00", [])
+    tier_a.put(f"/payment_methods/{method}", json={"processor_payment_method_token": "pm_ok"}, version="2021-11")
+    paid = _process(tier_a, charge_id, "success")
+    assert paid["total_discounts"] == "0.00" and paid["discounts"] == []
+    used = tier_a.get(f"/discounts/{code}", version="2021-01").json()["discount"]["times_used"]
+    assert used == 0
+
+
+@pytest.mark.parametrize("path", ["addresses", "charges"])
+def test_a_code_applied_to_the_address_reaches_its_charge_in_retry(tier_a, path):
+    """The other way round (found by the same audit): a code applied through the address's
+    endpoint, or the charge's with the address named, is taken by the retry too."""
+    make_discount(tier_a, code="LATE", value="10")
+    address, charge_id, _, _ = _failing(tier_a, price=Decimal("20.00"))
+    assert _process(tier_a, charge_id, "error")["total_discounts"] == "0.00"
+    reply = tier_a.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "LATE"}, version="2021-11")
+    assert reply.status_code == 200, reply.text
+    after = _charge(tier_a, charge_id)
+    assert (after["status"], after["total_discounts"], [d["code"] for d in after["discounts"]]) == (
+        "error", "2.00", ["LATE"])
+    if path == "charges":  # removed through the charge, naming its address
+        reply = tier_a.post(f"/charges/{charge_id}/remove_discount", json={"address_id": address.id},
+                            version="2021-11")
+        assert reply.status_code == 200, reply.text
+        assert _charge(tier_a, charge_id)["total_discounts"] == "0.00"

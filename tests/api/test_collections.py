@@ -669,3 +669,23 @@ def test_a_code_naming_another_stores_collection_matches_nothing(api):
     discount_id = make_discount(api, applies_to_id=str(theirs), applies_to_resource="platform_collection_id")
     api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}, version=V11)
     assert _queued(api, address.id).total_discounts == 0
+
+
+def test_a_charge_in_retry_follows_its_codes_collection(api):
+    """Found by an audit: a product taken out of the code's collection left the charges in
+    retry with their discount on it until an unrelated edit recomputed them."""
+    from sqlalchemy import update
+
+    from rebill.models import charges
+    collection_id = create(api)["id"]
+    address = _two_lines(api)
+    add(api, collection_id, "p-in", "p-out")
+    discount_id = make_discount(api, value="10", applies_to_id=str(collection_id),
+                                applies_to_resource="platform_collection_id")
+    api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}, version=V11)
+    charge_id = _queued(api, address.id).id
+    with api.db.write() as conn:  # its payment failed (as the billing run records it)
+        conn.execute(update(charges).where(charges.c.id == charge_id).values(status="error", retry_date=None))
+    api.delete(f"/collections/{collection_id}/collection_products-bulk", json=refs("p-out"), version=V11)
+    [retrying] = [c for c in charges_of(api, address.id) if c.id == charge_id]
+    assert (retrying.status, retrying.total_discounts) == ("error", Decimal("1.25"))

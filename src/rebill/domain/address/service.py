@@ -145,7 +145,7 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
         # in retry too, which its retry bills as it then is (found by an audit: a retry shipped
         # to the old address, its money computed for the new one at the next item change).
         replan(unit, [address_id])
-        errored.recompute(unit, errored.of_address(unit, address_id))
+        errored.recompute(unit, errored.in_retry(unit, [address_id]))
     return get(unit, address_id)
 
 

@@ -51,16 +51,14 @@ def holding(unit: Unit, item_id: int) -> list[int]:
     return sorted(unit.conn.execute(stmt).scalars())
 
 
-def of_address(unit: Unit, address_id: int) -> list[int]:
-    """The charges in retry of this address."""
-    stmt = select(charges.c.id).where(charges.c.store_id == unit.store_id, charges.c.address_id == address_id,
-                                      charges.c.status == ERROR)
-    return sorted(unit.conn.execute(stmt).scalars())
-
-
-def of_store(unit: Unit) -> list[int]:
-    """The charges in retry of the store (its rates changed: decisions §5.9)."""
+def in_retry(unit: Unit, address_ids: Collection[int] | None = None) -> list[int]:
+    """The charges in retry of these addresses, or of every address of the store (its rates
+    changed: decisions §5.9). What changes an address's queued charges besides its items (the
+    address, its code, the store's rates, a code's collection) changes these too: the caller
+    replans the addresses, then recomputes these."""
     stmt = select(charges.c.id).where(charges.c.store_id == unit.store_id, charges.c.status == ERROR)
+    if address_ids is not None:
+        stmt = stmt.where(charges.c.address_id.in_(sorted(address_ids)))
     return sorted(unit.conn.execute(stmt).scalars())
 
 

@@ -11,6 +11,7 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 
 from ..address import repository as addresses
 from ..address.model import Address
+from ..charge import errored
 from ..charge import repository as charges
 from ..charge.model import QUEUED, Charge
 from ..schedule.reconcile import replan
@@ -69,6 +70,10 @@ def _set_address_discount(unit: Unit, address: Address, discount_id: int | None)
         raise Conflict()
     unit.record("address/updated", address.id, changed=("discounts",))
     replan(unit, [address.id])
+    # A charge in retry follows its address's code as a queued one does (spec 02: "also removed
+    # from future charges"), as an address update with `discounts` makes it (found by an audit:
+    # a code removed through this endpoint was still taken by the retry, and counted as used).
+    errored.recompute(unit, errored.in_retry(unit, [address.id]))
 
 
 def apply_to_address(unit: Unit, address_id: int, discount_id: int | None, code: str | None) -> Address:

@@ -105,5 +105,5 @@ def update_rates(conn: Connection, unit_now: Any, store: Store, *, shipping_rate
         # A charge in retry is billed with the rates of the day of its retry, as its address's
         # and items' changes reach it (found by an audit: it kept the old tax until an
         # unrelated address edit recomputed it).
-        errored.recompute(unit, errored.of_store(unit))
+        errored.recompute(unit, errored.in_retry(unit))
     return fresh
