@@ -526,3 +526,22 @@ def test_event_ids_are_forgotten_after_30_days_of_real_time(shop):
                                                          ("evt_recent", timedelta(days=29)))])
     inbound.purge(shop.api.db, now)
     assert [e for e, _ in _remembered(shop)] == ["evt_recent"]
+
+
+def test_a_dashboard_refund_of_a_charge_older_than_90_days_is_delivered_with_the_charge(day):
+    """Found by an audit: a payload of one charge was read as a GET reads it, and a charge
+    processed more than 90 days ago is hidden from a GET (decisions §6.9): its `charge/refunded`
+    delivery carried the id alone, as a deleted charge's does."""
+    from rebill.models import webhook_payloads
+    shop = day
+    charge_id, intent_id, _ = _paid(shop, price="20.00")
+    hook = shop.api.post("/webhooks", json={"address": "https://hooks.example.com/r", "topic": "charge/refunded"})
+    assert hook.status_code in (200, 201), hook.text
+    _at(shop, START + timedelta(days=120))
+    shop.client.v1.refunds.create({"payment_intent": intent_id, "amount": 500})  # in the Dashboard
+    assert send(shop, "charge.refunded", _stripe_charge(shop, intent_id)).json()["result"] == "applied"
+    with shop.api.db.read() as conn:
+        [body] = conn.execute(select(webhook_payloads.c.body).where(
+            webhook_payloads.c.store_id == shop.api.store.id)).scalars()
+    sent = json.loads(body)["charge"]
+    assert (sent["id"], sent["status"].lower(), sent["total_refunds"]) == (charge_id, "partially_refunded", "5.00")

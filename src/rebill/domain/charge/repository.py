@@ -111,13 +111,15 @@ def authorized_holding(conn: Connection, store_id: int, item_id: int) -> int | N
     return _first_holding(conn, store_id, item_id, charges.c.status == PENDING)
 
 
-def get(conn: Connection, store_id: int, charge_id: int, now: datetime) -> Charge | None:
+def get(conn: Connection, store_id: int, charge_id: int, now: datetime | None) -> Charge | None:
+    """The charge as a GET shows it at ``now`` (none once processed more than 90 days before,
+    decisions §6.9), or whatever its age with ``now`` None (a webhook's payload)."""
     row = _by_id.one(conn, id=charge_id, store_id=store_id)
     if row is None:
         return None
     charge = Charge(*row)
     processed = charge.processed_at is not None and charge.status in PROCESSED
-    if processed and charge.processed_at < now - timedelta(days=VISIBLE_DAYS):  # type: ignore[operator]
+    if now is not None and processed and charge.processed_at < now - timedelta(days=VISIBLE_DAYS):  # type: ignore[operator]
         return None
     return charge
 
