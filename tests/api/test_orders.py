@@ -640,3 +640,36 @@ def test_update_refuses_a_body_that_is_not_an_object(vapi):
     first = paid(vapi)
     response = vapi.put(f"/orders/{first.id}", json=["note"])
     assert (response.status_code, response.json()) == (415, {"errors": "The request body must be a JSON object"})
+
+
+@pytest.mark.parametrize("how", ["billing_run", "process_endpoint"])
+def test_a_prepaid_charge_paid_late_processes_the_orders_whose_date_has_come(api, how):
+    api = api.other_store(plan_tier="premium_a")  # the process endpoint's tier
+    """Found by an audit: a prepaid charge paid ten days after its date left its second order
+    (dated day 7) queued until the next billing run, a day late on a test clock."""
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from tests.builders import charges_of, make_subscription
+    customer = make_customer(api)
+    make_payment_method(api, customer)
+    address = make_address(api, customer)
+    start = today(api)
+    make_subscription(api, address, next_charge_scheduled_at=start, order_interval_unit="day",
+                      order_interval_frequency=7, charge_interval_frequency=21)
+    [charge] = charges_of(api, address.id)
+    api.clock.advance(timedelta(days=10))
+    if how == "billing_run":
+        [done] = billing.process(api.db, SandboxGateway(api.db, api.clock.now), api.store, [charge.id], api.clock.now())
+        assert done.status == "success", done
+    else:
+        reply = api.post(f"/charges/{charge.id}/process", json={}, version=V11)
+        assert reply.status_code == 200 and reply.json()["charge"]["status"] == "success", reply.text
+    with api.db.read() as conn:
+        made = order_repo.of_charge(conn, api.store.id, charge.id)
+    bodies = [order(api, o.id, V11) for o in made]
+    assert [(b["scheduled_at"][:10], b["status"]) for b in bodies] == [
+        (start.isoformat(), "success"), ((start + timedelta(days=7)).isoformat(), "success"),
+        ((start + timedelta(days=14)).isoformat(), "queued")]
+    assert [b["processed_at"] is None for b in bodies] == [False, False, True]
+    second = bodies[1]["id"]
+    assert {("order/processed", second), ("order/success", second)} <= set(events_of(api, second))

@@ -120,6 +120,7 @@ class _Batch:
         self.uses: list[dict[str, Any]] = []
         self.applied: dict[int, dict[date, int]] = {}
         self.made: list[int] = []  # the orders, numbered last (number_orders)
+        self.processed: list[int] = []  # those of them processed now
         # The dates each held subscription has skipped ahead: its next date passes over them.
         self.skipped: dict[int, set[date]] = {}
 
@@ -237,7 +238,7 @@ class _Batch:
                 .returning(payment_methods.c.customer_id)).scalars()
             # NOTE: spec 01 events, a method's change is told on its customer (as the API does).
             self.events["customer/payment_method_updated"] += sorted(set(changed))
-        self.made = _insert_orders(unit, self.orders, numbered=False)
+        self.made, self.processed = _insert_orders(unit, self.orders, numbered=False)
         _stamp_first_charge(unit, {c.customer_id for c, _ in self.orders})
         for topic, ids in self.events.items():
             unit.record_many(topic, ids, changed=self.changed.get(topic))
@@ -250,13 +251,9 @@ class _Batch:
         """The batch's orders get their numbers, then their events are recorded."""
         made, unit = self.made, self.unit
         orders.number(unit.conn, unit.store_id, made)
-        processed = [o for o, k in zip(made, self._sequences()) if k == 0]
         unit.record_many("order/created", made)
-        unit.record_many("order/processed", processed)
-        unit.record_many("order/success", processed)  # NOTE: docs/webhooks.md, 2021-11's name for it
-
-    def _sequences(self) -> list[int]:
-        return [k for charge, held in self.orders for k in range(_order_count(charge, held))]
+        unit.record_many("order/processed", self.processed)
+        unit.record_many("order/success", self.processed)  # NOTE: docs/webhooks.md, 2021-11's name for it
 
 
 # One statement each for the whole batch: every row sets the same columns.
@@ -396,10 +393,10 @@ def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem], *, capture
     """The orders of one paid charge (a capture, or a checkout's payment: ``captured`` False),
     with their events and the charge's count."""
     _stamp_first_charge(unit, {charge.customer_id})
-    made = _insert_orders(unit, [(charge, held)])
+    made, processed = _insert_orders(unit, [(charge, held)])
     unit.record_many("order/created", made)
-    unit.record_many("order/processed", made[:1])
-    unit.record_many("order/success", made[:1])
+    unit.record_many("order/processed", processed)
+    unit.record_many("order/success", processed)
     if captured:
         # NOTE: docs/webhooks.md, the payment of every order the captured charge made was captured.
         unit.record_many("order/payment_captured", made)
@@ -411,11 +408,15 @@ def _order_count(charge: Charge, held: list[PurchaseItem]) -> int:
     return deliveries.count(charge.scheduled_at, held)
 
 
-def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *, numbered: bool = True) -> list[int]:
+def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *,
+                   numbered: bool = True) -> tuple[list[int], list[int]]:
     """One order per delivery date (order/deliveries.py): the first on the charge's date,
     `success`; a prepaid charge's later ones `queued`, each on a date on which one of its
     prepaid items delivers by its own order interval (decisions §6.12: the item's order k on the
-    charge's date plus k of its order intervals), numbered by date (their `sequence`)."""
+    charge's date plus k of its order intervals), numbered by date (their `sequence`). A later
+    order whose date has come already (a charge paid late) is processed now, as the billing
+    run would release it on its date (found by an audit: it waited for the next run, a day late
+    on a test clock). Returns the orders' ids, and those processed now."""
     rows, item_ids = [], []
     # NOTE: spec 01 Bundle selection, a new order takes the current contents of its selections.
     lines = bundle_lines.with_contents(unit.conn, unit.store_id, [(c.id, c.line_items) for c, _ in paid])
@@ -430,14 +431,16 @@ def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *,
             delivered = [line for line in lines[charge.id] if line.get("purchase_item_id") in again]
             rows.append({**_order_row(unit, charge, k, when, prepaid), "line_items": delivered})
             item_ids.append([i for i in charge.purchase_item_ids if i in again])
-    return orders.insert_many(unit.conn, rows, item_ids, numbered=numbered)
+    made = orders.insert_many(unit.conn, rows, item_ids, numbered=numbered)
+    return made, [order_id for order_id, row in zip(made, rows) if row["status"] == "success"]
 
 
 def _order_row(unit: Unit, charge: Charge, k: int, when: date, prepaid: bool) -> dict[str, Any]:
+    now = k == 0 or when <= unit.today
     return {
         "store_id": unit.store_id, "customer_id": charge.customer_id, "address_id": charge.address_id,
-        "charge_id": charge.id, "status": "success" if k == 0 else "queued", "type": charge.type,
-        "is_prepaid": prepaid, "sequence": k, "scheduled_at": when, "processed_at": unit.now if k == 0 else None,
+        "charge_id": charge.id, "status": "success" if now else "queued", "type": charge.type,
+        "is_prepaid": prepaid, "sequence": k, "scheduled_at": when, "processed_at": unit.now if now else None,
         "currency": charge.currency, "line_items": charge.line_items, "shipping_lines": charge.shipping_lines,
         "tax_lines": charge.tax_lines, "discounts": charge.discounts, "billing_address": charge.billing_address,
         "shipping_address": charge.shipping_address, "order_attributes": charge.order_attributes,
