@@ -33,6 +33,9 @@ def list_batches(call: Call) -> Reply:
 
 @endpoints.post("/async_batches", scope=WRITE, body="async_batch.create", reply=created("async_batch"))
 def create_batch(call: Call) -> Reply:
+    """Also needs the scope of the endpoint its tasks call (a `discount_create` batch
+    `write_discounts`, docs/scopes.md): a batch does nothing its token could not do itself.
+    403 without it."""
     body = call.version.schemas["async_batch.create"].parse(call.body)
     kind = tasks.batch_type(call.version.name, body["batch_type"])
     tasks.require_scope(call, kind)
@@ -81,6 +84,7 @@ TASK_WRAPPER_LEVELS = 3
                 body=bulk("tasks", TASK, max_items=MAX_TASKS_PER_CALL),
                 body_nesting=MAX_NESTING + TASK_WRAPPER_LEVELS)
 def add_tasks(call: Call) -> Reply:
+    """Also needs the scope of the endpoint the batch's tasks call (docs/scopes.md); 403 without it."""
     with call.read() as unit:  # 404 and the batch type's scope before any body error
         batch = service.get(unit, call.path["batch_id"])
     tasks.require_scope(call, tasks.of(batch.version, batch.batch_type))
@@ -93,7 +97,8 @@ def add_tasks(call: Call) -> Reply:
 @endpoints.post("/async_batches/{batch_id:id}/process", scope=WRITE, body=NO_FIELDS,
                 reply=one("async_batch", status=202))
 def process_batch(call: Call) -> Reply:
-    """NOTE: spec 01 Errors, 202 "accepted, in processing": the batch job runs it."""
+    """Accepted (202, spec 01 Errors): the batch job runs the tasks in the background. Also needs
+    the scope of the endpoint the batch's tasks call (docs/scopes.md); 403 without it."""
     with call.read() as unit:
         batch = service.get(unit, call.path["batch_id"])
     tasks.require_scope(call, tasks.of(batch.version, batch.batch_type))

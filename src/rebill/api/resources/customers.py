@@ -70,6 +70,9 @@ def _token_scope_check(call: Call) -> Callable[[], None]:
 
 @endpoints.post("/customers", scope=WRITE, body="customer.create", reply=created("customer"))
 def create_customer(call: Call) -> Reply:
+    """In 2021-01, a body that sets a payment processor's customer token (`stripe_customer_token`,
+    `braintree_customer_token`, ...) also needs the scope `write_payment_methods` (spec 02
+    Customers); without it the answer is 403 and nothing is written."""
     command, tokens = _command(call, "customer.create", CustomerCreate)
     with call.write() as unit:
         return call.created("customer", service.create(unit, command, tokens=tokens,
@@ -85,6 +88,9 @@ def get_customer(call: Call) -> Reply:
 
 @endpoints.put("/customers/{customer_id:id}", scope=WRITE, body=update("customer.update"), reply=one("customer"))
 def update_customer(call: Call) -> Reply:
+    """In 2021-01, a body that sets a payment processor's customer token also needs the scope
+    `write_payment_methods` (spec 02 Customers); without it the answer is 403 and nothing is
+    written."""
     command, tokens = _command(call, "customer.update", CustomerUpdate, partial=True)
     with call.write() as unit:
         return call.one("customer", service.update(unit, call.path["customer_id"], command, tokens=tokens,
