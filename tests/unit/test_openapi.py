@@ -234,6 +234,21 @@ def test_a_second_scope_a_body_may_need_is_said_where_security_cannot_say_it(ver
         assert "scope of the endpoint" in _op(version, method, path)["description"]
 
 
+def test_webhook_topics_and_included_objects_are_each_versions_events_table():
+    """Checked by the domain (one 422 with the address's problems), stated by the document."""
+    from rebill.domain.webhook.topics import TOPICS
+    for version in VERSIONS:
+        created = _body(version, "POST", "/webhooks")["properties"]
+        assert created["topic"]["enum"] == sorted(TOPICS[version])
+        assert set(created["included_objects"]["items"]["enum"]) == {
+            name for names in TOPICS[version].values() for name in names}
+        # A webhook keeps its version when the other version's request updates it.
+        updated = _body(version, "PUT", "/webhooks/{webhook_id}")["properties"]
+        assert set(updated["topic"]["enum"]) == set(TOPICS["2021-11"]) | set(TOPICS["2021-01"])
+    assert "product/created" in _body("2021-01", "POST", "/webhooks")["properties"]["topic"]["enum"]
+    assert "product/created" not in _body("2021-11", "POST", "/webhooks")["properties"]["topic"]["enum"]
+
+
 def test_replies_in_each_version():
     created_new = _op("2021-11", "POST", "/customers")["responses"]["201"]
     assert created_new["content"]["application/json"]["schema"]["properties"]["customer"] == \

@@ -49,6 +49,10 @@ class Field:
     # Turns the value into its head form; raises ValueError with the message on bad input.
     convert: Callable[[Any], Any] | None = None
     choices: frozenset[str] | None = None
+    # The exact values the domain takes, which it checks itself with the rest of its rules (one
+    # 422 naming every problem, in its own words): stated as the document's enum, not checked
+    # by the parser. For a list, the values of its items.
+    domain_values: frozenset[str] | None = None
     # money: the most decimal places (the currency's minor digits); None leaves that check to
     # the domain (domain/money.minor_digits of the currency the body names).
     decimals: int | None = 2

@@ -133,6 +133,9 @@ def field_schema(field: Field, *, partial: bool = False, ids: IdForms = NO_IDS) 
             out["items"] = _scalar(field.items, None)
             if field.name in ids.lists and field.items == "str":
                 out["items"] = _any_id_form(out["items"], None)
+    if field.domain_values is not None:
+        target = out["items"] if field.kind == "list" else out
+        target["enum"] = sorted(field.domain_values)
     # An update may send null where a create may not (api/fields.py `null_on_update`).
     if (field.nullable and not field.required) or (partial and field.null_on_update):
         out = sh.nullable(out) if "anyOf" not in out else {**out, "anyOf": [*out["anyOf"], {"type": "null"}]}

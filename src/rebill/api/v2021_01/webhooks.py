@@ -38,4 +38,4 @@ class WebhookNaiveDatetimes(NaiveDatetimes):
 
 CHANGES: tuple[Change, ...] = (WebhookNaiveDatetimes(),)
 LISTS: dict[str, ListContract] = {name: head.LISTS[name] for name in ("webhooks", "webhook_deliveries")}
-SCHEMAS: dict[str, Schema] = {}
+SCHEMAS: dict[str, Schema] = {"webhook.create": Schema(*head.topic_fields("2021-01"))}

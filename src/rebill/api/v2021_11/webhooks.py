@@ -18,6 +18,7 @@ from rebill.api.fields import Field, Schema
 from rebill.domain.event.model import Event
 from rebill.domain.webhook.model import STATUSES, Attempt, Delivery, Webhook
 from rebill.domain.webhook.rules import MAX_ADDRESS
+from rebill.domain.webhook.topics import TOPICS
 
 from .serializers import ts
 
@@ -104,17 +105,28 @@ def payload(body: bytes) -> Any:
         return None
 
 
-# NOTE: spec 01 Events: `included_objects` is an array of related objects' names.
-_FIELDS = (
-    Field("address", "str", required=True, nullable=False, min_length=1, max_length=MAX_ADDRESS),
-    Field("topic", "str", required=True, nullable=False, min_length=1, max_length=64),
-    Field("included_objects", "list", items="str"),
-)
+def topic_fields(*versions: str) -> tuple[Field, ...]:
+    """A webhook body: its topics and related objects are those of the Events tables of
+    ``versions`` (domain/webhook/topics.py), checked by the domain and stated by the document. A
+    webhook is created in the request's version, and keeps its own when a request of the other
+    version updates it: an update may name the topics of either."""
+    tables = [TOPICS[v] for v in versions]
+    return (
+        Field("address", "str", required=True, nullable=False, min_length=1, max_length=MAX_ADDRESS),
+        Field("topic", "str", required=True, nullable=False, min_length=1, max_length=64,
+              domain_values=frozenset(topic for table in tables for topic in table)),
+        # NOTE: spec 01 Events: `included_objects` is an array of related objects' names.
+        Field("included_objects", "list", items="str",
+              domain_values=frozenset(name for table in tables for names in table.values() for name in names)),
+    )
+
+
+EITHER = ("2021-11", "2021-01")
 
 SERIALIZERS: dict[str, Serializer] = {"webhook": webhook, "webhook_delivery": webhook_delivery, "event": event}
 SCHEMAS: dict[str, Schema] = {
-    "webhook.create": Schema(*_FIELDS),
-    "webhook.update": Schema(*_FIELDS),
+    "webhook.create": Schema(*topic_fields("2021-11")),
+    "webhook.update": Schema(*topic_fields(*EITHER)),
     "webhook_delivery.replay": Schema(
         Field("since", "str", required=True, nullable=False, convert=q.parse_datetime),
         Field("webhook_id", "int"),
