@@ -195,8 +195,8 @@ def test_a_body_per_version_money_patterns_choices_and_bulk_bodies():
     # A number is bound by the same limits as a string (found by an audit: -5 and 1e20 passed).
     assert (refund["minimum"], refund["exclusiveMaximum"]) == (0, 10**12)
     from rebill.domain.metafield.model import OWNERS
-    owner = _body("2021-11", "POST", "/metafields")["properties"]["owner_resource"]
-    assert owner["enum"] == sorted(OWNERS) and "owner_resource" in _body("2021-11", "POST", "/metafields")["required"]
+    bare = _body("2021-11", "POST", "/metafields")["anyOf"][0]
+    assert bare["properties"]["owner_resource"]["enum"] == sorted(OWNERS) and "owner_resource" in bare["required"]
     bulk = _body("2021-11", "POST", "/plans/bulk_create")
     assert bulk["required"] == ["plans"] and bulk["properties"]["plans"]["maxItems"] == 20
     update = _body("2021-11", "PUT", "/plans/bulk_update")["properties"]["plans"]["items"]
@@ -247,6 +247,13 @@ def test_webhook_topics_and_included_objects_are_each_versions_events_table():
         assert set(updated["topic"]["enum"]) == set(TOPICS["2021-11"]) | set(TOPICS["2021-01"])
     assert "product/created" in _body("2021-01", "POST", "/webhooks")["properties"]["topic"]["enum"]
     assert "product/created" not in _body("2021-11", "POST", "/webhooks")["properties"]["topic"]["enum"]
+
+
+def test_a_metafield_body_may_be_wrapped_as_spec_02_writes_it():
+    for version in VERSIONS:
+        bare, wrapped = _body(version, "POST", "/metafields")["anyOf"]
+        assert {"owner_resource", "namespace", "key", "value", "value_type"} <= set(bare["required"])
+        assert wrapped["required"] == ["metafield"] and wrapped["properties"]["metafield"] == bare
 
 
 def test_replies_in_each_version():

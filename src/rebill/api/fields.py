@@ -193,6 +193,9 @@ class Schema:
     # Stored fields a body may also send inside an object, as (object, key): a domain error
     # on such a field is named where the caller sent it (``Version.rename_errors``).
     nested_names: Mapping[str, tuple[str, str]] = {}
+    # The key a body may also be wrapped in (`{"metafield": {...}}`), which the subclass's
+    # parse unwraps; the document states both forms (api/openapi/bodies.py).
+    wrapper: str | None = None
 
     def __init__(self, *fields: Field, one_of: tuple[tuple[str, ...], ...] = ()) -> None:
         self.fields = fields

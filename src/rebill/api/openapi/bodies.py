@@ -167,7 +167,11 @@ def body_schema(body: Body, schema: Schema) -> dict[str, Any]:
     if body.ignored:
         return {"type": "object", "description": "The endpoint takes no fields; any JSON object is accepted."}
     if body.wrap is None:
-        return object_schema(schema, partial=body.partial)
+        bare = object_schema(schema, partial=body.partial)
+        if schema.wrapper is None:
+            return bare
+        return {"anyOf": [bare, {"type": "object", "required": [schema.wrapper],
+                                 "properties": {schema.wrapper: bare}}]}
     own = tuple(f.name for f in body.item_fields if f.required)
     items = object_schema(Schema(*schema.fields, *body.item_fields), partial=body.partial,
                           required=(*body.item_required, *own), ids=id_forms(schema))

@@ -40,6 +40,8 @@ class MetafieldSchema(Schema):
     read too (docs/api-choices.md, Metafields). An integer `value` is taken as its digits
     (decisions §7.6: a JSON number is accepted and rendered as a string)."""
 
+    wrapper = WRAPPER
+
     def _parse(self, body: Mapping[str, Any], *, partial: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         if WRAPPER in body:
             inner = body[WRAPPER]
