@@ -193,6 +193,13 @@ def test_a_null_list_in_a_created_plan_names_the_field(api):
             "subscription_preferences": {"interval_unit": "month", "charge_interval_frequency": 1,
                                          "order_interval_frequency": 1}}
     assert errors_of(api.post("/plans", json=plan)) == {"external_variant_ids": ["cannot be null"]}
+    # An update alike (it took the null as `[]`).
+    created = api.post("/plans", json={**plan, "external_variant_ids": ["7001-1"]})
+    assert created.status_code == 201, created.text
+    plan_id = created.json()["plan"]["id"]
+    assert errors_of(api.put(f"/plans/{plan_id}", json={"external_variant_ids": None})) == {
+        "external_variant_ids": ["cannot be null"]}
+    assert api.get(f"/plans/{plan_id}").json()["plan"]["external_variant_ids"] == ["7001-1"]
 
 
 # Found by the edge audit of the eleventh session ---------------------------------------------

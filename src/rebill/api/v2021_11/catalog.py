@@ -210,7 +210,9 @@ PLAN_FIELDS = (
     Field("channel_settings", "object", items=CHANNEL_SETTINGS),
     Field("sort_order", "int", nullable=False),
     Field("subscription_preferences", "object", items=PREFERENCES_SCHEMA),
-    Field("external_variant_ids", "list", items="str"),
+    # `[]` for none: a null is refused on create and update alike (found by an audit: an update
+    # took it as `[]`, a create answered `cannot be null`).
+    Field("external_variant_ids", "list", items="str", nullable=False),
 )
 
 SCHEMAS: dict[str, Schema] = {
