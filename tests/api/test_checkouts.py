@@ -1033,3 +1033,54 @@ def test_two_charges_at_once_pay_once(api):
     assert sorted([first.status_code, second.status_code]) in ([200, 409], [200, 422])
     assert count(api, sandbox_payments) == 1
     assert len(api.get("/charges", params={"status": "success"}).json()["charges"]) == 1
+
+
+def test_a_code_fully_disabled_while_the_payment_is_in_flight_stays_off_the_new_address(api, monkeypatch):
+    """Found by an audit on PostgreSQL: the code, fully disabled between the claim and the
+    record (no address held it yet, so the disable cleared nothing), was put on the new address
+    and its renewals took it. The payment keeps it (it was priced with it); the address does not."""
+    priced_store(api)
+    code = make_discount(api, code="SHORTLIVED")
+    checkout = ready(api, discount_code="SHORTLIVED")
+    real_pay = checkout_charge._pay
+
+    def pay_then_disable(*args: Any, **kwargs: Any) -> Any:
+        result = real_pay(*args, **kwargs)
+        disabled = api.put(f"/discounts/{code}", json={"status": "fully_disabled"}, version=V11)
+        assert disabled.status_code == 200, disabled.text
+        return result
+
+    monkeypatch.setattr(checkout_charge, "_pay", pay_then_disable)
+    paid = api.post(f"/checkouts/{checkout['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    charge = api.get(f"/charges/{paid.json()['checkout_charge']['charge_id']}", version=V11).json()["charge"]
+    assert [d["code"] for d in charge["discounts"]] == ["SHORTLIVED"]
+    address = api.get(f"/addresses/{charge['address_id']}", version=V11).json()["address"]
+    assert address["discounts"] == []
+    renewals = api.get("/charges", params={"address_id": address["id"], "status": "queued"}, version=V11)
+    assert [c["total_discounts"] for c in renewals.json()["charges"]] == ["0.00"]
+
+
+def test_an_address_apply_waits_for_a_checkout_of_its_customer_paid_with_the_code(api):
+    """Found by an audit on PostgreSQL: a once-per-customer code applied to the customer's address
+    while a checkout of the customer's e-mail was being paid with it was taken by both (and by the
+    address's renewal again). The apply answers 409 while the payment is in flight, 422 after."""
+    from tests.builders import make_address
+    priced_store(api)
+    make_discount(api, code="ONEPERSON", once_per_customer=True)
+    customer = make_customer(api)
+    email = api.get(f"/customers/{customer.id}").json()["customer"]["email"]
+    address = make_address(api, customer)
+    checkout = ready(api, email=email, discount_code="ONEPERSON")
+    _claimed_elsewhere(api, checkout["token"])
+    apply = api.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "ONEPERSON"}, version=V11)
+    assert apply.status_code == 409, apply.text
+    assert api.get(f"/addresses/{address.id}", version=V11).json()["address"]["discounts"] == []
+    with api.db.write() as conn:  # the payment is recorded (here: given up) ...
+        from sqlalchemy import update as sql_update
+        conn.execute(sql_update(checkouts).where(checkouts.c.token == checkout["token"])
+                     .values(claimed_by=None, claimed_at=None))
+    paid = api.post(f"/checkouts/{checkout['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    apply = api.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "ONEPERSON"}, version=V11)
+    assert apply.json() == {"errors": {"discount_code": ["discount can be used once per customer"]}}, apply.text

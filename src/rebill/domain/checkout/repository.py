@@ -14,6 +14,10 @@ from rebill.models import checkouts
 
 from .model import Checkout
 
+# How long a payment in flight holds the checkout before another request may take it over (as
+# a billing run's claim on a charge, decisions §6.5).
+STALE_AFTER = timedelta(seconds=60)
+
 _select = select(*columns_for(Checkout, checkouts.c))
 _by_token = Prepared(_select.where(checkouts.c.token == bindparam("token"),
                                    checkouts.c.store_id == bindparam("store_id")))
@@ -58,6 +62,16 @@ def live_claims_with_code(conn: Connection, store_id: int, discount_id: int, oth
         checkouts.c.store_id == store_id, checkouts.c.discount_id == discount_id, checkouts.c.id != other_than,
         checkouts.c.completed_at.is_(None), checkouts.c.claimed_by.is_not(None), checkouts.c.claimed_at > stale)
     return [(email or "").strip().lower() for email in conn.execute(stmt).scalars()]
+
+
+def charged_now_with_code(conn: Connection, store_id: int, discount_id: int, email: str, now: datetime) -> bool:
+    """Whether a checkout of this e-mail is being charged now with this code (its payment in
+    flight: claimed, not completed, its claim not stale)."""
+    stmt = select(checkouts.c.email).where(
+        checkouts.c.store_id == store_id, checkouts.c.discount_id == discount_id, checkouts.c.completed_at.is_(None),
+        checkouts.c.claimed_by.is_not(None), checkouts.c.claimed_at > now - STALE_AFTER)
+    mine = email.strip().lower()
+    return any((other or "").strip().lower() == mine for other in conn.execute(stmt).scalars())
 
 
 def release(conn: Connection, store_id: int, checkout_id: int, run: str) -> None:

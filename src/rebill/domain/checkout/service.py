@@ -4,7 +4,6 @@ decisions §7.3, §7.7). Charging is ``charge.py``. Field names are the head (20
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -24,9 +23,7 @@ from . import lines as checkout_lines
 from . import pricing, repository
 from .model import ADDRESS_FIELDS, COMPLETE, PARTIAL, PLATFORM_S, Checkout, CheckoutWrite
 
-# How long a payment in flight holds the checkout before another request may take it over (as
-# a billing run's claim on a charge, decisions §6.5).
-STALE_AFTER = timedelta(seconds=60)
+STALE_AFTER = repository.STALE_AFTER
 SOON = "is required before the checkout is charged"
 # Columns a write may change, and how the head names them (the event's `updated_attributes`).
 WRITTEN = ("email", "phone", "note", "note_attributes", "buyer_accepts_marketing", "currency", "discount_code",

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rebill.errors import ValidationFailed
+from rebill.errors import Conflict, ValidationFailed
 
+from ..checkout import repository as checkouts
 from ..customer import repository as customers
 from ..unit import Unit
 from . import repository
@@ -50,14 +51,26 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
         return f"a discount with a minimum subtotal applies only to charges in {unit.store.currency}"
     if customer_id is None:
         return None
-    if row.once_per_customer:
+    per_customer = row.once_per_customer or row.first_time_customer_restriction == FIRST_TIME
+    if per_customer:
         # The customer's lock: two applications to two of its addresses at once run one after
         # the other, so the second sees the first (PostgreSQL; SQLite serializes writers).
         customers.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update")
-        if repository.customer_holds(unit.conn, unit.store_id, customer_id, row.id, except_address=except_address):
-            return "discount can be used once per customer"
+    if row.once_per_customer and \
+            repository.customer_holds(unit.conn, unit.store_id, customer_id, row.id, except_address=except_address):
+        return "discount can be used once per customer"
     if row.first_time_customer_restriction == FIRST_TIME and has_paid(unit, customer_id):
         return "discount is for first-time customers only"
+    if per_customer and channel == "api":
+        # A checkout of the customer's e-mail being paid with the code now is a use in flight
+        # (as checkout/charge.py `_hold_code` counts it among checkouts): once recorded, this
+        # application is refused (found by an audit: an address apply racing such a checkout
+        # both took a once-per-customer code, and the address's renewal used it again).
+        customer = customers.get(unit.conn, unit.store_id, customer_id)
+        if customer is not None and checkouts.charged_now_with_code(unit.conn, unit.store_id, row.id,
+                                                                   customer.email, unit.now):
+            raise Conflict("A checkout of this customer is being charged with this discount code; "
+                           "try again in a moment")
     return None
 
 
