@@ -236,6 +236,34 @@ def test_a_worker_told_to_stop_finishes_the_batch_it_holds_and_takes_no_other(tm
         day.assert_each_paid_once()
 
 
+def test_a_server_told_to_stop_finishes_the_billing_batch_its_jobs_hold(tmp_path):
+    """Found by an audit: `rebill serve`'s shutdown cancelled its running jobs, which ended the
+    wait for them at once; the process exited mid batch (an async batch's chunk, a billing
+    run's batch), left its claims to lapse and logged a CancelledError traceback. Its jobs'
+    threads now finish the batch they hold, as a worker's do."""
+    with billing_day("postgresql", tmp_path, 2000) as day:
+        server = day.start("serve", "--port", str(free_port()), "--jobs", "on", name="serve",
+                           env={"REBILL_BILL_EVERY": "0.2"})
+        deadline = time.monotonic() + 120
+        while not day.claims():  # its first batch is claimed: the billing run is mid run
+            assert time.monotonic() < deadline and server.poll() is None, day.all_output()
+            time.sleep(0.01)
+        server.send_signal(signal.SIGTERM)
+        # uvicorn ends by raising the signal again once its shutdown is complete.
+        assert server.wait(timeout=60) in (0, -signal.SIGTERM), day.all_output()
+        output = day.output(server)
+        assert "Application shutdown complete" in output, output
+        assert "CancelledError" not in output and "Traceback" not in output, output
+        # What it claimed it recorded; the rest of the day waits, unclaimed, for the next run.
+        assert day.claims() == {}, output
+        assert 0 < day.left() < len(day.charge_ids)
+        worker = day.worker(env={"REBILL_BILL_EVERY": "3600"})
+        day.wait_paid()
+        day.stop_all()
+        assert worker.returncode == 0
+        day.assert_each_paid_once()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -279,18 +279,29 @@ class Jobs:
                 + event_retention.purge(self.db, now, settings.event_retention_days))
 
     async def _run(self, name: str, job: Any, *args: Any) -> None:
-        # Known to stop(), which waits for it (a cancelled run still waits for its thread).
-        task = asyncio.current_task()
-        if task is not None:
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
-        run, result, ok = record.start_job(name), None, True  # issue 18: counted and logged
+        run = record.start_job(name)  # issue 18: counted and logged
+        # The job's thread, known to stop(), which waits for it. The scheduler's shutdown cancels
+        # this coroutine; the thread is not cancelled by that: it finishes the batch it holds
+        # (the stop flag asks it between batches) and gives back what it claimed, and stop()
+        # waits for it (found by an audit: the shutdown's cancel ended the wait at once, the
+        # process exited mid-chunk and the batch stayed claimed until its lease ran out).
+        thread = asyncio.ensure_future(run_in_threadpool(job, *args))
+        self._running.add(thread)
+        thread.add_done_callback(self._running.discard)
+        thread.add_done_callback(lambda done: self._finished(name, run, done))
         try:
-            result = await run_in_threadpool(job, *args)
-        except Exception:  # the next tick tries again; the database says what is still due
-            ok = False
-            logger.exception("%s failed", name)
-        record.finish_job(run, result, ok)
+            await asyncio.shield(thread)
+        except asyncio.CancelledError:
+            pass  # stopping: the thread goes on, and is waited for by stop()
+        except Exception:  # told by _finished; the next tick tries again
+            pass
+
+    @staticmethod
+    def _finished(name: str, run: Any, done: asyncio.Future[Any]) -> None:
+        failed = None if done.cancelled() else done.exception()
+        if failed is not None:  # the next tick tries again; the database says what is still due
+            logger.error("%s failed", name, exc_info=failed)
+        record.finish_job(run, None if failed is not None or done.cancelled() else done.result(), failed is None)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "lifespan":
