@@ -219,3 +219,16 @@ def test_a_code_applied_to_the_address_reaches_its_charge_in_retry(tier_a, path)
                             version="2021-11")
         assert reply.status_code == 200, reply.text
         assert _charge(tier_a, charge_id)["total_discounts"] == "0.00"
+
+
+def test_a_customers_new_billing_address_reaches_its_charge_in_retry(tier_a):
+    """Found by a review: a 2021-01 customer update of its billing fields replanned the queued
+    charges only; the retry billed the old billing address."""
+    address, charge_id, _, _, _ = _in_retry(tier_a)
+    billing = {"billing_address1": "77 Changed Ave", "billing_city": "San Francisco", "billing_country": "US",
+               "billing_first_name": "Ada", "billing_last_name": "Lovelace", "billing_province": "CA",
+               "billing_zip": "94105"}
+    reply = tier_a.put(f"/customers/{address.customer_id}", json=billing, version="2021-01")
+    assert reply.status_code == 200, reply.text
+    after = _charge(tier_a, charge_id)
+    assert (after["status"], after["billing_address"]["address1"]) == ("error", "77 Changed Ave")

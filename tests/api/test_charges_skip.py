@@ -560,3 +560,21 @@ def test_a_date_set_by_hand_keeps_the_skips_on_its_cadence_and_drops_the_others(
     schedule_days = [d["date"] for d in api.get(f"/customers/{address.customer_id}/delivery_schedule",
                                                 params={"future_interval": 40}, version=V11).json()["deliveries"]]
     assert schedule_days == [days(api, n).isoformat() for n in (10, 17, 24, 31, 38)]
+
+
+def test_a_put_of_a_new_date_with_the_cadence_sent_back_drops_the_skips_off_it(api):
+    """Found by a review: a GET body with a new date (its interval fields as they are) went the
+    way of a new cadence, which set the anchor but kept the skips the new cadence no longer
+    reaches."""
+    address = make_address(api)
+    sub = weekly(api, address)  # on days 7, 14, 21...
+    for day in (21, 35):
+        assert skip_date(api, address.id, {"date": days(api, day).isoformat(), "subscription_ids": [sub.id]}).is_success
+    body = api.get(f"/subscriptions/{sub.id}", version=V11).json()["subscription"]
+    cadence = {name: body[name] for name in ("order_interval_unit", "order_interval_frequency",
+                                             "charge_interval_frequency")}
+    reply = api.put(f"/subscriptions/{sub.id}", json={**cadence, "next_charge_scheduled_at": days(api, 10).isoformat()},
+                    version=V11)
+    assert reply.status_code == 200, reply.text
+    assert _skipped_dates(api, address.id) == []
+    assert next_date(api, sub.id) == days(api, 10).isoformat()

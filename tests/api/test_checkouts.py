@@ -1084,3 +1084,60 @@ def test_an_address_apply_waits_for_a_checkout_of_its_customer_paid_with_the_cod
     assert paid.status_code == 200, paid.text
     apply = api.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "ONEPERSON"}, version=V11)
     assert apply.json() == {"errors": {"discount_code": ["discount can be used once per customer"]}}, apply.text
+
+
+def test_a_code_merely_disabled_while_the_payment_is_in_flight_stays_on_the_new_address(api, monkeypatch):
+    """Found by a review: `disabled` keeps a code on the addresses holding it (decisions §7.5);
+    paid first and disabled after, the new address would hold it. Only a full disable clears it."""
+    priced_store(api)
+    code = make_discount(api, code="SOFTOFF")
+    checkout = ready(api, discount_code="SOFTOFF")
+    real_pay = checkout_charge._pay
+
+    def pay_then_disable(*args: Any, **kwargs: Any) -> Any:
+        result = real_pay(*args, **kwargs)
+        assert api.put(f"/discounts/{code}", json={"status": "disabled"}, version=V11).status_code == 200
+        return result
+
+    monkeypatch.setattr(checkout_charge, "_pay", pay_then_disable)
+    paid = api.post(f"/checkouts/{checkout['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    charge = api.get(f"/charges/{paid.json()['checkout_charge']['charge_id']}", version=V11).json()["charge"]
+    address = api.get(f"/addresses/{charge['address_id']}", version=V11).json()["address"]
+    assert [d["id"] for d in address["discounts"]] == [code]
+
+
+def test_an_apply_takes_the_customers_lock_before_the_codes(api):
+    """Found by a review on PostgreSQL: an apply of a per-customer code held the code's share lock
+    while it waited for the customer's, which a checkout's payment held while it waited for the
+    code's: a deadlock (retried, a second late). The apply now waits for the customer first,
+    holding nothing of the code."""
+    import threading
+
+    from sqlalchemy import text
+
+    from rebill.models import customers as customer_rows
+    from tests.builders import make_address
+    if api.db.dialect != "postgresql":
+        pytest.skip("SQLite runs one writer at a time: no lock is waited for inside a transaction")
+    code = make_discount(api, code="MINEONLY", once_per_customer=True)
+    customer = make_customer(api)
+    address = make_address(api, customer)
+    replies: list[Any] = []
+    with api.db.write() as conn:
+        conn.execute(select(customer_rows.c.id).where(customer_rows.c.id == customer.id).with_for_update())
+        sender = threading.Thread(target=lambda: replies.append(api.post(
+            f"/addresses/{address.id}/apply_discount", json={"discount_id": code}, version=V11)), daemon=True)
+        sender.start()
+        deadline = __import__("time").monotonic() + 20
+        while True:  # the apply waits for the customer's lock
+            with api.db.read() as probe:
+                if probe.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                      "AND wait_event_type = 'Lock'")).scalar_one():
+                    break
+            assert __import__("time").monotonic() < deadline, "the apply never waited for the customer"
+            __import__("time").sleep(0.02)
+        with api.db.write() as other:  # ... holding no lock on the code meanwhile
+            other.execute(text("SELECT id FROM discounts WHERE id = :id FOR UPDATE NOWAIT"), {"id": code})
+    sender.join(30)
+    assert [r.status_code for r in replies] == [200], [r.text for r in replies]

@@ -298,10 +298,13 @@ class Jobs:
 
     @staticmethod
     def _finished(name: str, run: Any, done: asyncio.Future[Any]) -> None:
-        failed = None if done.cancelled() else done.exception()
+        if done.cancelled():
+            record.finish_job(run, None, False)
+            return
+        failed = done.exception()
         if failed is not None:  # the next tick tries again; the database says what is still due
             logger.error("%s failed", name, exc_info=failed)
-        record.finish_job(run, None if failed is not None or done.cancelled() else done.result(), failed is None)
+        record.finish_job(run, None if failed is not None else done.result(), failed is None)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "lifespan":

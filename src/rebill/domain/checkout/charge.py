@@ -41,7 +41,7 @@ from ..customer import service as customer_service
 from ..customer.model import CustomerCreate
 from ..discount import repository as discounts
 from ..discount import rules as discount_rules
-from ..discount.model import ENABLED, FIRST_TIME
+from ..discount.model import FIRST_TIME, FULLY_DISABLED
 from ..money import minor_digits
 from ..payment.gateway import AUTHORIZED, Gateway, GatewayUnavailable, Payment, Result, processor_name
 from ..payment_method import repository as payment_methods
@@ -360,12 +360,13 @@ def _address(unit: Unit, checkout: Checkout, customer_id: int, method_id: int) -
         zip=shipping.get("zip"), order_note=checkout.note, order_attributes=checkout.note_attributes,
         payment_method_id=method_id, presentment_currency=checkout.currency))
     code = checkout.pricing.get("discount_id")
-    # Read under the code's lock, as a full disable takes it (found by an audit on PostgreSQL: a
-    # code fully disabled while the payment was in flight, when no address held it yet, stayed
-    # on the new address, and its renewals took it): a code disabled since is the payment's
-    # alone, as one after the other the charge would have been priced without it.
-    row = discounts.get(unit.conn, unit.store_id, code, lock=True) if code is not None else None
-    if row is not None and row.status == ENABLED:
+    # Read under the code's share lock, which a full disable waits for or has released (found by
+    # an audit on PostgreSQL: a code fully disabled while the payment was in flight, when no
+    # address held it yet, stayed on the new address, and its renewals took it): a code fully
+    # disabled since is the payment's alone. One merely disabled stays, as on every address that
+    # held it then (decisions §7.5), as paid first and disabled after it would have.
+    row = discounts.find(unit.conn, unit.store_id, discount_id=code, share=True) if code is not None else None
+    if row is not None and row.status != FULLY_DISABLED:
         addresses.update_address(unit.conn, unit.store_id, address.id, address.lock_version, {"discount_id": code})
     return address
 

@@ -57,21 +57,12 @@ def claim(conn: Connection, store_id: int, checkout_id: int, run: str, now: date
 
 def live_claims_with_code(conn: Connection, store_id: int, discount_id: int, other_than: int,
                           stale: datetime) -> list[str]:
-    """The lower-cased e-mails of the other checkouts being charged now with this code."""
+    """The lower-cased e-mails of the other checkouts (``other_than`` 0: of any) being charged
+    now with this code (their payment in flight: claimed, not completed, not stale)."""
     stmt = select(checkouts.c.email).where(
         checkouts.c.store_id == store_id, checkouts.c.discount_id == discount_id, checkouts.c.id != other_than,
         checkouts.c.completed_at.is_(None), checkouts.c.claimed_by.is_not(None), checkouts.c.claimed_at > stale)
     return [(email or "").strip().lower() for email in conn.execute(stmt).scalars()]
-
-
-def charged_now_with_code(conn: Connection, store_id: int, discount_id: int, email: str, now: datetime) -> bool:
-    """Whether a checkout of this e-mail is being charged now with this code (its payment in
-    flight: claimed, not completed, its claim not stale)."""
-    stmt = select(checkouts.c.email).where(
-        checkouts.c.store_id == store_id, checkouts.c.discount_id == discount_id, checkouts.c.completed_at.is_(None),
-        checkouts.c.claimed_by.is_not(None), checkouts.c.claimed_at > now - STALE_AFTER)
-    mine = email.strip().lower()
-    return any((other or "").strip().lower() == mine for other in conn.execute(stmt).scalars())
 
 
 def release(conn: Connection, store_id: int, checkout_id: int, run: str) -> None:

@@ -203,9 +203,13 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate, *, tokens: Map
         # fields, one document, with no 2021-11 field of its own).
         unit.record("customer/updated", customer_id, changed=attributes.names(changes))
         if "billing_address" in changes:
-            # The customer's billing address is the billing address of its queued charges.
+            # The customer's billing address is the billing address of its queued charges, and
+            # of its charges in retry, which the retry bills as they then are (found by a review).
+            from ..charge import errored
             from ..schedule.reconcile import replan
-            replan(unit, addresses.ids_of_customer(unit.conn, unit.store_id, customer_id))
+            places = addresses.ids_of_customer(unit.conn, unit.store_id, customer_id)
+            replan(unit, places)
+            errored.recompute(unit, errored.in_retry(unit, places))
     if tokens:
         payment_methods.put_customer_tokens(unit, customer_id, tokens, authorize=authorize)
     return get(unit, customer_id)

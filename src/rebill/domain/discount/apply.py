@@ -51,7 +51,7 @@ def address_discount(unit: Unit, address: Address | None, customer_id: int, curr
     """The id of a code an address may take now (also the 2021-11 `discounts` body of an
     address create or update, where ``address`` is None on create and a new code replaces the
     current one)."""
-    row = rules.resolve(unit, field, discount_id, code)
+    row = rules.resolve(unit, field, discount_id, code, customer_id=customer_id)
     if address is not None and address.discount_id == row.id:
         return int(row.id)
     if address is not None and address.discount_id is not None and not replacing:
@@ -106,7 +106,7 @@ def _reread(unit: Unit, address_id: int) -> Address:
 def apply_to_charge(unit: Unit, charge_id: int, discount_id: int | None, code: str | None) -> Charge:
     charge = _charge(unit, charge_id)
     field = "discount_id" if discount_id is not None else "discount_code"
-    row = rules.resolve(unit, field, discount_id, code)
+    row = rules.resolve(unit, field, discount_id, code, customer_id=charge.customer_id)
     if charge.status != QUEUED:
         raise ValidationFailed.field("status", f"only a queued charge can take a discount; this one is {charge.status}")
     address = addresses.get(unit.conn, unit.store_id, charge.address_id)

@@ -14,10 +14,19 @@ from . import repository
 from .model import ENABLED, FIRST_TIME, FULLY_DISABLED, channels, ended
 
 
-def resolve(unit: Unit, field: str, discount_id: int | None, code: str | None) -> Any:
+def resolve(unit: Unit, field: str, discount_id: int | None, code: str | None, *,
+            customer_id: int | None = None) -> Any:
     """NOTE: spec 02, `discount_id` wins when both are sent; unknown: 422 naming the field.
     Share-locked: an apply and a full disable of the code never interleave (found by an audit:
-    a disable racing applies left the fully disabled code on addresses and queued charges)."""
+    a disable racing applies left the fully disabled code on addresses and queued charges).
+    Applied for ``customer_id``, a code with a per-customer rule first takes the customer's lock
+    (which ``refusal`` needs), then the code's: the order a checkout's payment takes them in
+    (checkout/charge.py ``complete``), so that the two never wait for each other (found by a
+    review: the other order deadlocked)."""
+    if customer_id is not None:
+        peek = repository.find(unit.conn, unit.store_id, discount_id=discount_id, code=code)
+        if peek is not None and (peek.once_per_customer or peek.first_time_customer_restriction == FIRST_TIME):
+            customers.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update")
     row = repository.find(unit.conn, unit.store_id, discount_id=discount_id, code=code, share=True)
     if row is None:
         raise ValidationFailed.field(field, "discount not found")
@@ -52,9 +61,11 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
     if customer_id is None:
         return None
     per_customer = row.once_per_customer or row.first_time_customer_restriction == FIRST_TIME
-    if per_customer:
-        # The customer's lock: two applications to two of its addresses at once run one after
-        # the other, so the second sees the first (PostgreSQL; SQLite serializes writers).
+    if per_customer and channel == "api":
+        # The customer's lock (``resolve`` took it already): two applications to two of its
+        # addresses at once run one after the other, so the second sees the first (PostgreSQL;
+        # SQLite serializes writers). A checkout's pricing takes none: its payment holds the
+        # code (checkout/charge.py ``_hold_code``), and a read must not wait for a writer.
         customers.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update")
     if row.once_per_customer and \
             repository.customer_holds(unit.conn, unit.store_id, customer_id, row.id, except_address=except_address):
@@ -67,8 +78,8 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
         # application is refused (found by an audit: an address apply racing such a checkout
         # both took a once-per-customer code, and the address's renewal used it again).
         customer = customers.get(unit.conn, unit.store_id, customer_id)
-        if customer is not None and checkouts.charged_now_with_code(unit.conn, unit.store_id, row.id,
-                                                                   customer.email, unit.now):
+        if customer is not None and (customer.email or "").strip().lower() in checkouts.live_claims_with_code(
+                unit.conn, unit.store_id, row.id, 0, unit.now - checkouts.STALE_AFTER):
             raise Conflict("A checkout of this customer is being charged with this discount code; "
                            "try again in a moment")
     return None
