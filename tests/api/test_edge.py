@@ -169,6 +169,18 @@ def test_non_integer_id_in_path_answers_404(vapi):
     assert response.json() == {"errors": "Not Found"}
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_an_id_with_a_final_newline_matches_no_route(vapi, method):
+    """Found by an audit: the route's `$` matched before a final newline, so `/customers/1%0A`
+    read, updated or deleted customer 1 (a space or a CR already answered 404)."""
+    from tests.builders import make_customer
+    customer = make_customer(vapi)
+    body = {"first_name": "Changed"} if method == "PUT" else None
+    response = vapi.request(method, f"/customers/{customer.id}%0A", json=body)
+    assert (response.status_code, response.json()) == (404, {"errors": "Not Found"})
+    assert vapi.get(f"/customers/{customer.id}").json()["customer"]["first_name"] != "Changed"
+
+
 @pytest.mark.parametrize("method,path", [("DELETE", "/customers"), ("PATCH", "/customers"),
                                          ("POST", "/token_information"), ("PUT", "/")])
 def test_wrong_method_on_known_path_answers_405(vapi, method, path):
