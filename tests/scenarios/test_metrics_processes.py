@@ -103,10 +103,14 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
     url = f"sqlite:///{tmp_path / 'rebill.db'}"
     store_id, token, customer_id = _prepare(url)
     metrics_dir = tmp_path / "metrics"
-    metrics_dir.mkdir()
-    # A file a previous run left: its counts are that run's, and it is no file of this run's.
-    (metrics_dir / "counter_1.db").write_bytes(b"not a file of prometheus_client's" * 64)
     port = _free_port()
+    # The folder of a previous run whose process is gone: its counts are that run's, removed at
+    # start; what else the directory holds is not the server's (found by an audit: a database
+    # there was deleted), and stays.
+    dead = metrics_dir / f"serve-{port}-999999999"
+    dead.mkdir(parents=True)
+    (dead / "counter_1.db").write_bytes(b"not a file of prometheus_client's" * 64)
+    (metrics_dir / "rebill.db").write_bytes(b"someone else's")
     env = {**os.environ, **QUIET, "REBILL_METRICS": "on", "REBILL_METRICS_DIR": str(metrics_dir)}
     for name in ("REBILL_FAILPOINT", "PROMETHEUS_MULTIPROC_DIR", "REBILL_LOG_FORMAT", "REBILL_LOG_REQUESTS"):
         env.pop(name, None)
@@ -130,7 +134,7 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
             except OSError:
                 return False
         _wait_for(answering, 60, "rebill serve answered", served)
-        assert not (metrics_dir / "counter_1.db").exists()
+        assert not dead.exists() and (metrics_dir / "rebill.db").exists()
 
         def pids_serving() -> set[int]:
             return {line["pid"] for line in served.lines() if line.get("route") == ROUTE}
@@ -140,7 +144,7 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
         assert len(pids_serving()) == 2, f"one process served all {answered[0]} requests"
         # Each process's figures in files of its own; any scrape sums them, each process's
         # requests there within a second (the process hands its sums over once a second).
-        assert len({f.name.split("_")[-1] for f in metrics_dir.glob("counter_*.db")}) == 2
+        assert len({f.name.split("_")[-1] for f in metrics_dir.glob("serve-*/counter_*.db")}) == 2
         _wait_for(lambda: _count(served.samples()) == answered[0], 5, "every request counted", served)
         for _ in range(8):
             assert _count(served.samples()) == answered[0]
@@ -186,7 +190,8 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
-    assert not metrics_dir.exists()  # removed at the clean stop
+    # The run's folder removed at the clean stop, nothing else.
+    assert [p.name for p in metrics_dir.iterdir()] == ["rebill.db"]
 
 
 def _one_server(tmp_path: Path, url: str, token: str, path: str, env: dict[str, str],
@@ -247,14 +252,14 @@ def test_one_process_stopped_by_sigterm_removes_its_metrics_directory(tmp_path):
     process, served, log = _one_server(tmp_path, url, token, f"/customers/{customer_id}", {
         "REBILL_METRICS": "on", "REBILL_METRICS_DIR": str(metrics_dir), "REBILL_REDIS_URL": "redis://127.0.0.1:1/0"})
     try:
-        assert any(metrics_dir.glob("counter_*.db"))
+        assert any(metrics_dir.glob("serve-*/counter_*.db"))
         assert "Rate limits off" in log.read_text()
     finally:
         process.terminate()
         code = process.wait(timeout=30)
     assert code == 128 + signal.SIGTERM, log.read_text()
     assert "Application shutdown complete" in log.read_text()
-    assert not metrics_dir.exists()
+    assert list(metrics_dir.iterdir()) == []
 
 
 def test_an_unknown_log_format_stops_the_start():

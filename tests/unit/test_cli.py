@@ -619,9 +619,29 @@ def test_each_server_run_has_a_metrics_folder_of_its_own_and_dead_runs_are_clear
     dead, living = root / "serve-8080-999999999", root / f"serve-8080-{os.getppid()}"
     for folder in (dead, living):
         folder.mkdir(parents=True)
-    mine = metrics.default_directory("serve-8080")
+    mine = metrics.run_directory("serve-8080")
     assert mine == root / f"serve-8080-{os.getpid()}"
     assert not dead.exists() and living.exists()
+
+
+def test_a_metrics_dir_given_holds_a_folder_per_run_and_nothing_else_of_it_is_touched(tmp_path, monkeypatch):
+    """Found by an audit: REBILL_METRICS_DIR pointed at the database's folder had the SQLite
+    database (`*.db`) deleted at start, and the whole folder removed at a clean stop."""
+    import os
+
+    from rebill.observability import metrics
+    monkeypatch.setenv(metrics.DIRECTORY_VARIABLE, str(tmp_path))  # restored after the test
+    given = tmp_path / "shared"
+    given.mkdir()
+    (given / "rebill.db").write_bytes(b"a database")
+    (given / "notes.txt").write_text("keep")
+    (given / "serve-8080-999999999").mkdir()  # a dead run's folder
+    (given / "serve-8080-999999999" / "counter_999999999.db").write_bytes(b"")
+    run = metrics.prepare_directory(metrics.run_directory("serve-8080", given))
+    assert run == str((given / f"serve-8080-{os.getpid()}").resolve())
+    metrics.remove_directory(run)
+    assert sorted(p.name for p in given.iterdir()) == ["notes.txt", "rebill.db"]
+    assert (given / "rebill.db").read_bytes() == b"a database"
 
 
 def worker_on_a_taken_metrics_address(url: str):

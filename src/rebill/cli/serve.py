@@ -16,7 +16,7 @@ from rebill.domain.store import repository as stores_repo
 from rebill.domain.store import service as store_service
 from rebill.observability import logs
 from rebill.observability.logs import logging_config
-from rebill.observability.metrics import default_directory, prepare_directory, remove_directory
+from rebill.observability.metrics import prepare_directory, remove_directory, run_directory
 from rebill.settings import RateLimit, shown_url
 from rebill.settings import background_jobs as parse_background_jobs
 from rebill.settings import log_format as parse_log_format
@@ -66,7 +66,7 @@ def serve(
     log = logging.getLogger("rebill.serve")
     metrics_dir = None
     if settings.metrics:
-        metrics_dir = prepare_directory(settings.metrics_dir or default_directory(f"serve-{port}"))
+        metrics_dir = prepare_directory(run_directory(f"serve-{port}", settings.metrics_dir))
     upgrade(settings.database_url)
     db = Database.from_url(settings.database_url)
     with db.write() as conn:

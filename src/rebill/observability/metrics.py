@@ -72,36 +72,36 @@ RUN_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.
 SAMPLE_SECONDS = 1.0
 
 
-def default_directory(name: str) -> Path:
-    """Where `rebill serve` keeps its processes' files when ``REBILL_METRICS_DIR`` names none:
-    the system's temporary directory, one folder per user and per server run (``name``, then
-    the supervisor's pid), so two servers on one host never share or clean each other's (found
-    by an audit: a second `serve` on a busy port emptied and removed the running one's folder,
-    and its /metrics answered 500 from then on). The folders of runs whose process is gone
-    (a crash, SIGKILL) are removed here."""
-    root = Path(tempfile.gettempdir()) / f"rebill-metrics-{os.getuid()}"
-    for earlier in root.glob(f"{name}-*"):
-        pid = earlier.name.rpartition("-")[2]
-        if pid.isdigit() and not _alive(int(pid)):
+def run_directory(name: str, root: str | Path | None = None) -> Path:
+    """Where `rebill serve` keeps its processes' files: a folder of its own per server run
+    (``name``, then the supervisor's pid) under ``root`` (``REBILL_METRICS_DIR``), else under a
+    folder per user in the system's temporary directory. Two servers never share or clean each
+    other's (found by an audit: a second `serve` on a busy port emptied and removed the running
+    one's folder, and its /metrics answered 500 from then on), and nothing else in ``root`` is
+    touched (found by an audit: a REBILL_METRICS_DIR holding the SQLite database had its `*.db`
+    deleted at start, and the folder removed at a clean stop). The folders of earlier runs whose
+    process is gone (a crash, SIGKILL) are removed here, and only those."""
+    base = Path(root) if root else Path(tempfile.gettempdir()) / f"rebill-metrics-{os.getuid()}"
+    for earlier in base.glob(f"{name}-*"):
+        pid = earlier.name.removeprefix(f"{name}-")
+        if pid.isdigit() and earlier.is_dir() and not _alive(int(pid)):
             shutil.rmtree(earlier, ignore_errors=True)
-    return root / f"{name}-{os.getpid()}"
+    return base / f"{name}-{os.getpid()}"
 
 
 def prepare_directory(path: str | Path) -> str:
-    """Creates the directory, removes the files a previous run left (its counts belong to that
-    run: a restarted server starts its counters at zero, as Prometheus expects of a restarted
-    target) and points prometheus_client at it, for this process and the workers it starts.
-    Call it before anything imports prometheus_client, and before starting the workers."""
+    """Creates the run's folder (``run_directory``: its own, new, so a restarted server starts
+    its counters at zero, as Prometheus expects of a restarted target) and points
+    prometheus_client at it, for this process and the workers it starts. Call it before anything
+    imports prometheus_client, and before starting the workers."""
     directory = Path(path).resolve()
     directory.mkdir(parents=True, exist_ok=True)
-    for leftover in directory.glob("*.db"):
-        leftover.unlink(missing_ok=True)
     os.environ[DIRECTORY_VARIABLE] = str(directory)
     return str(directory)
 
 
 def remove_directory(path: str | Path) -> None:
-    """At a clean stop: the files are of no use to the next run, which would remove them."""
+    """At a clean stop: the run's own folder (``run_directory``), of no use to the next run."""
     shutil.rmtree(path, ignore_errors=True)
 
 
