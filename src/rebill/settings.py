@@ -84,6 +84,18 @@ def _days(name: str, text: str) -> float:
 MAX_SECONDS = 366 * 86400
 
 
+def _secret_key(text: str) -> str:
+    """Fernet keys, checked here so that a malformed one stops every command at its start in one
+    line (found by an audit: `rebill serve` printed a traceback from each API process, and with
+    --workers kept restarting them, serving nothing)."""
+    from rebill.domain.payment.vault import Vault, VaultError
+    try:
+        Vault(text)
+    except VaultError as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
 def _seconds(name: str, text: str) -> float:
     """A number of seconds, 0 to a year; anything else stops the start with its name."""
     try:
@@ -235,7 +247,7 @@ class Settings:
         if env.get("REBILL_BATCH_LEASE_SECONDS"):
             values["batch_lease_seconds"] = _seconds("REBILL_BATCH_LEASE_SECONDS", env["REBILL_BATCH_LEASE_SECONDS"])
         if env.get("REBILL_SECRET_KEY"):
-            values["secret_key"] = env["REBILL_SECRET_KEY"]
+            values["secret_key"] = _secret_key(env["REBILL_SECRET_KEY"])
         if env.get("REBILL_STRIPE_TIMEOUT_SECONDS"):
             values["stripe_timeout_seconds"] = _seconds("REBILL_STRIPE_TIMEOUT_SECONDS", env["REBILL_STRIPE_TIMEOUT_SECONDS"])
         if env.get("REBILL_METRICS"):

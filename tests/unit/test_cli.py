@@ -711,3 +711,16 @@ def test_an_uninstalled_store_answers_403_to_its_tokens(tmp_path):
         assert run("stores", "update", "gone", "--uninstalled", "--database", url).exit_code == 0
         reply = client.get("/customers", headers=headers)
         assert reply.status_code == 403 and reply.json() == {"errors": "The store is not installed"}
+
+
+@pytest.mark.parametrize("command", [["bill"], ["worker"], ["serve", "--port", "1"], ["migrate"], ["stores", "list"],
+                                     ["clock", "advance", "--store", "acme", "--days", "1"]])
+def test_a_malformed_secret_key_stops_every_command_at_its_start_naming_it(tmp_path, command):
+    """Found by an audit: `bill`, `worker` and `clock advance` printed a traceback (exit 1), and
+    `serve --workers 2` restarted its API processes for good, serving nothing."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert run("migrate", "--database", url).exit_code == 0
+    result = runner.invoke(cli, [*command, "--database", url], env={"REBILL_SECRET_KEY": "not-a-fernet-key"})
+    assert result.exit_code == 2, result.output
+    assert "REBILL_SECRET_KEY must be Fernet keys" in " ".join(result.output.split())
+    assert "Traceback" not in result.output

@@ -42,7 +42,10 @@ def settings_for(database: str | None, *, existing: bool = False) -> Settings:
     line otherwise: found by an audit, `serve`, `worker`, `bill` and `migrate` printed a
     traceback); ``existing``: a SQLite file that is not there is refused (exit 1) rather than
     made empty."""
-    settings = Settings.from_env().with_(database_url=database)
+    try:
+        settings = Settings.from_env().with_(database_url=database)
+    except ValueError as exc:  # a bad REBILL_* setting: every command stops naming it (exit 2)
+        raise typer.BadParameter(str(exc)) from None
     parsed = _parsed(settings.database_url)
     if existing and parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
             and not Path(parsed.database).exists():
