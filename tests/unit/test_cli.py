@@ -724,3 +724,18 @@ def test_a_malformed_secret_key_stops_every_command_at_its_start_naming_it(tmp_p
     assert result.exit_code == 2, result.output
     assert "REBILL_SECRET_KEY must be Fernet keys" in " ".join(result.output.split())
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", [
+    ["tokens", "revoke", "99999999999999999999999"], ["webhooks", "enable", "9223372036854775808"],
+    ["webhooks", "replay", "99999999999999999999999"], ["webhooks", "deliveries", "--webhook", "99999999999999999999"],
+    ["webhooks", "deliveries", "--limit", "99999999999999999999"],
+    ["webhooks", "replay", "--failed-since", "2026-01-01", "--webhook", "99999999999999999999"],
+    ["webhooks", "replay", "--failed-since", "9999-12-31T23:59-14:00"],
+    ["webhooks", "replay", "--failed-since", "0001-01-01T00:00+14:00"],
+])
+def test_ids_past_64_bits_and_moments_past_the_calendar_are_refused_in_one_line(store_db, command):
+    """Found by an audit: the drivers' overflow (SQLite, PostgreSQL) was a traceback, exit 1."""
+    result = runner.invoke(cli, [*command, "--database", store_db])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception

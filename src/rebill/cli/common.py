@@ -36,6 +36,10 @@ out = Console()
 DatabaseOption: Optional[str] = typer.Option(
     None, "--database", help="Database URL (default: $REBILL_DATABASE_URL or ./var/rebill.db)")
 
+# Ids are 64-bit (BIGINT): a larger number names nothing, and is refused as the option's value
+# (exit 2) before any query (found by an audit: the drivers' overflow was a traceback).
+MAX_ID = 2**63 - 1
+
 
 def settings_for(database: str | None, *, existing: bool = False) -> Settings:
     """The settings (``--database`` first), their database URL one Rebill can use (exit 2 in one
@@ -164,10 +168,12 @@ def datetime_option(value: str, option: str) -> datetime:
     exit 2 otherwise."""
     try:
         found = datetime.fromisoformat(value)
-    except ValueError:
+        # In UTC, as it is compared: an offset at the calendar's ends leaves it (found by an
+        # audit: 9999-12-31T23:59-14:00 overflowed in the query, a traceback).
+        return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
+    except (ValueError, OverflowError):
         err.print(f"[red]{option} must be a date or a datetime (YYYY-MM-DD[THH:MM[:SS][+HH:MM]]), not {value!r}[/red]")
         raise typer.Exit(2) from None
-    return found.replace(tzinfo=UTC) if found.tzinfo is None else found
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from rebill.domain.store import service as store_service
 from rebill.domain.store.model import SCOPES
 from rebill.errors import NotFound, ValidationFailed
 
-from .common import DatabaseOption, csv, err, fail, open_database, print_table, store_named
+from .common import MAX_ID, DatabaseOption, csv, err, fail, open_database, print_table, store_named
 
 app = typer.Typer(name="tokens", help="Manage API tokens.", no_args_is_help=True)
 
@@ -72,7 +72,7 @@ def tokens_list(
 
 @app.command("revoke")
 def tokens_revoke(
-    token_id: int = typer.Argument(..., metavar="ID", help="The token's id (see tokens list)"),
+    token_id: int = typer.Argument(..., metavar="ID", min=1, max=MAX_ID, help="The token's id (see tokens list)"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Revoke a token: requests with it answer 401 (in a running server from its next request on).

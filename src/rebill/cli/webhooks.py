@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 from rebill.errors import NotFound, ValidationFailed
 
 from .common import (
+    MAX_ID,
     DatabaseOption,
     datetime_option,
     err,
@@ -56,8 +57,8 @@ def webhooks_deliveries(
     store: Optional[str] = typer.Option(None, "--store", help="Store name (default: every store)"),
     failed: bool = typer.Option(False, "--failed", help="Only those whose last attempt failed "
                                 "(given up, or waiting for a retry)"),
-    webhook: Optional[int] = typer.Option(None, "--webhook", help="Only the deliveries of webhook ID"),
-    limit: int = typer.Option(50, "--limit", min=1, help="The newest N deliveries"),
+    webhook: Optional[int] = typer.Option(None, "--webhook", min=1, max=MAX_ID, help="Only the deliveries of webhook ID"),
+    limit: int = typer.Option(50, "--limit", min=1, max=MAX_ID, help="The newest N deliveries"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """The delivery log as a table, newest first.
@@ -84,11 +85,13 @@ def webhooks_deliveries(
 
 @app.command("replay")
 def webhooks_replay(
-    delivery_id: Optional[int] = typer.Argument(None, metavar="DELIVERY_ID", help="The delivery to send again"),
+    delivery_id: Optional[int] = typer.Argument(None, metavar="DELIVERY_ID", min=1, max=MAX_ID,
+                                                help="The delivery to send again"),
     failed_since: Optional[str] = typer.Option(None, "--failed-since", help="Every failed delivery created since "
                                                "YYYY-MM-DD[THH:MM] (UTC unless it says otherwise)"),
     store: Optional[str] = typer.Option(None, "--store", help="With --failed-since: one store (default: every store)"),
-    webhook: Optional[int] = typer.Option(None, "--webhook", help="With --failed-since: one webhook's deliveries"),
+    webhook: Optional[int] = typer.Option(None, "--webhook", min=1, max=MAX_ID,
+                                          help="With --failed-since: one webhook's deliveries"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Send a delivery again, or every failed one since a time.
@@ -110,7 +113,7 @@ def webhooks_replay(
 
 @app.command("enable")
 def webhooks_enable(
-    webhook_id: int = typer.Argument(..., metavar="ID", help="The webhook's id (see webhooks list)"),
+    webhook_id: int = typer.Argument(..., metavar="ID", min=1, max=MAX_ID, help="The webhook's id (see webhooks list)"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Enable a disabled webhook.
