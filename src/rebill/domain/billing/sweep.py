@@ -57,15 +57,17 @@ def _untold_where(unit: Unit, table: Table) -> list[object]:
     return conditions
 
 
-def _untold(unit: Unit, table: Table) -> list[int]:
-    days = unit.store.upcoming_notice_days
-    if days <= 0:
-        return []
+def _within_notice(unit: Unit, table: Table) -> list[object]:
+    """NOTE: issue 14, told `days` ahead; a date already come is paid, not announced."""
     today = unit.today
-    # NOTE: issue 14, told `days` ahead; a date already come is paid, not announced.
+    return [table.c.scheduled_at > today, table.c.scheduled_at <= today + timedelta(days=unit.store.upcoming_notice_days)]
+
+
+def _untold(unit: Unit, table: Table) -> list[int]:
+    if unit.store.upcoming_notice_days <= 0:
+        return []
     return list(unit.conn.execute(select(table.c.id).where(
-        *_untold_where(unit, table), table.c.scheduled_at > today,
-        table.c.scheduled_at <= today + timedelta(days=days))).scalars())
+        *_untold_where(unit, table), *_within_notice(unit, table))).scalars())
 
 
 def first_untold(unit: Unit, table: Table) -> date | None:
@@ -87,9 +89,12 @@ def tell_upcoming(unit: Unit) -> tuple[list[int], list[int]]:
             # Only the rows this statement marks are told: on PostgreSQL two runs of one store
             # (a worker's and a clock advance's) may both have read them untold; the second
             # waits for the first's row locks, then finds them told (found by an audit: one
-            # order told three times for one date). RETURNING, on both databases.
+            # order told three times for one date). RETURNING, on both databases. The window
+            # is asked again too: a row whose date a request moved while this waited for its
+            # lock is told at its new date's time, not now (found by an audit: moved 24 days
+            # ahead, it was told then, and marked told for the new date).
             ids = sorted(unit.conn.execute(
-                update(table).where(table.c.id.in_(ids), *_untold_where(unit, table))
+                update(table).where(table.c.id.in_(ids), *_untold_where(unit, table), *_within_notice(unit, table))
                 .values(upcoming_told_for=table.c.scheduled_at).returning(table.c.id)).scalars())
             unit.record_many(topic, ids)
         told.append(ids)
@@ -100,9 +105,11 @@ def release_queued_orders(unit: Unit) -> list[int]:
     due = _due_orders(unit)
     if due:
         # Only the orders this statement changed are told: one deleted or processed meanwhile
-        # is not (RETURNING, on both databases).
+        # is not (RETURNING, on both databases), nor one whose date a request moved while this
+        # waited for its lock (found by an audit on PostgreSQL: a delayed order answered 200
+        # with its new date was sent at once).
         due = sorted(unit.conn.execute(
-            update(orders).where(orders.c.id.in_(due), orders.c.status == "queued")
+            update(orders).where(orders.c.id.in_(due), orders.c.status == "queued", orders.c.scheduled_at <= unit.today)
             .values(status="success", processed_at=unit.now, updated_at=unit.now).returning(orders.c.id)).scalars())
         unit.record_many("order/processed", due)
         unit.record_many("order/success", due)
@@ -110,6 +117,14 @@ def release_queued_orders(unit: Unit) -> list[int]:
 
 
 def flag_uncaptured(unit: Unit) -> list[int]:
-    waiting = _uncaptured(unit)  # again inside the write: two runs never tell it twice
+    """Tells each authorization 6 days old, once. Its charge's row is locked first, then the
+    events are read again in a statement of their own: on PostgreSQL two runs of one store
+    queue on the lock, and the second's look sees the first's events (found by an audit: one
+    authorization told three times by overlapping runs, each having read it untold)."""
+    candidates = _uncaptured(unit)
+    if candidates:
+        unit.conn.execute(select(charges.c.id).where(charges.c.id.in_(candidates)).order_by(charges.c.id)
+                          .with_for_update())
+    waiting = _uncaptured(unit) if candidates else []
     unit.record_many("charge/uncaptured", waiting)
     return waiting
