@@ -572,7 +572,8 @@ def test_a_put_of_a_new_date_with_the_cadence_sent_back_drops_the_skips_off_it(a
         assert skip_date(api, address.id, {"date": days(api, day).isoformat(), "subscription_ids": [sub.id]}).is_success
     body = api.get(f"/subscriptions/{sub.id}", version=V11).json()["subscription"]
     cadence = {name: body[name] for name in ("order_interval_unit", "order_interval_frequency",
-                                             "charge_interval_frequency")}
+                                             "charge_interval_frequency", "order_day_of_week")}
+    assert cadence["order_day_of_week"] is None  # sent back as shown: no order day
     reply = api.put(f"/subscriptions/{sub.id}", json={**cadence, "next_charge_scheduled_at": days(api, 10).isoformat()},
                     version=V11)
     assert reply.status_code == 200, reply.text

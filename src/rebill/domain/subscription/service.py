@@ -402,10 +402,12 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
             changes["cancelled_next_date"] = intervals.after_interval_change(cadence, since, today)
     date_moved = changes.get("next_charge_scheduled_at", current.next_charge_scheduled_at) \
         != current.next_charge_scheduled_at
-    # The date alone, or with the cadence sent back as it is (found by a review: a GET body with
-    # a new date went the cadence's way, and kept the skips the new date's cadence no longer
-    # reaches).
-    by_hand = date_moved and current.status == ACTIVE and not interval_changed
+    # The date alone, or with the interval fields sent back as they are (found by a review: a GET
+    # body with a new date went the cadence's way, and kept the skips the new date's cadence no
+    # longer reaches). An order day sent with it stays the cadence's, the date charged once
+    # (docs/api-choices.md, Order days).
+    by_hand = date_moved and current.status == ACTIVE and not interval_changed and all(
+        changes.get(name) is None for name in ("order_day_of_month", "order_day_of_week"))
     if by_hand:
         # The date alone, as set_next_charge_date sets it: its day is the cadence's from then on.
         changes.update(set_by_hand(unit, current, changes["next_charge_scheduled_at"]))
