@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from decimal import Decimal
 from typing import Any
 
@@ -75,6 +76,12 @@ class Field:
     max_items: int | None = None
     minimum: int | None = None
     maximum: int | None = None
+    # Whether any of the four is set: the parse of every body asks each field, most have none.
+    bounded: bool = dataclass_field(init=False, default=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bounded", bool(self.min_items or self.max_items is not None
+                                                 or self.minimum is not None or self.maximum is not None))
 
     @property
     def target(self) -> str:
@@ -253,8 +260,7 @@ class Schema:
             if field.choices is not None and value not in field.choices:
                 errors[field.name] = [f"must be one of: {', '.join(sorted(field.choices))}"]
                 continue
-            problem = _out_of_bounds(field, value)
-            if problem:
+            if field.bounded and (problem := _out_of_bounds(field, value)):
                 errors[field.name] = [problem]
                 continue
             if field.kind == "object" and isinstance(field.items, Schema):
