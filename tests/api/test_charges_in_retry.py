@@ -232,3 +232,38 @@ def test_a_customers_new_billing_address_reaches_its_charge_in_retry(tier_a):
     assert reply.status_code == 200, reply.text
     after = _charge(tier_a, charge_id)
     assert (after["status"], after["billing_address"]["address1"]) == ("error", "77 Changed Ave")
+
+
+@pytest.mark.parametrize("how", ["apply_discount", "put_address"])
+def test_a_single_use_code_applied_while_a_charge_is_in_retry_goes_to_one_charge(tier_a, how):
+    """Found by a stateful audit: the replan gave the address's new single-use code to its queued
+    charge (no use in flight yet), then the charge in retry took it too, and both were paid with
+    it. The charge in retry takes it (it pays first; a use in flight), the queued one does not."""
+    from sqlalchemy import func, select
+
+    from rebill.models import discount_redemptions
+    make_discount(tier_a, code="ONCE", value="10", duration="single_use")
+    address, charge_id, _, method = _failing(tier_a, price=Decimal("100.00"))
+    _process(tier_a, charge_id, "error")
+    later = tier_a.clock.now().date() + timedelta(days=3)
+    reply = tier_a.post("/onetimes", version="2021-11", json={
+        "address_id": address.id, "external_product_id": {"ecommerce": "x1"}, "product_title": "Extra",
+        "price": "20.00", "quantity": 1, "next_charge_scheduled_at": later.isoformat()})
+    assert reply.status_code in (200, 201), reply.text
+    if how == "apply_discount":
+        reply = tier_a.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "ONCE"},
+                            version="2021-11")
+    else:
+        reply = tier_a.put(f"/addresses/{address.id}", json={"discounts": [{"code": "ONCE"}]}, version="2021-11")
+    assert reply.status_code == 200, reply.text
+    carrying = [c for c in tier_a.get("/charges", params={"address_id": address.id}, version="2021-11")
+                .json()["charges"] if c["discounts"]]
+    assert [(c["id"], c["status"]) for c in carrying] == [(charge_id, "error")]
+    tier_a.put(f"/payment_methods/{method}", json={"processor_payment_method_token": "pm_ok"}, version="2021-11")
+    assert _process(tier_a, charge_id, "success")["total_discounts"] == "10.00"
+    [queued] = [c for c in tier_a.get("/charges", params={"address_id": address.id, "status": "queued"},
+                                      version="2021-11").json()["charges"] if c["scheduled_at"][:10] == later.isoformat()]
+    assert _process(tier_a, queued["id"], "success")["total_discounts"] == "0.00"
+    with tier_a.db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(discount_redemptions).where(
+            discount_redemptions.c.store_id == tier_a.store.id)).scalar() == 1

@@ -30,7 +30,7 @@ from ..discount.terms import basis_of
 from ..event import attributes
 from ..metafield import service as metafields
 from ..schedule.plan import build_charge
-from ..schedule.reconcile import billing_of
+from ..schedule.reconcile import billing_of, replan
 from ..store import repository as stores
 from ..subscription import repository as items
 from ..unit import Unit
@@ -106,6 +106,7 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
     dropped: list[tuple[int, date]] = []  # codes applied to a charge that is made of other things now
     gone: dict[int, int] = {}  # the charges left empty, and their customers
     names: dict[int, tuple[str, ...]] = {}  # the `updated_attributes` of each charge rewritten
+    recoded: set[int] = set()  # the addresses whose charge in retry took or lost a code
     for charge in found:
         address = places.get(charge.address_id)
         if address is None:
@@ -124,6 +125,8 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
         if from_address and planned.values["discount_id"] is not None:
             offer.used_one()  # type: ignore[union-attr]
         money = {name: planned.values[name] for name in MONEY}
+        if money["discount_id"] != charge.discount_id:
+            recoded.add(address.id)
         changed = attributes.differing(charge, money, API_NAMES)
         if not changed and not any(i in leaving for i in charge.purchase_item_ids):
             continue  # nothing of it changed: no write, no event
@@ -138,3 +141,9 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
     unit.record_many("charge/deleted", list(gone), with_id=True, customer_ids=gone)
     # NOTE: decisions §7.6
     metafields.forget(unit, {("charge", c): owner for c, owner in gone.items()}, charge=list(gone))
+    if recoded:
+        # A code a charge in retry took is a use in flight, one it lost is free again: the queued
+        # charges of its address are planned again with that count (found by a stateful audit:
+        # a single-use code applied while a charge was in retry went to the queued charge by
+        # the replan, then to the retry by this computation, and both were paid with it).
+        replan(unit, sorted(recoded))
