@@ -1035,6 +1035,19 @@ def test_two_charges_at_once_pay_once(api):
     assert len(api.get("/charges", params={"status": "success"}).json()["charges"]) == 1
 
 
+def _status_set_while_paying(api: Any, monkeypatch: Any, code: int, status: str) -> None:
+    """The code's status set by another request while a checkout's payment is in flight (after
+    its claim, before its record)."""
+    real_pay = checkout_charge._pay
+
+    def pay_then_set(*args: Any, **kwargs: Any) -> Any:
+        result = real_pay(*args, **kwargs)
+        changed = api.put(f"/discounts/{code}", json={"status": status}, version=V11)
+        assert changed.status_code == 200, changed.text
+        return result
+    monkeypatch.setattr(checkout_charge, "_pay", pay_then_set)
+
+
 def test_a_code_fully_disabled_while_the_payment_is_in_flight_stays_off_the_new_address(api, monkeypatch):
     """Found by an audit on PostgreSQL: the code, fully disabled between the claim and the
     record (no address held it yet, so the disable cleared nothing), was put on the new address
@@ -1042,15 +1055,7 @@ def test_a_code_fully_disabled_while_the_payment_is_in_flight_stays_off_the_new_
     priced_store(api)
     code = make_discount(api, code="SHORTLIVED")
     checkout = ready(api, discount_code="SHORTLIVED")
-    real_pay = checkout_charge._pay
-
-    def pay_then_disable(*args: Any, **kwargs: Any) -> Any:
-        result = real_pay(*args, **kwargs)
-        disabled = api.put(f"/discounts/{code}", json={"status": "fully_disabled"}, version=V11)
-        assert disabled.status_code == 200, disabled.text
-        return result
-
-    monkeypatch.setattr(checkout_charge, "_pay", pay_then_disable)
+    _status_set_while_paying(api, monkeypatch, code, "fully_disabled")
     paid = api.post(f"/checkouts/{checkout['token']}/charge", json=CHARGE)
     assert paid.status_code == 200, paid.text
     charge = api.get(f"/charges/{paid.json()['checkout_charge']['charge_id']}", version=V11).json()["charge"]
@@ -1092,14 +1097,7 @@ def test_a_code_merely_disabled_while_the_payment_is_in_flight_stays_on_the_new_
     priced_store(api)
     code = make_discount(api, code="SOFTOFF")
     checkout = ready(api, discount_code="SOFTOFF")
-    real_pay = checkout_charge._pay
-
-    def pay_then_disable(*args: Any, **kwargs: Any) -> Any:
-        result = real_pay(*args, **kwargs)
-        assert api.put(f"/discounts/{code}", json={"status": "disabled"}, version=V11).status_code == 200
-        return result
-
-    monkeypatch.setattr(checkout_charge, "_pay", pay_then_disable)
+    _status_set_while_paying(api, monkeypatch, code, "disabled")
     paid = api.post(f"/checkouts/{checkout['token']}/charge", json=CHARGE)
     assert paid.status_code == 200, paid.text
     charge = api.get(f"/charges/{paid.json()['checkout_charge']['charge_id']}", version=V11).json()["charge"]
