@@ -243,6 +243,7 @@ def test_releasing_due_prepaid_orders_tells_only_the_orders_it_changed(api, monk
     from tests.builders import events_of as _events
     first, second, third = prepaid(api)
     assert api.delete(f"/orders/{third.id}").status_code in (200, 204)
+    api.clock.advance(timedelta(days=7))  # the second's date has come
     monkeypatch.setattr(sweep, "_due_orders", lambda unit: [second.id, third.id])
     with api.db.write() as conn:
         released = sweep.release_queued_orders(Unit(conn, api.store, api.clock.now()))
