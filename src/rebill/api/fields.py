@@ -321,7 +321,7 @@ def _out_of_bounds(field: Field, value: Any) -> str | None:
             return "cannot be empty" if field.min_items == 1 else f"must have at least {field.min_items} items"
         if field.max_items is not None and len(value) > field.max_items:
             return f"has too many items (at most {field.max_items})"
-    elif field.kind == "int" and (field.minimum is not None or field.maximum is not None):
+    elif field.kind == "int":
         low, high = field.minimum, field.maximum
         if (low is not None and value < low) or (high is not None and value > high):
             if low is not None and high is not None:

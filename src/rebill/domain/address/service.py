@@ -18,7 +18,6 @@ from ..listing import ListQuery, PageResult
 from ..metafield import service as metafields
 from ..money import format_amount
 from ..payment_method import repository as payment_methods
-from ..schedule.reconcile import replan
 from ..subscription import repository as items
 from ..unit import Unit
 from . import repository
@@ -144,8 +143,7 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
         # The charges show the address, its shipping and its discount: they follow it, a charge
         # in retry too, which its retry bills as it then is (found by an audit: a retry shipped
         # to the old address, its money computed for the new one at the next item change).
-        replan(unit, [address_id])
-        errored.recompute(unit, errored.in_retry(unit, [address_id]))
+        errored.follow(unit, [address_id])
     return get(unit, address_id)
 
 

@@ -51,15 +51,24 @@ def holding(unit: Unit, item_id: int) -> list[int]:
     return sorted(unit.conn.execute(stmt).scalars())
 
 
-def in_retry(unit: Unit, address_ids: Collection[int] | None = None) -> list[int]:
-    """The charges in retry of these addresses, or of every address of the store (its rates
-    changed: decisions §5.9). What changes an address's queued charges besides its items (the
-    address, its code, the store's rates, a code's collection) changes these too: the caller
-    replans the addresses, then recomputes these."""
+def _in_retry(unit: Unit, address_ids: Collection[int] | None) -> list[int]:
+    """The charges in retry of these addresses, or of every address of the store (None)."""
     stmt = select(charges.c.id).where(charges.c.store_id == unit.store_id, charges.c.status == ERROR)
     if address_ids is not None:
         stmt = stmt.where(charges.c.address_id.in_(sorted(address_ids)))
     return sorted(unit.conn.execute(stmt).scalars())
+
+
+def follow(unit: Unit, address_ids: Collection[int] | None = None, *, also: Collection[int] = ()) -> None:
+    """What these addresses' charges are made of besides their items changed (the address, its
+    code, its customer's billing address, a code's collection; with None, every address of the
+    store: its rates, decisions §5.9): their queued charges are planned again, and their charges
+    in retry (and the charges ``also``) computed again, which their retry bills as they then are
+    (found by audits: each of these left a retry billing what it was before)."""
+    ids = addresses.ids_of_store(unit.conn, unit.store_id) if address_ids is None else sorted(address_ids)
+    if ids:
+        replan(unit, ids)
+    recompute(unit, sorted({*also, *_in_retry(unit, address_ids)}))
 
 
 def check_not_waiting(unit: Unit, item_id: int, field: str) -> None:

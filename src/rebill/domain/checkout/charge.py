@@ -112,12 +112,12 @@ def _claim(unit: Unit, verifier: AddressVerifier, token: str, run: str,
         raise NotFound()
     if checkout.completed_at is not None:
         raise ValidationFailed.field("completed_at", "the checkout is completed and cannot be charged again")
-    stale = unit.now - service.STALE_AFTER
+    stale = unit.now - repository.STALE_AFTER
     if checkout.claimed_by is not None:
         if checkout.claimed_at is not None and checkout.claimed_at > stale:
             raise Conflict("The checkout is being charged by another request")
         assert checkout.payment is not None
-        repository.claim(unit.conn, unit.store_id, checkout.id, run, unit.now, service.STALE_AFTER, {})
+        repository.claim(unit.conn, unit.store_id, checkout.id, run, unit.now, repository.STALE_AFTER, {})
         return checkout, checkout.payment, True
     state = ready(unit, verifier, checkout)
     _hold_code(unit, checkout, state, stale)
@@ -133,7 +133,7 @@ def _claim(unit: Unit, verifier: AddressVerifier, token: str, run: str,
         "amount_minor": int(state["total_price"].scaleb(minor_digits(checkout.currency))),
         "currency": checkout.currency,
     }
-    repository.claim(unit.conn, unit.store_id, checkout.id, run, unit.now, service.STALE_AFTER,
+    repository.claim(unit.conn, unit.store_id, checkout.id, run, unit.now, repository.STALE_AFTER,
                      {**state, **({"updated_at": unit.now} if changed else {}),
                       "charge_attempts": attempt["number"], "payment": attempt})
     if changed:
@@ -447,7 +447,7 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
     its own attempt's key and recorded (decisions §6.5: money the processor may have moved is
     never left unrecorded). The billing run calls it; returns how many it finished."""
     with db.read() as conn:
-        tokens = repository.abandoned(conn, store.id, now - service.STALE_AFTER)
+        tokens = repository.abandoned(conn, store.id, now - repository.STALE_AFTER)
     finished = 0
     for token in tokens:
         run = uuid.uuid4().hex
@@ -456,9 +456,9 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
                 checkout = repository.get(conn, store.id, token, lock=True)
                 if checkout is None or checkout.claimed_by is None or checkout.payment is None or \
                         checkout.completed_at is not None or checkout.claimed_at is None or \
-                        checkout.claimed_at > now - service.STALE_AFTER:
+                        checkout.claimed_at > now - repository.STALE_AFTER:
                     continue
-                repository.claim(conn, store.id, checkout.id, run, now, service.STALE_AFTER, {})
+                repository.claim(conn, store.id, checkout.id, run, now, repository.STALE_AFTER, {})
                 attempt = checkout.payment
             result = _pay(db, gateway, store, checkout, attempt, run)
             _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id))

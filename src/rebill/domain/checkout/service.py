@@ -23,7 +23,6 @@ from . import lines as checkout_lines
 from . import pricing, repository
 from .model import ADDRESS_FIELDS, COMPLETE, PARTIAL, PLATFORM_S, Checkout, CheckoutWrite
 
-STALE_AFTER = repository.STALE_AFTER
 SOON = "is required before the checkout is charged"
 # Columns a write may change, and how the head names them (the event's `updated_attributes`).
 WRITTEN = ("email", "phone", "note", "note_attributes", "buyer_accepts_marketing", "currency", "discount_code",

@@ -206,10 +206,7 @@ def update(unit: Unit, customer_id: int, command: CustomerUpdate, *, tokens: Map
             # The customer's billing address is the billing address of its queued charges, and
             # of its charges in retry, which the retry bills as they then are (found by a review).
             from ..charge import errored
-            from ..schedule.reconcile import replan
-            places = addresses.ids_of_customer(unit.conn, unit.store_id, customer_id)
-            replan(unit, places)
-            errored.recompute(unit, errored.in_retry(unit, places))
+            errored.follow(unit, addresses.ids_of_customer(unit.conn, unit.store_id, customer_id))
     if tokens:
         payment_methods.put_customer_tokens(unit, customer_id, tokens, authorize=authorize)
     return get(unit, customer_id)

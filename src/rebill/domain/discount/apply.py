@@ -69,11 +69,9 @@ def _set_address_discount(unit: Unit, address: Address, discount_id: int | None)
                                     {"discount_id": discount_id, "updated_at": unit.now}):
         raise Conflict()
     unit.record("address/updated", address.id, changed=("discounts",))
-    replan(unit, [address.id])
     # A charge in retry follows its address's code as a queued one does (spec 02: "also removed
-    # from future charges"), as an address update with `discounts` makes it (found by an audit:
-    # a code removed through this endpoint was still taken by the retry, and counted as used).
-    errored.recompute(unit, errored.in_retry(unit, [address.id]))
+    # from future charges"), as an address update with `discounts` makes it.
+    errored.follow(unit, [address.id])
 
 
 def apply_to_address(unit: Unit, address_id: int, discount_id: int | None, code: str | None) -> Address:

@@ -253,11 +253,8 @@ def collections_changed(unit: Unit, collection_ids: list[int]) -> None:
         if collection_of(row) in changed:
             touched |= _touched(unit, row.id)[1]
             retrying |= set(repository.charges_holding(unit.conn, unit.store_id, row.id, (ERROR,)))
-    if touched:
-        replan(unit, sorted(touched))
-    # Charges in retry with the code discount other lines now too (found by an audit: one kept
-    # its discount on a product taken out of the code's collection, until an unrelated edit).
-    errored.recompute(unit, sorted(retrying | set(errored.in_retry(unit, touched))))
+    # Charges in retry with the code discount other lines now too.
+    errored.follow(unit, touched, also=retrying)
 
 
 def _touched(unit: Unit, discount_id: int) -> tuple[list[int], set[int]]:

@@ -13,11 +13,9 @@ from sqlalchemy import Connection, update
 from rebill.errors import ValidationFailed, add_error
 from rebill.models import stores
 
-from ..address import repository as addresses
 from ..charge import errored
 from ..geo import country, find_province, subdivisions
 from ..money import places_problem
-from ..schedule.reconcile import replan
 from ..unit import Unit
 from . import repository
 from .model import Store
@@ -100,10 +98,6 @@ def update_rates(conn: Connection, unit_now: Any, store: Store, *, shipping_rate
     if values:
         # Only the operator's command line changes rates (`rebill stores rates`): the replan's
         # events are the command line's.
-        unit = Unit(conn, fresh, unit_now, origin="cli")
-        replan(unit, addresses.ids_of_store(conn, store.id))
-        # A charge in retry is billed with the rates of the day of its retry, as its address's
-        # and items' changes reach it (found by an audit: it kept the old tax until an
-        # unrelated address edit recomputed it).
-        errored.recompute(unit, errored.in_retry(unit))
+        # Its charges in retry too: billed with the rates of the day of their retry.
+        errored.follow(Unit(conn, fresh, unit_now, origin="cli"))
     return fresh
