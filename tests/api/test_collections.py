@@ -632,13 +632,20 @@ def test_a_2021_11_code_for_a_collection_follows_the_collections_products(api):
     _consistent(api, address.id)
 
 
-def test_a_product_leaving_the_catalog_leaves_the_collections_discount(api):
+def _collection_code_on_two_lines(api: Any) -> tuple[int, Any]:
+    """An address of two lines (p-in, p-out, both in a collection) holding a 10 % code for the
+    collection: its collection's id and the address."""
     collection_id = create(api)["id"]
     address = _two_lines(api)
     add(api, collection_id, "p-in", "p-out")
     discount_id = make_discount(api, value="10", applies_to_id=str(collection_id),
                                 applies_to_resource="platform_collection_id")
     api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}, version=V11)
+    return collection_id, address
+
+
+def test_a_product_leaving_the_catalog_leaves_the_collections_discount(api):
+    collection_id, address = _collection_code_on_two_lines(api)
     assert _queued(api, address.id).total_discounts == Decimal("2.05")
     product_id = api.get("/products/p-out", version=V11).json()["product"]["id"]
     assert api.delete(f"/products/{product_id}", version=V01).status_code == 200
@@ -677,12 +684,7 @@ def test_a_charge_in_retry_follows_its_codes_collection(api):
     from sqlalchemy import update
 
     from rebill.models import charges
-    collection_id = create(api)["id"]
-    address = _two_lines(api)
-    add(api, collection_id, "p-in", "p-out")
-    discount_id = make_discount(api, value="10", applies_to_id=str(collection_id),
-                                applies_to_resource="platform_collection_id")
-    api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}, version=V11)
+    collection_id, address = _collection_code_on_two_lines(api)
     charge_id = _queued(api, address.id).id
     with api.db.write() as conn:  # its payment failed (as the billing run records it)
         conn.execute(update(charges).where(charges.c.id == charge_id).values(status="error", retry_date=None))

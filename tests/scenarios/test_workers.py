@@ -215,6 +215,18 @@ def test_a_worker_killed_mid_billing_run_has_its_charges_paid_once_by_another(tm
         assert set(day.holders) == {survivor.pid}
 
 
+def _left_unclaimed_then_paid_by_another(day: Day) -> None:
+    """A process stopped mid day recorded what it claimed: the rest waits, unclaimed, and a
+    worker started then pays it, each charge once."""
+    assert day.claims() == {}, day.all_output()
+    assert 0 < day.left() < len(day.charge_ids)
+    worker = day.worker(env={"REBILL_BILL_EVERY": "3600"})
+    day.wait_paid()
+    day.stop_all()
+    assert worker.returncode == 0
+    day.assert_each_paid_once()
+
+
 def test_a_worker_told_to_stop_finishes_the_batch_it_holds_and_takes_no_other(tmp_path):
     with billing_day("postgresql", tmp_path, 2000) as day:
         first = day.worker(env={"REBILL_BILL_EVERY": "3600"})
@@ -226,14 +238,7 @@ def test_a_worker_told_to_stop_finishes_the_batch_it_holds_and_takes_no_other(tm
         assert first.wait(timeout=60) == 0, day.all_output()
         assert re.search(rf"worker {first.pid}: SIGTERM, stopping", day.output(first))
         assert f"worker {first.pid}: stopped" in day.output(first)
-        # What it claimed it recorded; the rest of the day waits, unclaimed, for another.
-        assert day.claims() == {}
-        assert 0 < day.left() < len(day.charge_ids)
-        second = day.worker(env={"REBILL_BILL_EVERY": "3600"})
-        day.wait_paid()
-        day.stop_all()
-        assert second.returncode == 0
-        day.assert_each_paid_once()
+        _left_unclaimed_then_paid_by_another(day)
 
 
 def test_a_server_told_to_stop_finishes_the_billing_batch_its_jobs_hold(tmp_path):
@@ -254,14 +259,7 @@ def test_a_server_told_to_stop_finishes_the_billing_batch_its_jobs_hold(tmp_path
         output = day.output(server)
         assert "Application shutdown complete" in output, output
         assert "CancelledError" not in output and "Traceback" not in output, output
-        # What it claimed it recorded; the rest of the day waits, unclaimed, for the next run.
-        assert day.claims() == {}, output
-        assert 0 < day.left() < len(day.charge_ids)
-        worker = day.worker(env={"REBILL_BILL_EVERY": "3600"})
-        day.wait_paid()
-        day.stop_all()
-        assert worker.returncode == 0
-        day.assert_each_paid_once()
+        _left_unclaimed_then_paid_by_another(day)
 
 
 def free_port() -> int:
