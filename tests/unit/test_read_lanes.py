@@ -5,6 +5,7 @@ only when it is known to be idle; the rest are closed so that the next read conn
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import asyncpg
 import pytest
@@ -19,12 +20,14 @@ class _Conn:
         self.number = number
         self.invalidated = False
         self.closed = False
+        self.closed_on: asyncio.AbstractEventLoop | None = None
 
     async def invalidate(self) -> None:
         self.invalidated = True
 
     async def close(self) -> None:
         self.closed = True
+        self.closed_on = asyncio.get_running_loop()
 
 
 class _Engine:
@@ -128,3 +131,47 @@ def test_closing_at_the_loops_end_closes_the_idle_connections_on_that_loop_only(
     asyncio.run(serve_then_shut_down())
     assert engine.opened[-1].closed and not engine.opened[-1].invalidated
     assert lanes.checkedin() == 0 and lanes.checkedout() == 0
+
+
+def test_two_running_loops_close_each_others_connections_on_the_loop_that_opened_them():
+    """Two clients at once (a test's second client beside the session's): a read of the first
+    loop gives back its connection after the second loop took the lanes over, and the second
+    finds the first's idle ones. Each is closed on its own loop, never left to the garbage
+    collector (SQLAlchemy warned of a connection collected checked out, CI's SAWarning)."""
+    lanes, engine = _lanes()
+    first = asyncio.new_event_loop()
+    thread = threading.Thread(target=first.run_forever, daemon=True)
+    thread.start()
+    try:
+        held = threading.Event()
+        release = threading.Event()
+
+        async def long_read():
+            async with lanes.connection():
+                held.set()
+                await asyncio.get_running_loop().run_in_executor(None, release.wait)
+
+        async def short_read():
+            async with lanes.connection():
+                pass
+
+        async def two_reads():
+            async with lanes.connection(), lanes.connection():
+                pass
+
+        asyncio.run_coroutine_threadsafe(two_reads(), first).result()  # two idle on the first loop
+        reading = asyncio.run_coroutine_threadsafe(long_read(), first)
+        held.wait(5)
+        second = asyncio.new_event_loop()
+        second.run_until_complete(short_read())  # takes the lanes over
+        release.set()
+        reading.result(5)
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0.05), first).result()
+        *of_first, opened_by_second = engine.opened
+        assert len(of_first) == 2 and all(conn.closed_on is first for conn in of_first)
+        assert not opened_by_second.closed and lanes.checkedin() == 1
+        second.close()
+    finally:
+        first.call_soon_threadsafe(first.stop)
+        thread.join(5)
+        first.close()

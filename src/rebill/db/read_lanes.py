@@ -9,10 +9,10 @@ transaction to end between two requests.
 
 Connections belong to the event loop that opened them. The server's shutdown closes them on
 that loop (``close``, from the ASGI lifespan, api/routing.py). A new loop that finds another's
-(a test's client after another's, without a shutdown between) starts with no lane, and the
-old loop's connections are left to the garbage collector, which closes their sockets. That is
-why the engine has no pool of its own (``NullPool``): a pool would count the old loop's
-connections as checked out for ever.
+(a test's client after another's, without a shutdown between) starts with no lane; the old
+loop's connections are closed on that loop while it runs (a read of it giving one back
+included), else from the new one. The engine has no pool of its own (``NullPool``): a pool
+would count the old loop's connections as checked out for ever.
 
 When PostgreSQL goes away, the request that meets it answers 503 (errors.DatabaseUnavailable)
 and every idle lane is dropped with its broken connection; the next request connects again.
@@ -48,6 +48,7 @@ class ReadLanes:
         self._idle: list[AsyncConnection] = []
         self._open = 0
         self._waiting: deque[asyncio.Future[None]] = deque()
+        self._closing: set[asyncio.Future[None]] = set()  # closes under way, held till done
 
     async def run_sync(self, fn: Any, *args: Any) -> Any:
         """``fn(connection, *args)`` in a greenlet over a lane (``AsyncConnection.run_sync``):
@@ -87,9 +88,13 @@ class ReadLanes:
         if loop is not self._loop:
             # Another event loop's connections do not serve this one (see the module's note):
             # the idle ones are closed from here, once their loop is done.
-            stale, self._loop, self._idle, self._open, self._waiting = self._idle, loop, [], 0, deque()
-            for conn in stale:
-                await self._close(conn, invalidate=False)
+            stale, old = self._idle, self._loop
+            self._loop, self._idle, self._open, self._waiting = loop, [], 0, deque()
+            if old is not None and old.is_running():
+                # Its loop still runs in another thread (two test clients): closed there.
+                asyncio.run_coroutine_threadsafe(self._close_all(stale), old)
+            else:
+                await self._close_all(stale)
         while True:
             if self._idle:
                 return self._idle.pop()
@@ -113,7 +118,12 @@ class ReadLanes:
 
     def _give_back(self, conn: AsyncConnection) -> None:
         if asyncio.get_running_loop() is not self._loop:
-            return  # taken on a loop that has since been replaced: left to the collector
+            # Taken on a loop that has since been replaced, which is this one: closed on it.
+            # Left to the collector, SQLAlchemy would find it checked out and warn.
+            closing = asyncio.ensure_future(self._close(conn, invalidate=False))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+            return
         self._idle.append(conn)
         self._wake()
 
@@ -129,6 +139,11 @@ class ReadLanes:
         self._wake()
         for each in dropped:
             await self._close(each, invalidate=True)
+
+    @classmethod
+    async def _close_all(cls, conns: list[AsyncConnection]) -> None:
+        for conn in conns:
+            await cls._close(conn, invalidate=False)
 
     @staticmethod
     async def _close(conn: AsyncConnection, *, invalidate: bool) -> None:
