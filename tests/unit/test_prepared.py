@@ -1,7 +1,7 @@
 """Prepared statements return exactly what SQLAlchemy's own execution returns, on both
 databases, inside and outside a unit's transaction."""
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, insert
 
 from rebill.db.prepared import Prepared
 from rebill.domain.customer import repository
@@ -237,3 +237,44 @@ def test_constants_are_written_into_the_text_and_only_the_callers_values_are_bou
         assert Prepared(odd).one(conn, id=customer.id) == [customer.id]
         assert Prepared(STMT).one(conn, id=customer.id, store_id=api.store.id) == list(
             conn.execute(STMT, {"id": customer.id, "store_id": api.store.id}).one())
+
+
+def test_many_rows_bind_as_each_row_alone_would_on_every_driver():
+    """``arguments_many`` (the billing run's batches) builds a column at a time and processes a
+    value once when the row above has the same object: it must give each row what ``arguments``
+    gives it alone, for an INSERT whose parameters are all the caller's, a statement with a
+    constant among them, one parameter and none; on positional and named drivers."""
+    from datetime import UTC, date, datetime
+    from decimal import Decimal
+
+    from psycopg.types.json import Jsonb
+    from sqlalchemy import select, update
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    from rebill.db.prepared import _Compiled
+    from rebill.models import charges
+
+    now = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    rows = [{"store_id": 1, "scheduled_at": date(2026, 12, n % 28 + 1), "currency": "USD",
+             "line_items": [{"n": n}], "tax_lines": [], "taxable": n % 2 == 0, "note": None,
+             "total_price": Decimal(f"{n}.10"), "created_at": now, "updated_at": now,
+             "processed_at": now if n % 3 else None} for n in range(7)]
+    statements = [
+        (insert(charges), list(rows[0])),
+        (update(charges).where(charges.c.id == bindparam("_id")).values(status="success", note=bindparam("note"),
+                                                                         processed_at=bindparam("processed_at")), None),
+        (select(charges.c.id).where(charges.c.id == bindparam("_id")), None),
+        (select(charges.c.id).where(charges.c.status == "queued"), None),
+    ]
+
+    def plain(args):  # psycopg's Jsonb wrapper compares by identity: its value instead
+        values = args.items() if isinstance(args, dict) else enumerate(args)
+        return {key: value.obj if isinstance(value, Jsonb) else value for key, value in values}
+
+    for dialect in (sqlite.dialect(), postgresql.psycopg.dialect(), postgresql.asyncpg.dialect()):
+        for stmt, keys in statements:
+            compiled = _Compiled(stmt, dialect, column_keys=keys)
+            batch = [{**row, "_id": n} for n, row in enumerate(rows)]
+            many = [plain(args) for args in compiled.arguments_many(batch)]
+            assert many == [plain(compiled.arguments(row)) for row in batch], (dialect.driver, stmt)
+            assert len(many) == len(batch)
