@@ -16,7 +16,8 @@ from rebill.domain.billing.claim import STALE_AFTER
 from rebill.domain.order import repository as orders
 from rebill.domain.payment.gateway import GatewayUnavailable
 from rebill.domain.payment.sandbox import SandboxGateway
-from rebill.models import sandbox_payments
+from rebill.models import charges, events, purchase_items, sandbox_payments
+from rebill.models import orders as orders_table
 from tests.builders import charges_of, events_of, make_address, make_customer, make_payment_method, make_subscription
 from tests.scenarios.conftest import assert_schedule_consistent
 
@@ -352,3 +353,37 @@ def test_an_address_whose_charge_is_being_paid_cannot_be_deleted_until_the_run_i
     api.clock.advance(STALE_AFTER + timedelta(seconds=1))  # the run died; the next one finishes it
     assert _bill(api).paid == 1
     assert api.delete(f"/addresses/{address.id}").status_code in (200, 204)
+
+
+def test_every_event_of_a_run_names_the_customer_of_its_record(api, at):
+    """The run names each event's customer from what it holds (charges, items, orders), without
+    a look-up: every event it writes, paid, failed, authorized then captured, carries the
+    customer of the row it is about, as `GET /events?customer_id=` filters by it."""
+    api = api.other_store(plan_tier="premium_a")  # a plan that may capture
+    at(START)
+    first, second = make_customer(api), make_customer(api)
+    make_payment_method(api, first, processor_payment_method_token="pm_ok")
+    make_payment_method(api, second, processor_payment_method_token="authorize_only")
+    declined = _customer_with(api, token="pm_declined")
+    for address in (make_address(api, first), make_address(api, first), make_address(api, second), declined):
+        _subscription(api, address)
+    with api.db.read() as conn:
+        before = conn.execute(select(func.max(events.c.id))).scalar()
+    summary = _bill(api)
+    assert (summary.paid, summary.failed, summary.pending) == (2, 1, 1)
+    [pending] = [c for c in api.get("/charges", params={"status": "pending"}).json()["charges"]]
+    assert api.post(f"/charges/{pending['id']}/capture_payment").status_code == 200
+    owners = {"charge": charges, "order": orders_table, "subscription": purchase_items, "customer": None}
+    with api.db.read() as conn:
+        written = conn.execute(select(events.c.topic, events.c.resource, events.c.resource_id, events.c.customer_id)
+                               .where(events.c.store_id == api.store.id, events.c.id > before)).all()
+        for topic, resource, resource_id, customer_id in written:
+            table = owners.get(resource)
+            owner = resource_id if table is None else conn.execute(  # a customer's events are its own
+                select(table.c.customer_id).where(table.c.id == resource_id)).scalar()
+            assert customer_id == owner, (topic, resource_id)
+    assert {resource for _, resource, *_ in written} <= set(owners)
+    topics = {topic for topic, *_ in written}
+    assert {"charge/paid", "charge/failed", "subscription/updated", "order/created", "order/success",
+            "order/payment_captured", "charge/created"} <= topics
+    assert {customer_id for *_, customer_id in written} == {first.id, second.id, declined.customer_id}

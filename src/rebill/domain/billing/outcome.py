@@ -112,6 +112,9 @@ class _Batch:
         self.orders: list[tuple[Charge, list[PurchaseItem]]] = []
         self.valid_methods: set[int] = set()
         self.events: dict[str, list[int]] = defaultdict(list)
+        # The customer of each charge, item and order the events name, per resource: known
+        # here, so the events need no look-up (domain/event/customers.py, one query each).
+        self.owners: dict[str, dict[int, int]] = defaultdict(dict)
         # The `updated_attributes` of the `*/updated` events, per topic and id.
         self.changed: dict[str, dict[int, tuple[str, ...]]] = defaultdict(dict)
         self.refresh: set[int] = set()
@@ -133,6 +136,7 @@ class _Batch:
                "last_charge_attempt": unit.now, "payment_method_id": method_id, "payment_processor": processor,
                "orders_count": charge.orders_count, "updated_at": unit.now}
         self.charges.append(row)
+        self.owners["charge"][charge.id] = charge.customer_id
         retry = charge.charge_attempts > 0
         if result.outcome in (CAPTURED, AUTHORIZED):
             paid = result.outcome == CAPTURED
@@ -213,6 +217,7 @@ class _Batch:
 
     def _item_updated(self, item: PurchaseItem, row: dict[str, Any]) -> None:
         self.items.append(row)
+        self.owners[item.kind][item.id] = item.customer_id
         changed = attributes.differing(item, _columns(row), ITEM_NAMES[item.kind])
         if changed:
             # Nothing it shows changed (a subscription cancelled while its charge was paid gets
@@ -238,10 +243,10 @@ class _Batch:
                 .returning(payment_methods.c.customer_id)).scalars()
             # NOTE: spec 01 events, a method's change is told on its customer (as the API does).
             self.events["customer/payment_method_updated"] += sorted(set(changed))
-        self.made, self.processed = _insert_orders(unit, self.orders, numbered=False)
+        self.made, self.processed, self.owners["order"] = _insert_orders(unit, self.orders, numbered=False)
         _stamp_first_charge(unit, {c.customer_id for c, _ in self.orders})
         for topic, ids in self.events.items():
-            unit.record_many(topic, ids, changed=self.changed.get(topic))
+            unit.record_many(topic, ids, changed=self.changed.get(topic), customer_ids=self.owners.get(topic.split("/")[0]))
         for charge in self.closing:
             _close(unit, charge)
         for customer_id in self.refresh:
@@ -251,9 +256,7 @@ class _Batch:
         """The batch's orders get their numbers, then their events are recorded."""
         made, unit = self.made, self.unit
         orders.number(unit.conn, unit.store_id, made)
-        unit.record_many("order/created", made)
-        unit.record_many("order/processed", self.processed)
-        unit.record_many("order/success", self.processed)  # NOTE: docs/webhooks.md, 2021-11's name for it
+        _order_events(unit, made, self.processed, self.owners["order"])
 
 
 # One statement each for the whole batch: every row sets the same columns.
@@ -393,15 +396,19 @@ def make_orders(unit: Unit, charge: Charge, held: list[PurchaseItem], *, capture
     """The orders of one paid charge (a capture, or a checkout's payment: ``captured`` False),
     with their events and the charge's count."""
     _stamp_first_charge(unit, {charge.customer_id})
-    made, processed = _insert_orders(unit, [(charge, held)])
-    unit.record_many("order/created", made)
-    unit.record_many("order/processed", processed)
-    unit.record_many("order/success", processed)
+    made, processed, owners = _insert_orders(unit, [(charge, held)])
+    _order_events(unit, made, processed, owners)
     if captured:
         # NOTE: docs/webhooks.md, the payment of every order the captured charge made was captured.
-        unit.record_many("order/payment_captured", made)
+        unit.record_many("order/payment_captured", made, customer_ids=owners)
     _save(unit, charge.id, {"orders_count": len(made)})
     return made
+
+
+def _order_events(unit: Unit, made: list[int], processed: list[int], owners: dict[int, int]) -> None:
+    unit.record_many("order/created", made, customer_ids=owners)
+    unit.record_many("order/processed", processed, customer_ids=owners)
+    unit.record_many("order/success", processed, customer_ids=owners)  # NOTE: docs/webhooks.md, 2021-11's name for it
 
 
 def _order_count(charge: Charge, held: list[PurchaseItem]) -> int:
@@ -409,14 +416,14 @@ def _order_count(charge: Charge, held: list[PurchaseItem]) -> int:
 
 
 def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *,
-                   numbered: bool = True) -> tuple[list[int], list[int]]:
+                   numbered: bool = True) -> tuple[list[int], list[int], dict[int, int]]:
     """One order per delivery date (order/deliveries.py): the first on the charge's date,
     `success`; a prepaid charge's later ones `queued`, each on a date on which one of its
     prepaid items delivers by its own order interval (decisions §6.12: the item's order k on the
     charge's date plus k of its order intervals), numbered by date (their `sequence`). A later
     order whose date has come already (a charge paid late) is processed now, as the billing
     run would release it on its date (found by an audit: it waited for the next run, a day late
-    on a test clock). Returns the orders' ids, and those processed now."""
+    on a test clock). Returns the orders' ids, those processed now, and each one's customer."""
     rows, item_ids = [], []
     # NOTE: spec 01 Bundle selection, a new order takes the current contents of its selections.
     lines = bundle_lines.with_contents(unit.conn, unit.store_id, [(c.id, c.line_items) for c, _ in paid])
@@ -432,7 +439,8 @@ def _insert_orders(unit: Unit, paid: list[tuple[Charge, list[PurchaseItem]]], *,
             rows.append({**_order_row(unit, charge, k, when, prepaid), "line_items": delivered})
             item_ids.append([i for i in charge.purchase_item_ids if i in again])
     made = orders.insert_many(unit.conn, rows, item_ids, numbered=numbered)
-    return made, [order_id for order_id, row in zip(made, rows) if row["status"] == "success"]
+    return (made, [order_id for order_id, row in zip(made, rows) if row["status"] == "success"],
+            {order_id: row["customer_id"] for order_id, row in zip(made, rows)})
 
 
 def _order_row(unit: Unit, charge: Charge, k: int, when: date, prepaid: bool) -> dict[str, Any]:
