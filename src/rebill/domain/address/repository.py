@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, exists, select, update
 
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -75,7 +76,7 @@ def locked(conn: Connection, store_id: int, address_id: int) -> Address | None:
 def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> list[Address]:
     if not customer_ids:
         return []
-    stmt = _select.where(addresses.c.store_id == store_id, addresses.c.customer_id.in_(set(customer_ids)))
+    stmt = _select.where(addresses.c.store_id == store_id, among(addresses.c.customer_id, set(customer_ids)))
     return [to_address(*r) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 
@@ -83,7 +84,7 @@ def of_payment_methods(conn: Connection, store_id: int, payment_method_ids: list
     """The addresses that name one of the payment methods by `payment_method_id`."""
     if not payment_method_ids:
         return []
-    stmt = _select.where(addresses.c.store_id == store_id, addresses.c.payment_method_id.in_(set(payment_method_ids)))
+    stmt = _select.where(addresses.c.store_id == store_id, among(addresses.c.payment_method_id, set(payment_method_ids)))
     return [to_address(*r) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 
@@ -131,7 +132,7 @@ def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Address]:
     if len(ids) == 1:
         found = get(conn, store_id, ids[0])
         return {found.id: found} if found is not None else {}
-    stmt = _select.where(addresses.c.store_id == store_id, addresses.c.id.in_(set(ids)))
+    stmt = _select.where(addresses.c.store_id == store_id, among(addresses.c.id, set(ids)))
     return {row[0]: to_address(*row) for row in conn.execute(stmt)}
 
 
@@ -150,13 +151,13 @@ def lock(conn: Connection, store_id: int, ids: list[int], *, skip_locked: bool =
     ids = list(dict.fromkeys(ids))
     if skip_locked and ids:
         return list(conn.execute(select(addresses.c.id).where(addresses.c.store_id == store_id,
-                                                              addresses.c.id.in_(ids))
+                                                              among(addresses.c.id, ids))
                                  .order_by(addresses.c.id).with_for_update(skip_locked=True)).scalars())
     if len(ids) == 1:
         return ids if _lock_one.one(conn, id=ids[0], store_id=store_id) is not None else []
     if not ids:
         return []
-    stmt = (select(addresses.c.id).where(addresses.c.store_id == store_id, addresses.c.id.in_(ids))
+    stmt = (select(addresses.c.id).where(addresses.c.store_id == store_id, among(addresses.c.id, ids))
             .order_by(addresses.c.id).with_for_update())
     return list(conn.execute(stmt).scalars())
 

@@ -20,6 +20,7 @@ from datetime import date, datetime, timedelta
 
 from sqlalchemy import ColumnElement, Connection, and_, or_, select, true, update
 
+from rebill.db.among import among
 from rebill.models import charges
 
 from ..charge.model import ERROR, QUEUED
@@ -90,7 +91,7 @@ def claim(conn: Connection, store_id: int, ids: list[int], run: str, now: dateti
     held = (or_(charges.c.claimed_by.is_(None), charges.c.claimed_at <= now - stale_after) if taking_over is None
             else and_(charges.c.claimed_by == taking_over, charges.c.claimed_at <= now - stale_after))
     stmt = (update(charges)
-            .where(charges.c.store_id == store_id, charges.c.id.in_(ids),
+            .where(charges.c.store_id == store_id, among(charges.c.id, ids),
                    charges.c.status.in_(statuses),
                    _is_due(due_on) if due_on is not None else true(),
                    held)

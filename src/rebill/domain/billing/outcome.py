@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, null, select, update
 
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.models import charges, customers, payment_methods, purchase_items
 
@@ -74,12 +75,12 @@ def record(unit: Unit, run: str, answers: list[tuple[Charge, Result, int | None]
     # charge planned there.
     item_ids = [i for c, _, _ in answers for i in c.purchase_item_ids]
     homes = set(unit.conn.execute(select(purchase_items.c.address_id).where(
-        purchase_items.c.store_id == unit.store_id, purchase_items.c.id.in_(item_ids))).scalars()) if item_ids else set()
+        purchase_items.c.store_id == unit.store_id, among(purchase_items.c.id, item_ids))).scalars()) if item_ids else set()
     addresses.lock(unit.conn, unit.store_id, sorted({c.address_id for c, _, _ in answers} | homes))
     # A claimed charge does not change (replans hold it, decisions §6.3): the rows read at the
     # claim are still its rows, if the claim is still this run's.
     still = set(unit.conn.execute(select(charges.c.id).where(
-        charges.c.store_id == unit.store_id, charges.c.id.in_([c.id for c, _, _ in answers]),
+        charges.c.store_id == unit.store_id, among(charges.c.id, [c.id for c, _, _ in answers]),
         charges.c.claimed_by == run)).scalars())
     mine = [(c, r, m) for c, r, m in answers if c.id in still]
     held = items.many(unit.conn, unit.store_id, [i for c, _, _ in mine for i in c.purchase_item_ids])
@@ -238,7 +239,7 @@ class _Batch:
         discounts.record_uses(unit.conn, unit.store_id, self.uses, unit.now)
         if self.valid_methods:
             changed = unit.conn.execute(update(payment_methods).where(
-                payment_methods.c.store_id == unit.store_id, payment_methods.c.id.in_(self.valid_methods),
+                payment_methods.c.store_id == unit.store_id, among(payment_methods.c.id, self.valid_methods),
                 payment_methods.c.status != "valid").values(status="valid", status_reason=None, updated_at=unit.now)
                 .returning(payment_methods.c.customer_id)).scalars()
             # NOTE: spec 01 events, a method's change is told on its customer (as the API does).
@@ -388,7 +389,7 @@ def _stamp_first_charge(unit: Unit, customer_ids: set[int]) -> None:
     `first_charge_processed_at`; later ones leave it."""
     if customer_ids:
         unit.conn.execute(update(customers).where(
-            customers.c.store_id == unit.store_id, customers.c.id.in_(customer_ids),
+            customers.c.store_id == unit.store_id, among(customers.c.id, customer_ids),
             customers.c.first_charge_processed_at.is_(None)).values(first_charge_processed_at=unit.now))
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
 
 from rebill import failpoints
+from rebill.db.among import among
 from rebill.db.engine import Database, retryable
 from rebill.errors import ServiceError
 from rebill.models import addresses as address_table
@@ -127,13 +128,13 @@ def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: dat
         # read a charge before this claim must finish before the claim, or it could rewrite or
         # delete a charge this run is paying (and deadlock with it).
         homes = dict(conn.execute(select(charges.c.id, charges.c.address_id).where(
-            charges.c.store_id == store.id, charges.c.id.in_(charge_ids))).all())
+            charges.c.store_id == store.id, among(charges.c.id, charge_ids))).all())
         held = set(address_repo.lock(conn, store.id, sorted(set(homes.values())), skip_locked=skip_locked))
         if skip_locked:
             charge_ids = [i for i in charge_ids if homes.get(i) in held]
         # NOTE: decisions §6.3, a charge with uncommitted changes is regenerated first.
         waiting = list(conn.execute(select(charges.c.address_id).distinct().where(
-            charges.c.store_id == store.id, charges.c.id.in_(charge_ids), charges.c.has_uncommitted_changes)).scalars())
+            charges.c.store_id == store.id, among(charges.c.id, charge_ids), charges.c.has_uncommitted_changes)).scalars())
         if waiting:
             replan(unit, waiting)
         claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on,
@@ -149,7 +150,7 @@ def _mark_unanswered(db: Database, store: Store, run: str, charge_ids: set[int])
     about that attempt may finish them before the next run asks again (billing/inbound.py)."""
     if charge_ids:
         with db.write() as conn:
-            conn.execute(update(charges).where(charges.c.store_id == store.id, charges.c.id.in_(charge_ids),
+            conn.execute(update(charges).where(charges.c.store_id == store.id, among(charges.c.id, charge_ids),
                                                charges.c.claimed_by == run)
                          .values(claimed_by=claims.unanswered(run)))
 
@@ -183,10 +184,10 @@ def _methods(conn: Any, store_id: int, found: list[Charge]) -> dict[int, dict[st
         return {}
     address_ids = {c.address_id for c in found}
     chosen = dict(conn.execute(select(address_table.c.id, address_table.c.payment_method_id)
-                               .where(address_table.c.id.in_(address_ids))).all())
+                               .where(among(address_table.c.id, address_ids))).all())
     customer_ids = {c.customer_id for c in found}
     rows = conn.execute(select(payment_methods).where(
-        payment_methods.c.store_id == store_id, payment_methods.c.customer_id.in_(customer_ids))).mappings().all()
+        payment_methods.c.store_id == store_id, among(payment_methods.c.customer_id, customer_ids))).mappings().all()
     by_id = {row["id"]: dict(row) for row in rows}
     default = {row["customer_id"]: dict(row) for row in rows if row["is_default"]}
     out = {}

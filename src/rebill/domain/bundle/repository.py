@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, true, update
 
+from rebill.db.among import among
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_all, insert_row
 from rebill.models import (
@@ -60,7 +61,7 @@ def _ranges(conn: Connection, variants: list[BundleVariant]) -> list[BundleVaria
     """Each variant with its collections, in the order they were given: one statement."""
     if variants:
         found: dict[int, list[BundleCollection]] = {v.id: [] for v in variants}
-        stmt = _range_select.where(bundle_variant_collections.c.bundle_variant_id.in_(found))
+        stmt = _range_select.where(among(bundle_variant_collections.c.bundle_variant_id, found))
         for row in conn.execute(stmt.order_by(bundle_variant_collections.c.id)):
             found[row.bundle_variant_id].append(BundleCollection(*row))
         for variant in variants:
@@ -174,7 +175,7 @@ def _items(conn: Connection, selections: list[BundleSelection]) -> list[BundleSe
     """Each selection with its items, in the order they were chosen: one statement."""
     if selections:
         found: dict[int, list[SelectionItem]] = {s.id: [] for s in selections}
-        stmt = _item_select.where(bundle_selection_items.c.bundle_selection_id.in_(found))
+        stmt = _item_select.where(among(bundle_selection_items.c.bundle_selection_id, found))
         for row in conn.execute(stmt.order_by(bundle_selection_items.c.id)):
             found[row.bundle_selection_id].append(SelectionItem(*row))
         for selection in selections:
@@ -202,7 +203,7 @@ def selections_of_items(conn: Connection, store_id: int, purchase_item_ids: Iter
     if not wanted:
         return {}
     stmt = _selection_select.where(bundle_selections.c.store_id == store_id,
-                                   bundle_selections.c.purchase_item_id.in_(wanted))
+                                   among(bundle_selections.c.purchase_item_id, wanted))
     found = _items(conn, [BundleSelection(*row) for row in conn.execute(stmt)])
     return {s.purchase_item_id: s for s in found}
 

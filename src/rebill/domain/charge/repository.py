@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, String, and_, bindparam, case, delete, func, insert, literal, or_, select, update
 
 from rebill.db import statements
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -129,7 +130,7 @@ def many(conn: Connection, store_id: int, ids: list[int], *, shown: bool = False
     must equal a GET; found by an audit: several charges rendered at once showed 0)."""
     if not ids:
         return {}
-    stmt = (_shown if shown else _select).where(charges.c.store_id == store_id, charges.c.id.in_(set(ids)))
+    stmt = (_shown if shown else _select).where(charges.c.store_id == store_id, among(charges.c.id, set(ids)))
     return {row.id: Charge(*row) for row in conn.execute(stmt)}
 
 
@@ -149,7 +150,7 @@ def count_where(conn: Connection, store_id: int, filters: dict[str, Any], now: d
 def of_addresses(conn: Connection, store_id: int, address_ids: list[int], statuses: tuple[str, ...]) -> list[Charge]:
     if not address_ids:
         return []
-    stmt = _select.where(charges.c.store_id == store_id, charges.c.address_id.in_(set(address_ids)),
+    stmt = _select.where(charges.c.store_id == store_id, among(charges.c.address_id, set(address_ids)),
                          charges.c.status.in_(statuses))
     return sorted((Charge(*row) for row in conn.execute(stmt)), key=lambda c: c.id)
 
@@ -171,7 +172,7 @@ def open_of(conn: Connection, store_id: int, address_ids: list[int]) -> list[Ope
         rows = _open_of_one.all(conn, store_id=store_id, address_id=address_ids[0])
     else:
         rows = list(conn.execute(_open.where(charges.c.store_id == store_id,
-                                             charges.c.address_id.in_(set(address_ids)),
+                                             among(charges.c.address_id, set(address_ids)),
                                              charges.c.status.in_(OPEN))))
     return sorted((OpenCharge(*row) for row in rows), key=lambda c: c.id)
 
@@ -219,7 +220,7 @@ def update_one(conn: Connection, store_id: int, charge_id: int, values: dict[str
 
 def delete_many(conn: Connection, store_id: int, ids: list[int]) -> None:
     if ids:
-        conn.execute(delete(charges).where(charges.c.store_id == store_id, charges.c.id.in_(ids)))
+        conn.execute(delete(charges).where(charges.c.store_id == store_id, among(charges.c.id, ids)))
 
 
 _add_item = Prepared(insert(charge_items).values(charge_id=bindparam("charge_id"),
@@ -251,7 +252,7 @@ def clear_uncommitted(conn: Connection, store_id: int, ids: list[int]) -> None:
     """The flag of ``mark_uncommitted`` back on charges whose plan did not change: no other
     column, ``updated_at`` neither (the flag is not an API change, docs/api-choices.md)."""
     if ids:
-        conn.execute(update(charges).where(charges.c.store_id == store_id, charges.c.id.in_(ids))
+        conn.execute(update(charges).where(charges.c.store_id == store_id, among(charges.c.id, ids))
                      .values(has_uncommitted_changes=False))
 
 

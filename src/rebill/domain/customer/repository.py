@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, exists, func, or_, select, update
 
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -103,7 +104,7 @@ def exists_in_store(conn: Connection, store_id: int, customer_id: int, *, lock: 
 def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Customer]:
     if not ids:
         return {}
-    stmt = _select.where(customers.c.store_id == store_id, customers.c.id.in_(set(ids)))
+    stmt = _select.where(customers.c.store_id == store_id, among(customers.c.id, set(ids)))
     return {row.id: Customer(*row) for row in conn.execute(stmt)}
 
 
@@ -168,5 +169,5 @@ def billing_addresses(conn: Connection, store_id: int, ids: list[int]) -> dict[i
     if not ids:
         return {}
     stmt = select(customers.c.id, customers.c.billing_address).where(customers.c.store_id == store_id,
-                                                                      customers.c.id.in_(ids))
+                                                                      among(customers.c.id, ids))
     return {row[0]: row[1] for row in conn.execute(stmt)}

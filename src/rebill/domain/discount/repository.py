@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
 
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.db.statements import insert_all, insert_row
 from rebill.models import addresses, charge_discounts, charges, discount_redemptions, discounts
@@ -59,7 +60,7 @@ def many(conn: Connection, store_id: int, ids: Iterable[int]) -> dict[int, Any]:
     wanted = {i for i in ids if i is not None}
     if not wanted:
         return {}
-    stmt = select(discounts).where(discounts.c.store_id == store_id, discounts.c.id.in_(wanted))
+    stmt = select(discounts).where(discounts.c.store_id == store_id, among(discounts.c.id, wanted))
     return {row.id: row for row in conn.execute(stmt)}
 
 
@@ -154,7 +155,7 @@ def pending_codes(conn: Connection, store_id: int, address_ids: list[int]) -> li
     if not address_ids:
         return []
     stmt = select(charges.c.address_id, charges.c.scheduled_at, charges.c.discount_id).where(
-        charges.c.store_id == store_id, charges.c.address_id.in_(address_ids), charges.c.status == "pending",
+        charges.c.store_id == store_id, among(charges.c.address_id, address_ids), charges.c.status == "pending",
         charges.c.discount_id.is_not(None))
     return [(a, when, d) for a, when, d in conn.execute(stmt)]
 
@@ -211,7 +212,7 @@ def charge_inputs(conn: Connection, address_ids: list[int], *, with_basis: bool 
     if len(address_ids) == 1:
         rows: Any = _inputs_of_one.all(conn, address_id=address_ids[0])
     else:
-        rows = conn.execute(select(*_INPUT_COLUMNS).where(charge_discounts.c.address_id.in_(address_ids)))
+        rows = conn.execute(select(*_INPUT_COLUMNS).where(among(charge_discounts.c.address_id, address_ids)))
     for address_id, when, discount_id, basis in rows:
         found.setdefault(address_id, {})[when] = (discount_id, basis) if with_basis else discount_id
     return found
@@ -232,7 +233,7 @@ def address_uses(conn: Connection, pairs: list[tuple[int, int]]) -> dict[tuple[i
         return {}
     address_ids = {a for a, _ in pairs}
     stmt = (select(discount_redemptions.c.address_id, discount_redemptions.c.discount_id, func.count())
-            .where(discount_redemptions.c.address_id.in_(address_ids), discount_redemptions.c.via == "address")
+            .where(among(discount_redemptions.c.address_id, address_ids), discount_redemptions.c.via == "address")
             .group_by(discount_redemptions.c.address_id, discount_redemptions.c.discount_id))
     wanted = set(pairs)
     return {(a, d): n for a, d, n in conn.execute(stmt) if (a, d) in wanted}
@@ -252,7 +253,7 @@ def record_uses(conn: Connection, store_id: int, rows: list[dict[str, Any]], now
     # was a 500 after the money was taken). The rest are key-share locked, so no delete comes
     # between this look and the insert (PostgreSQL; SQLite has one writer).
     wanted = sorted({row["discount_id"] for row in rows})
-    kept = set(conn.execute(select(discounts.c.id).where(discounts.c.id.in_(wanted)).order_by(discounts.c.id)
+    kept = set(conn.execute(select(discounts.c.id).where(among(discounts.c.id, wanted)).order_by(discounts.c.id)
                             .with_for_update(key_share=True, read=True)).scalars())
     rows = [row for row in rows if row["discount_id"] in kept]
     if not rows:

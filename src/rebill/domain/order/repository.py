@@ -11,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from rebill.db import statements
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.models import addresses, charges, customers, order_items, orders
@@ -120,7 +121,7 @@ def item_ids_of(conn: Connection, order_ids: list[int]) -> dict[int, list[int]]:
     if not order_ids:
         return found
     stmt = (select(order_items.c.order_id, order_items.c.purchase_item_id)
-            .where(order_items.c.order_id.in_(set(order_ids))).order_by(order_items.c.purchase_item_id))
+            .where(among(order_items.c.order_id, set(order_ids))).order_by(order_items.c.purchase_item_id))
     for order_id, item_id in conn.execute(stmt):
         found[order_id].append(item_id)
     return found

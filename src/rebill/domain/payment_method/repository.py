@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, select, update
 
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -49,7 +50,7 @@ def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> li
     if not customer_ids:
         return []
     stmt = _select.where(payment_methods.c.store_id == store_id,
-                         payment_methods.c.customer_id.in_(set(customer_ids)))
+                         among(payment_methods.c.customer_id, set(customer_ids)))
     return [PaymentMethod(*row) for row in conn.execute(stmt.order_by(payment_methods.c.id))]
 
 
@@ -59,9 +60,9 @@ def of_customers_named_by(conn: Connection, store_id: int, customer_ids: list[in
     -> method id), in one statement for a page (decisions §3.8)."""
     if not customer_ids:
         return [], {}
-    named = and_(addresses.c.payment_method_id == payment_methods.c.id, addresses.c.id.in_(set(address_ids)))
+    named = and_(addresses.c.payment_method_id == payment_methods.c.id, among(addresses.c.id, set(address_ids)))
     stmt = (_select.add_columns(addresses.c.id).select_from(payment_methods.outerjoin(addresses, named))
-            .where(payment_methods.c.store_id == store_id, payment_methods.c.customer_id.in_(set(customer_ids))))
+            .where(payment_methods.c.store_id == store_id, among(payment_methods.c.customer_id, set(customer_ids))))
     methods: dict[int, PaymentMethod] = {}
     chosen: dict[int, int] = {}
     for *row, address_id in conn.execute(stmt.order_by(payment_methods.c.id)):
@@ -74,7 +75,7 @@ def of_customers_named_by(conn: Connection, store_id: int, customer_ids: list[in
 def many(conn: Connection, store_id: int, ids: list[int]) -> dict[int, PaymentMethod]:
     if not ids:
         return {}
-    stmt = _select.where(payment_methods.c.store_id == store_id, payment_methods.c.id.in_(set(ids)))
+    stmt = _select.where(payment_methods.c.store_id == store_id, among(payment_methods.c.id, set(ids)))
     return {row.id: PaymentMethod(*row) for row in conn.execute(stmt)}
 
 

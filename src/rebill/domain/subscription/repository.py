@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, exists, func, insert, or_, select, update
 
+from rebill.db.among import among
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -67,7 +68,7 @@ def inserted(conn: Connection, item_id: int, values: dict[str, Any]) -> Purchase
 def many(conn: Connection, store_id: int, ids: list[int], kind: str | None = None) -> dict[int, PurchaseItem]:
     if not ids:
         return {}
-    stmt = _select.where(purchase_items.c.store_id == store_id, purchase_items.c.id.in_(set(ids)))
+    stmt = _select.where(purchase_items.c.store_id == store_id, among(purchase_items.c.id, set(ids)))
     if kind is not None:
         stmt = stmt.where(purchase_items.c.kind == kind)
     return {row.id: PurchaseItem(*row) for row in conn.execute(stmt)}
@@ -77,9 +78,9 @@ def of(conn: Connection, store_id: int, kind: str, *, address_ids: list[int] | N
        customer_ids: list[int] | None = None) -> list[PurchaseItem]:
     stmt = _select.where(purchase_items.c.store_id == store_id, purchase_items.c.kind == kind)
     if address_ids is not None:
-        stmt = stmt.where(purchase_items.c.address_id.in_(set(address_ids)))
+        stmt = stmt.where(among(purchase_items.c.address_id, set(address_ids)))
     if customer_ids is not None:
-        stmt = stmt.where(purchase_items.c.customer_id.in_(set(customer_ids)))
+        stmt = stmt.where(among(purchase_items.c.customer_id, set(customer_ids)))
     return [PurchaseItem(*row) for row in conn.execute(stmt.order_by(purchase_items.c.id))]
 
 
@@ -111,8 +112,8 @@ def for_plan(conn: Connection, store_id: int, address_ids: list[int]) -> list[Pu
     """What the plan of these addresses needs: their active items and every item with a skip."""
     if len(address_ids) == 1:  # prepared: one address is every subscription write
         return [PurchaseItem(*row) for row in _for_one_plan.all(conn, address_id=address_ids[0])]
-    skipped = select(skips.c.purchase_item_id).where(skips.c.address_id.in_(address_ids))
-    stmt = _plain.where(purchase_items.c.store_id == store_id, purchase_items.c.address_id.in_(address_ids),
+    skipped = select(skips.c.purchase_item_id).where(among(skips.c.address_id, address_ids))
+    stmt = _plain.where(purchase_items.c.store_id == store_id, among(purchase_items.c.address_id, address_ids),
                         or_(purchase_items.c.status == ACTIVE, purchase_items.c.id.in_(skipped)))
     return [PurchaseItem(*row) for row in conn.execute(stmt.order_by(purchase_items.c.id))]
 
@@ -121,7 +122,7 @@ def skips_of(conn: Connection, address_ids: list[int]) -> list[tuple[int, int, d
     """(address id, item id, date) of every skip on these addresses."""
     if len(address_ids) == 1:
         return [(r[0], r[1], r[2]) for r in _skips_of_one.all(conn, address_id=address_ids[0])]
-    stmt = select(skips.c.address_id, skips.c.purchase_item_id, skips.c.date).where(skips.c.address_id.in_(address_ids))
+    stmt = select(skips.c.address_id, skips.c.purchase_item_id, skips.c.date).where(among(skips.c.address_id, address_ids))
     return [(r[0], r[1], r[2]) for r in conn.execute(stmt.order_by(skips.c.date, skips.c.purchase_item_id))]
 
 
@@ -135,7 +136,7 @@ def skipped_on(conn: Connection, item_ids: list[int], when: date) -> list[int]:
     if not item_ids:
         return []
     return list(conn.execute(select(skips.c.purchase_item_id).where(
-        skips.c.purchase_item_id.in_(item_ids), skips.c.date == when).order_by(skips.c.purchase_item_id)).scalars())
+        among(skips.c.purchase_item_id, item_ids), skips.c.date == when).order_by(skips.c.purchase_item_id)).scalars())
 
 
 def charged_since(conn: Connection, item_ids: list[int], when: date) -> list[tuple[int, date]]:
@@ -145,7 +146,7 @@ def charged_since(conn: Connection, item_ids: list[int], when: date) -> list[tup
         return []
     return [(row.id, row.last_charge_date) for row in conn.execute(
         select(purchase_items.c.id, purchase_items.c.last_charge_date).where(
-            purchase_items.c.id.in_(item_ids), purchase_items.c.last_charge_date >= when)
+            among(purchase_items.c.id, item_ids), purchase_items.c.last_charge_date >= when)
         .order_by(purchase_items.c.id))]
 
 
