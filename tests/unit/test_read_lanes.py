@@ -175,3 +175,38 @@ def test_two_running_loops_close_each_others_connections_on_the_loop_that_opened
         first.call_soon_threadsafe(first.stop)
         thread.join(5)
         first.close()
+
+
+def test_a_disposed_database_leaves_no_read_connection_checked_out_for_the_collector(database):
+    """A test client's loop ended with a read connection idle in the lanes, then the database
+    was disposed: the collector found the connection checked out and SQLAlchemy warned (CI's
+    SAWarning, at whichever test ran next). Disposing detaches the idle ones."""
+    if database.dialect != "postgresql":
+        pytest.skip("PostgreSQL's read lanes")
+    import gc
+    import warnings
+
+    from sqlalchemy import text
+    from sqlalchemy.exc import SAWarning
+
+    from rebill.db.engine import Database
+
+    db = Database.from_url(database.engine.url.render_as_string(hide_password=False))
+    lanes = db.async_reads
+    assert lanes is not None
+
+    async def read(lanes: ReadLanes) -> None:
+        async with lanes.connection() as conn:
+            await conn.execute(text("SELECT 1"))
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(read(lanes))
+    loop.close()
+    assert lanes.checkedin() == 1
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        db.dispose()
+        assert lanes.checkedin() == 0
+        del lanes
+        gc.collect()
+    assert not [w for w in seen if issubclass(w.category, SAWarning)]

@@ -273,8 +273,9 @@ class Database:
 
     def dispose(self) -> None:
         if self._async_reads is not None:
-            # Its connections belong to an event loop that may be gone: dropped, not closed
-            # (the server closes the sockets as the process ends).
+            # Its connections belong to an event loop that may be gone: detached and dropped,
+            # not closed (the server closes the sockets as the process ends).
+            self._async_reads.abandon()
             self._async_reads.engine.sync_engine.dispose(close=False)
             self._async_reads = None
         if self.loop_writer is not None:

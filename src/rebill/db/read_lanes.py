@@ -164,6 +164,20 @@ class ReadLanes:
         for conn in idle:
             await self._close(conn, invalidate=False)
 
+    def abandon(self) -> None:
+        """The lanes are done with (``Database.dispose``) and their loop may be gone, so nothing
+        can be awaited on it: each idle connection is detached from SQLAlchemy's bookkeeping,
+        its socket left to close with it. Left checked out, the collector made SQLAlchemy warn
+        of a connection it found unreturned (CI's SAWarning, after a test client whose loop
+        had ended)."""
+        idle, self._idle = self._idle, []
+        self._open -= len(idle)
+        for conn in idle:
+            try:
+                conn.sync_connection.connection.detach()  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - already closed or invalidated: nothing to detach
+                logger.debug("detaching a read connection failed", exc_info=True)
+
     def _wake(self) -> None:
         while self._waiting:
             waiter = self._waiting.popleft()
