@@ -13,7 +13,10 @@ from sqlalchemy.exc import OperationalError
 
 from rebill.domain.billing import money_back
 from rebill.domain.customer import service as customer_service
+from rebill.domain.payment_method import service as payment_method_service
 from rebill.models import customers
+from tests.api.test_payment_methods import body
+from tests.builders import make_customer
 
 
 class _Orig(Exception):
@@ -96,3 +99,23 @@ def test_other_database_errors_and_handlers_that_call_out_run_once(pg_api, monke
     # an audit: a deadlock of POST /payment_methods answered 500).
     reply = pg_api.post("/charges/1/refund", json={"amount": "1.00"})
     assert reply.status_code == 409 and len(refunds) == 1, reply.text
+
+
+def test_a_payment_method_whose_check_only_reads_runs_again_after_a_lost_race(pg_api, monkeypatch):
+    """Found by an audit: POST and PUT /payment_methods call out (a Stripe store's method is
+    checked there first), so a deadlock answered 409 at once, on sandbox stores too. The check
+    only reads at the processor: the whole request may run again, as any other."""
+    customer = make_customer(pg_api)
+    real, calls = payment_method_service.create, []
+
+    def flaky(unit, command, **kw):
+        calls.append(1)
+        made = real(unit, command, **kw)
+        if len(calls) < 3:
+            raise _given_up("40P01")
+        return made
+    monkeypatch.setattr(payment_method_service, "create", flaky)
+    reply = pg_api.post("/payment_methods", json=body(customer))
+    assert reply.status_code == 201, reply.text
+    listed = pg_api.get("/payment_methods", params={"customer_id": customer.id}).json()["payment_methods"]
+    assert len(calls) == 3 and [m["id"] for m in listed] == [reply.json()["payment_method"]["id"]]

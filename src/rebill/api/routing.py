@@ -94,6 +94,10 @@ class Operation:
     # Calls a service outside Rebill (the payment gateway) and manages its own transactions:
     # always in a worker thread, never on the event loop.
     calls_out: bool = False
+    # Its call out only reads (a payment method checked with Stripe): after a lost race the
+    # whole request runs again, as one that does not call out (found by an audit: a deadlock
+    # answered 409 at once). One that moves money is never run twice.
+    runs_again: bool = False
     # The versions in which the endpoint is deprecated (its replies carry DEPRECATION), and the
     # HTTP date of its retirement when one is known (a `Sunset` header).
     deprecated_in: frozenset[str] = frozenset()
@@ -135,7 +139,7 @@ class Endpoints:
 
     def route(self, method: str, path: str, *, scope: str | None,
               versions: frozenset[str] | tuple[str, ...] = ALL_VERSIONS,
-              calls_out: bool = False, deprecated_in: tuple[str, ...] = (),
+              calls_out: bool = False, runs_again: bool = False, deprecated_in: tuple[str, ...] = (),
               sunset: str | None = None, body: Body | str | None = None,
               reply: Returns | tuple[Returns, ...] | None = None,
               query: Mapping[str, QueryParser | tuple[str, QueryParser]] | None = None,
@@ -145,7 +149,7 @@ class Endpoints:
         declared = Body(body) if isinstance(body, str) else body
 
         def register(handler: Handler) -> Handler:
-            self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out,
+            self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out, runs_again,
                                              frozenset(deprecated_in), sunset, declared, replies(reply),
                                              tuple((query or {}).items()), extension, tuple(errors), store_check,
                                              body_nesting))
@@ -347,7 +351,7 @@ class Api:
             except DBAPIError as exc:
                 if not retryable(exc):
                     raise
-                if operation.calls_out:
+                if operation.calls_out and not operation.runs_again:
                     # Never run twice (it may have called out already), but a lost race is still
                     # the loser's 409, not a 500 (found by an audit: a deadlock of
                     # POST /payment_methods on PostgreSQL). What it wrote was rolled back; what it

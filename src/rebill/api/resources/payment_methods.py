@@ -24,8 +24,10 @@ def list_payment_methods(call: Call) -> Reply:
 
 
 # NOTE: issue 16, a Stripe store's method is checked with Stripe before it is saved: the
-# handler calls out (a worker thread, its own transactions, the call outside any of them).
-@endpoints.post("/payment_methods", scope=WRITE, versions=HEAD, calls_out=True, body="payment_method.create",
+# handler calls out (a worker thread, its own transactions, the call outside any of them). The
+# check only reads there, so a request that lost a race runs again, its check included.
+@endpoints.post("/payment_methods", scope=WRITE, versions=HEAD, calls_out=True, runs_again=True,
+                body="payment_method.create",
                 reply=created("payment_method"))
 def create_payment_method(call: Call) -> Reply:
     command = call.command("payment_method.create", PaymentMethodCreate)
@@ -42,7 +44,7 @@ def get_payment_method(call: Call) -> Reply:
         return call.one("payment_method", service.get(unit, call.path["payment_method_id"]), unit, include=include)
 
 
-@endpoints.put("/payment_methods/{payment_method_id:id}", scope=WRITE, versions=HEAD, calls_out=True,
+@endpoints.put("/payment_methods/{payment_method_id:id}", scope=WRITE, versions=HEAD, calls_out=True, runs_again=True,
                body=update("payment_method.update"), reply=one("payment_method"))
 def update_payment_method(call: Call) -> Reply:
     command = call.command("payment_method.update", PaymentMethodUpdate, partial=True)
