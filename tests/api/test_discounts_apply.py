@@ -426,6 +426,34 @@ def test_a_code_is_not_spent_on_a_charge_whose_lines_cost_nothing(api, kind):
     assert (charge.discount_id, charge.total_discounts) == (discount_id, Decimal(1 if kind == "percentage" else 5))
 
 
+@pytest.mark.parametrize(("kind", "price", "shipping"), [("percentage", "0.01", None), ("shipping", "10.00", "0.03")])
+def test_a_code_is_not_spent_on_a_charge_it_would_take_nothing_off_once_rounded(api, kind, price, shipping):
+    """Found by an audit: 15 % of a 0.01 line rounds to 0.00; the single-use code sat on the
+    charge as a line of 0.00 and was used up by its payment, and the next charge, at 100.00,
+    took nothing off. A share that rounds to nothing is nothing to take off (the same for a
+    shipping code's share of a shipping of 0.03)."""
+    if shipping is not None:
+        set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": shipping}])
+    discount_id = make_discount(api, discount_type=kind, value="15", duration="single_use")
+    address = make_address(api)
+    item = make_subscription(api, address, price=Decimal(price))
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.discounts, charge.total_discounts) == (None, [], 0)
+    assert api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id}).status_code == 200
+    refused = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
+    assert (refused.status_code, refused.json()) == (
+        422, {"errors": {"discount_id": ["the charge has no amount to take off"]}})
+    # Enough to take 15 % of: the address's code takes it off.
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    if shipping is not None:
+        set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "10.00"}])
+    else:
+        assert api.put(f"/subscriptions/{item.id}", json={"price": "100.00"}, version=V11).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.total_discounts) == (discount_id, Decimal("15.00" if shipping is None else "1.50"))
+
+
 def test_a_fixed_amount_larger_than_the_lines_never_makes_the_total_negative(api):
     discount_id = make_discount(api, discount_type="fixed_amount", value="100")
     address = subscribed(api)

@@ -10,7 +10,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from ..charge.totals import DiscountInput
+from ..charge.totals import DiscountInput, discount_amount
 from ..money import quantize
 from .model import COLLECTION, FOREVER, PRODUCT, SINGLE_USE, value_text
 
@@ -26,6 +26,7 @@ class Terms:
     applies_to_id: str | None
     applies_to_resource: str | None
     minimum: Decimal | None
+    currency: str
     # A code for a collection: the external ids of the collection's products, read with the
     # code (``inputs.collection_products``); None for any other code.
     products: frozenset[str] | None = None
@@ -38,7 +39,7 @@ class Terms:
                    applies_to_resource=row.applies_to_resource,
                    minimum=None if row.prerequisite_subtotal_min is None
                    else quantize(row.prerequisite_subtotal_min, currency),
-                   products=products)
+                   currency=currency, products=products)
 
     def eligible(self, item: Any) -> bool:
         """NOTE: spec 02 Discount `applies_to_product_type`, `applies_to_id`/`_resource`."""
@@ -84,9 +85,14 @@ class Terms:
         if self.kind == "shipping" and shipping is not None and shipping <= 0:
             return f"the {what} has no shipping to take off", flags
         eligible = sum((t for t, ok in zip(line_totals, flags) if ok), Decimal(0))
-        # Nor when the lines it applies to cost nothing (found by an audit: a single-use code
-        # was spent on a free sample's charge, and the next one took nothing off).
-        if self.kind != "shipping" and eligible <= 0:
+        # Nor when what it would take rounds to nothing: the lines it applies to cost nothing
+        # (found by an audit: a single-use code was spent on a free sample's charge, and the
+        # next one took nothing off), or its share of them or of the shipping is under half a
+        # cent (an audit: 15 % of 0.01).
+        if self.kind != "shipping" and discount_amount(self.kind, self.value, eligible, self.currency) <= 0:
+            return f"the {what} has no amount to take off", flags
+        if self.kind == "shipping" and shipping is not None \
+                and discount_amount("percentage", self.value, shipping, self.currency) <= 0:
             return f"the {what} has no amount to take off", flags
         if self.minimum is not None and eligible < self.minimum:
             return f"the {what}'s subtotal {eligible} is below the discount's minimum {self.minimum}", flags
