@@ -37,7 +37,8 @@ class _Ids(TypeDecorator[list[int]]):
         return dialect.type_descriptor(String())
 
     def process_bind_param(self, value: Any, dialect: Any) -> Any:
-        ids = list(map(int, value))
+        # A None among them matches nothing, as in an IN list (NULL equals nothing).
+        ids = [int(v) for v in value if v is not None]
         if dialect.name == "postgresql":
             return ids
         return "[" + ",".join(map(str, ids)) + "]"
