@@ -51,3 +51,26 @@ def test_on_sqlite_the_ids_are_looked_up_by_the_columns_index(database):
         plan = " ".join(row[3] for row in conn.exec_driver_sql(
             "EXPLAIN QUERY PLAN " + sql.replace("?", "1", 1).replace("?", "'[1,2]'"), ()).all())
     assert "SEARCH customers" in plan and "SCAN customers" not in plan
+    assert "rowid=?" in plan or "INTEGER PRIMARY KEY" in plan  # by the ids, not the store
+
+
+def test_unindexed_keeps_sqlite_on_the_ids_index_and_changes_nothing_elsewhere(client, database, clock):
+    """Beside ``among`` on an indexed id column, SQLite (no statistics) took the store's index
+    and walked every subscription of the store (the billing day's replan, once a batch):
+    ``unindexed`` keeps the store's term out of the choice. Same rows either way."""
+    from rebill.db.among import unindexed
+    from rebill.models import purchase_items
+
+    api = make_api(client, database, clock)
+    customer = make_customer(api)
+    stmt = select(purchase_items.c.id).where(unindexed(purchase_items.c.store_id) == api.store.id,
+                                             among(purchase_items.c.address_id, [1, 2]))
+    with database.read() as conn:
+        assert conn.execute(stmt).all() == []
+        assert conn.execute(select(customers.c.id).where(unindexed(customers.c.store_id) == api.store.id,
+                                                         among(customers.c.id, [customer.id]))).scalars().all() == [customer.id]
+        if database.dialect == "sqlite":
+            sql = str(stmt.compile(dialect=database.engine.dialect))
+            plan = " ".join(row[3] for row in conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + sql.replace("?", "1", 1).replace("?", "'[1,2]'"), ()).all())
+            assert "ix_purchase_items_address_id" in plan and "store_id" not in plan

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, exists, select, update
 
-from rebill.db.among import among
+from rebill.db.among import among, unindexed
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -76,7 +76,7 @@ def locked(conn: Connection, store_id: int, address_id: int) -> Address | None:
 def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> list[Address]:
     if not customer_ids:
         return []
-    stmt = _select.where(addresses.c.store_id == store_id, among(addresses.c.customer_id, set(customer_ids)))
+    stmt = _select.where(unindexed(addresses.c.store_id) == store_id, among(addresses.c.customer_id, set(customer_ids)))
     return [to_address(*r) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 
@@ -84,7 +84,8 @@ def of_payment_methods(conn: Connection, store_id: int, payment_method_ids: list
     """The addresses that name one of the payment methods by `payment_method_id`."""
     if not payment_method_ids:
         return []
-    stmt = _select.where(addresses.c.store_id == store_id, among(addresses.c.payment_method_id, set(payment_method_ids)))
+    stmt = _select.where(unindexed(addresses.c.store_id) == store_id,
+                         among(addresses.c.payment_method_id, set(payment_method_ids)))
     return [to_address(*r) for r in conn.execute(stmt.order_by(addresses.c.id))]
 
 

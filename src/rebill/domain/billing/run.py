@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
 
 from rebill import failpoints
-from rebill.db.among import among
+from rebill.db.among import among, unindexed
 from rebill.db.engine import Database, retryable
 from rebill.errors import ServiceError
 from rebill.models import addresses as address_table
@@ -187,7 +187,8 @@ def _methods(conn: Any, store_id: int, found: list[Charge]) -> dict[int, dict[st
                                .where(among(address_table.c.id, address_ids))).all())
     customer_ids = {c.customer_id for c in found}
     rows = conn.execute(select(payment_methods).where(
-        payment_methods.c.store_id == store_id, among(payment_methods.c.customer_id, customer_ids))).mappings().all()
+        unindexed(payment_methods.c.store_id) == store_id,
+        among(payment_methods.c.customer_id, customer_ids))).mappings().all()
     by_id = {row["id"]: dict(row) for row in rows}
     default = {row["customer_id"]: dict(row) for row in rows if row["is_default"]}
     out = {}

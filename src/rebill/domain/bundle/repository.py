@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, true, update
 
-from rebill.db.among import among
+from rebill.db.among import among, unindexed
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_all, insert_row
 from rebill.models import (
@@ -202,7 +202,7 @@ def selections_of_items(conn: Connection, store_id: int, purchase_item_ids: Iter
     wanted = sorted(set(purchase_item_ids))
     if not wanted:
         return {}
-    stmt = _selection_select.where(bundle_selections.c.store_id == store_id,
+    stmt = _selection_select.where(unindexed(bundle_selections.c.store_id) == store_id,
                                    among(bundle_selections.c.purchase_item_id, wanted))
     found = _items(conn, [BundleSelection(*row) for row in conn.execute(stmt)])
     return {s.purchase_item_id: s for s in found}

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, select, update
 
-from rebill.db.among import among
+from rebill.db.among import among, unindexed
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -49,7 +49,7 @@ def get(conn: Connection, store_id: int, payment_method_id: int, *, lock: str | 
 def of_customers(conn: Connection, store_id: int, customer_ids: list[int]) -> list[PaymentMethod]:
     if not customer_ids:
         return []
-    stmt = _select.where(payment_methods.c.store_id == store_id,
+    stmt = _select.where(unindexed(payment_methods.c.store_id) == store_id,
                          among(payment_methods.c.customer_id, set(customer_ids)))
     return [PaymentMethod(*row) for row in conn.execute(stmt.order_by(payment_methods.c.id))]
 
@@ -62,7 +62,8 @@ def of_customers_named_by(conn: Connection, store_id: int, customer_ids: list[in
         return [], {}
     named = and_(addresses.c.payment_method_id == payment_methods.c.id, among(addresses.c.id, set(address_ids)))
     stmt = (_select.add_columns(addresses.c.id).select_from(payment_methods.outerjoin(addresses, named))
-            .where(payment_methods.c.store_id == store_id, among(payment_methods.c.customer_id, set(customer_ids))))
+            .where(unindexed(payment_methods.c.store_id) == store_id,
+                   among(payment_methods.c.customer_id, set(customer_ids))))
     methods: dict[int, PaymentMethod] = {}
     chosen: dict[int, int] = {}
     for *row, address_id in conn.execute(stmt.order_by(payment_methods.c.id)):

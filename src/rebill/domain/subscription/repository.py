@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, exists, func, insert, or_, select, update
 
-from rebill.db.among import among
+from rebill.db.among import among, unindexed
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -76,7 +76,10 @@ def many(conn: Connection, store_id: int, ids: list[int], kind: str | None = Non
 
 def of(conn: Connection, store_id: int, kind: str, *, address_ids: list[int] | None = None,
        customer_ids: list[int] | None = None) -> list[PurchaseItem]:
-    stmt = _select.where(purchase_items.c.store_id == store_id, purchase_items.c.kind == kind)
+    # By the ids' index, not the store's (db/among.py `unindexed`), whichever ids are given.
+    by_ids = address_ids is not None or customer_ids is not None
+    stmt = _select.where((unindexed(purchase_items.c.store_id) if by_ids else purchase_items.c.store_id) == store_id,
+                         purchase_items.c.kind == kind)
     if address_ids is not None:
         stmt = stmt.where(among(purchase_items.c.address_id, set(address_ids)))
     if customer_ids is not None:
@@ -113,7 +116,7 @@ def for_plan(conn: Connection, store_id: int, address_ids: list[int]) -> list[Pu
     if len(address_ids) == 1:  # prepared: one address is every subscription write
         return [PurchaseItem(*row) for row in _for_one_plan.all(conn, address_id=address_ids[0])]
     skipped = select(skips.c.purchase_item_id).where(among(skips.c.address_id, address_ids))
-    stmt = _plain.where(purchase_items.c.store_id == store_id, among(purchase_items.c.address_id, address_ids),
+    stmt = _plain.where(unindexed(purchase_items.c.store_id) == store_id, among(purchase_items.c.address_id, address_ids),
                         or_(purchase_items.c.status == ACTIVE, purchase_items.c.id.in_(skipped)))
     return [PurchaseItem(*row) for row in conn.execute(stmt.order_by(purchase_items.c.id))]
 
