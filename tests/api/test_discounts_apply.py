@@ -383,6 +383,20 @@ def test_a_shipping_code_is_not_spent_on_a_charge_with_nothing_to_ship(api):
         422, {"errors": {"discount_id": ["the charge has nothing to ship"]}})
 
 
+def _carried_by_no_charge(api: Any, address: Any, discount_id: int, reason: str) -> Any:
+    """The address takes the code, its queued charge carries none (no line, no use), a code
+    applied to the charge itself is refused with ``reason``; then the address takes it again
+    for what the test changes next. Returns the charge as it was without the code."""
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    charge = queued(api, address.id)
+    assert (charge.discount_id, charge.discounts, charge.total_discounts) == (None, [], 0)
+    assert api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id}).status_code == 200
+    refused = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
+    assert (refused.status_code, refused.json()) == (422, {"errors": {"discount_id": [reason]}})
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
+    return charge
+
+
 def test_a_shipping_code_is_not_spent_on_a_charge_whose_shipping_costs_nothing(api):
     """Found by an audit: with the address's shipping overridden to nothing, a single-use
     free-shipping code sat on the charge at 0.00 and was used up by its payment; the next
@@ -391,15 +405,9 @@ def test_a_shipping_code_is_not_spent_on_a_charge_whose_shipping_costs_nothing(a
     discount_id = make_discount(api, discount_type="shipping", value="100", duration="single_use")
     address = subscribed(api)
     assert api.put(f"/addresses/{address.id}", json={"shipping_lines_override": []}).status_code == 200
-    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
-    charge = queued(api, address.id)
-    assert (charge.discount_id, charge.discounts, charge.total_shipping) == (None, [], 0)
-    assert api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id}).status_code == 200
-    refused = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
-    assert (refused.status_code, refused.json()) == (
-        422, {"errors": {"discount_id": ["the charge has no shipping to take off"]}})
+    charge = _carried_by_no_charge(api, address, discount_id, "the charge has no shipping to take off")
+    assert charge.total_shipping == 0
     # Shipping back: the address's code takes it off.
-    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
     assert api.put(f"/addresses/{address.id}", json={"shipping_lines_override": None}).status_code == 200
     charge = queued(api, address.id)
     assert (charge.discount_id, charge.total_shipping, charge.total_discounts) == (discount_id, 5, 5)
@@ -412,15 +420,8 @@ def test_a_code_is_not_spent_on_a_charge_whose_lines_cost_nothing(api, kind):
     discount_id = make_discount(api, discount_type=kind, value="5", duration="single_use")
     address = make_address(api)
     item = make_subscription(api, address, price=Decimal("0.00"))
-    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
-    charge = queued(api, address.id)
-    assert (charge.discount_id, charge.discounts, charge.total_discounts) == (None, [], 0)
-    assert api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id}).status_code == 200
-    refused = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
-    assert (refused.status_code, refused.json()) == (
-        422, {"errors": {"discount_id": ["the charge has no amount to take off"]}})
+    _carried_by_no_charge(api, address, discount_id, "the charge has no amount to take off")
     # A price: the address's code takes it off.
-    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
     assert api.put(f"/subscriptions/{item.id}", json={"price": "20.00"}, version=V11).status_code == 200
     charge = queued(api, address.id)
     assert (charge.discount_id, charge.total_discounts) == (discount_id, Decimal(1 if kind == "percentage" else 5))
@@ -437,15 +438,8 @@ def test_a_code_is_not_spent_on_a_charge_it_would_take_nothing_off_once_rounded(
     discount_id = make_discount(api, discount_type=kind, value="15", duration="single_use")
     address = make_address(api)
     item = make_subscription(api, address, price=Decimal(price))
-    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
-    charge = queued(api, address.id)
-    assert (charge.discount_id, charge.discounts, charge.total_discounts) == (None, [], 0)
-    assert api.post(f"/charges/{charge.id}/remove_discount", json={"address_id": address.id}).status_code == 200
-    refused = api.post(f"/charges/{charge.id}/apply_discount", json={"discount_id": discount_id}, version=V01)
-    assert (refused.status_code, refused.json()) == (
-        422, {"errors": {"discount_id": ["the charge has no amount to take off"]}})
+    _carried_by_no_charge(api, address, discount_id, "the charge has no amount to take off")
     # Enough to take 15 % of: the address's code takes it off.
-    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_id": discount_id}).status_code == 200
     if shipping is not None:
         set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "10.00"}])
     else:
