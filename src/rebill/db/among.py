@@ -37,8 +37,7 @@ class _Ids(TypeDecorator[list[int]]):
         return dialect.type_descriptor(String())
 
     def process_bind_param(self, value: Any, dialect: Any) -> Any:
-        # A None among them matches nothing, as in an IN list (NULL equals nothing).
-        ids = [int(v) for v in value if v is not None]
+        ids = list(map(int, value))  # ids only: anything else is refused here
         if dialect.name == "postgresql":
             return ids
         return "[" + ",".join(map(str, ids)) + "]"
@@ -53,9 +52,9 @@ class _Among(ColumnElement[bool]):
     _traverse_internals = [("column", InternalTraversal.dp_clauseelement),
                            ("ids", InternalTraversal.dp_clauseelement)]
 
-    def __init__(self, column: ColumnElement[Any], ids: Iterable[int]) -> None:
+    def __init__(self, column: ColumnElement[Any], ids: list[int]) -> None:
         self.column = column
-        self.ids = bindparam(None, list(ids), type_=_Ids(), unique=True)
+        self.ids = bindparam(None, ids, type_=_Ids(), unique=True)
 
 
 def among(column: ColumnElement[Any], ids: Iterable[int]) -> ColumnElement[bool]:

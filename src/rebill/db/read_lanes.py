@@ -87,7 +87,7 @@ class ReadLanes:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             # Another event loop's connections do not serve this one (see the module's note):
-            # the idle ones are closed from here, once their loop is done.
+            # the idle ones are closed on their loop if it still runs, else from here.
             stale, old = self._idle, self._loop
             self._loop, self._idle, self._open, self._waiting = loop, [], 0, deque()
             if old is not None and old.is_running():
