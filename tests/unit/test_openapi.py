@@ -14,6 +14,7 @@ from starlette.routing import compile_path
 
 from rebill.api import openapi
 from rebill.api.declared import DELETED
+from rebill.api.query import DATETIME_PATTERN, parse_datetime
 from rebill.api.versions import VERSIONS
 from rebill.app import RESOURCES
 
@@ -101,7 +102,8 @@ def test_query_parameters_come_from_the_list_contracts():
     new = _params(_op("2021-11", "GET", "/customers"))
     assert new["email"]["schema"] == {"type": "string"}
     assert new["ids"]["schema"]["type"] == "array" and new["ids"]["style"] == "form" and new["ids"]["explode"] is False
-    assert new["created_at_min"]["schema"] == {"type": "string", "format": "date-time"}
+    assert new["created_at_min"]["schema"]["pattern"] == DATETIME_PATTERN
+    assert "format" not in new["created_at_min"]["schema"]
     assert new["sort_by"]["schema"]["enum"] == ["id-asc", "id-desc", "created_at-asc", "created_at-desc",
                                                 "updated_at-asc", "updated_at-desc"]
     assert new["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 250, "default": 50}
@@ -122,6 +124,32 @@ def test_query_parameters_come_from_the_list_contracts():
                                                            "default": 10}
     assert _params(_op("2021-11", "PUT", "/subscriptions/{subscription_id}"))["commit"]["schema"] == \
         {"type": "boolean"}
+
+
+# NOTE: decisions §2.5, every form a date filter takes, and forms it refuses.
+TAKEN_DATES = ["2026-01-15", "2026-01-15T10:00", "2026-01-15 10:00:05", "2026-01-15T10:00:05Z",
+               "2026-01-15t10:00:05z", "2026-01-15T10:00:05+00:00", "2026-01-15T10:00:05+0000",
+               "2026-01-15T10:00:05.123456789-05:30", "2026-01-15T10:00:05 0000"]
+REFUSED_DATES = ["2026-W02", "20260115", "2026-01-15x10:00", "2026-01-15T10", "15/01/2026", "2026-1-5",
+                 "2026-01-15T10:00:05.1234567890", "2026-01-15T10:00:05+5", "now", ""]
+
+
+def test_date_filters_and_body_dates_state_the_forms_the_parser_takes():
+    """Found by an audit: `format: date-time` told a client's validator that a bare date, a
+    space for `T`, `+0000` or no zone are refused, which the service takes (decisions §2.5).
+    The document's pattern, read as JSON Schema reads one (a search), takes what the parser
+    takes and refuses what it refuses, here and in a body's date field."""
+    pattern = re.compile(_params(_op("2021-11", "GET", "/customers"))["created_at_min"]["schema"]["pattern"])
+    for text in TAKEN_DATES:
+        assert pattern.search(text) and parse_datetime(text), text
+    for text in REFUSED_DATES:
+        assert not pattern.search(text), text
+        with pytest.raises(ValueError):
+            parse_datetime(text)
+    body = _op("2021-11", "POST", "/subscriptions")["requestBody"]["content"]["application/json"]["schema"]
+    body = openapi.document("2021-11")["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]] \
+        if "$ref" in body else body
+    assert body["properties"]["next_charge_scheduled_at"]["pattern"] == DATETIME_PATTERN
 
 
 def test_a_filter_a_list_cannot_go_without_is_said_and_a_count_requires_it():

@@ -101,6 +101,11 @@ _DATETIME = re.compile(
     r"([Zz]|[+ -]\d{2}:?\d{2})?)?",
     re.ASCII,
 )
+# The grammar as the OpenAPI document states it (JSON Schema's `pattern`, ECMA-262, reads these
+# characters alike), instead of `format: date-time`, which a client's validator would read as
+# refusing a bare date, a space for `T`, `+0000` or no zone (found by an audit). The calendar
+# (month 13, February 30) is still checked here only.
+DATETIME_PATTERN = f"^{_DATETIME.pattern}$"
 
 
 def parse_datetime(value: str) -> datetime:
@@ -141,7 +146,9 @@ def written_date(value: str) -> date:
     return date.fromisoformat(found.group(1))
 
 
-@typed(type="string", format="date-time")
+@typed(type="string", pattern=DATETIME_PATTERN,
+       description="A date and time (`T` or a space between them; `Z`, an offset such as `+00:00` or "
+                   "`+0000`, or no zone for UTC) or a bare date (its midnight, UTC).")
 def datetime_(value: str) -> datetime:
     return parse_datetime(value)
 

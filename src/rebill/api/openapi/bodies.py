@@ -22,12 +22,13 @@ from rebill.api.fields import (
     Field,
     Schema,
 )
+from rebill.api.query import DATETIME_PATTERN
 
 INTEGER_TEXT = r"^\s*-?[0-9]+\s*$"
 MAX_ID_DIGITS_TEXT = 64  # an external id's longest text (api/external_ids.py MAX_LENGTH)
-# A date, or a datetime whose date part counts (api/fields.py `date`).
-DATE_VALUE = {"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
-              "maxLength": 40}
+# A date, or a datetime whose date part counts (api/fields.py `date`), in the grammar the query
+# filters take (api/query.py).
+DATE_VALUE = {"type": "string", "pattern": DATETIME_PATTERN, "maxLength": 40}
 _ = DECIMAL_TEXT  # the grammar the patterns below follow
 
 
