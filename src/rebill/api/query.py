@@ -102,10 +102,13 @@ _DATETIME = re.compile(
     re.ASCII,
 )
 # The grammar as the OpenAPI document states it (JSON Schema's `pattern`, ECMA-262, reads these
-# characters alike), instead of `format: date-time`, which a client's validator would read as
-# refusing a bare date, a space for `T`, `+0000` or no zone (found by an audit). The calendar
-# (month 13, February 30) is still checked here only.
+# characters alike), beside `format: date-time` and `date`: those alone told a client's validator
+# that a bare date, a space for `T`, `+0000` or no zone are refused (found by an audit), and a
+# generated client keeps them to take its language's dates. The calendar (month 13, February 30)
+# is checked here only.
 DATETIME_PATTERN = f"^{_DATETIME.pattern}$"
+DATETIME_FORMS = [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"},
+                  {"type": "string", "pattern": DATETIME_PATTERN}]
 
 
 def parse_datetime(value: str) -> datetime:
@@ -146,7 +149,7 @@ def written_date(value: str) -> date:
     return date.fromisoformat(found.group(1))
 
 
-@typed(type="string", pattern=DATETIME_PATTERN,
+@typed(anyOf=DATETIME_FORMS,
        description="A date and time (`T` or a space between them; `Z`, an offset such as `+00:00` or "
                    "`+0000`, or no zone for UTC) or a bare date (its midnight, UTC).")
 def datetime_(value: str) -> datetime:

@@ -22,13 +22,13 @@ from rebill.api.fields import (
     Field,
     Schema,
 )
-from rebill.api.query import DATETIME_PATTERN
+from rebill.api.query import DATETIME_FORMS
 
 INTEGER_TEXT = r"^\s*-?[0-9]+\s*$"
 MAX_ID_DIGITS_TEXT = 64  # an external id's longest text (api/external_ids.py MAX_LENGTH)
 # A date, or a datetime whose date part counts (api/fields.py `date`), in the grammar the query
 # filters take (api/query.py).
-DATE_VALUE = {"type": "string", "pattern": DATETIME_PATTERN, "maxLength": 40}
+DATE_VALUE = {"anyOf": DATETIME_FORMS, "maxLength": 40}
 _ = DECIMAL_TEXT  # the grammar the patterns below follow
 
 
@@ -118,10 +118,11 @@ def field_schema(field: Field, *, partial: bool = False, ids: IdForms = NO_IDS) 
         out["minItems"] = field.min_items
     if field.max_items is not None:
         out["maxItems"] = field.max_items
-    if field.minimum is not None:
-        out["minimum"] = field.minimum
-    if field.maximum is not None:
-        out["maximum"] = field.maximum
+    low, high = field.domain_range or (field.minimum, field.maximum)
+    if low is not None:
+        out["minimum"] = low
+    if high is not None:
+        out["maximum"] = high
     if field.name in ids.keys and field.kind == "str":
         out = _any_id_form(out, field.max_length)
     if field.kind == "object" and isinstance(field.items, Schema):
