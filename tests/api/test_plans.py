@@ -492,3 +492,25 @@ def test_sort_order_is_bounded_and_null_channel_settings_reset_to_shown(api, cof
     plan = create(api, channel_settings={"api": {"display": False}})
     after = api.put(f"/plans/{plan['id']}", json={"channel_settings": None}).json()["plan"]
     assert after["channel_settings"] == ALL_CHANNELS
+
+
+def test_the_preference_ranges_the_document_states_are_the_ones_a_plan_keeps(api, coffee):
+    """A plan's preferences state their ranges as a subscription's cadence does (the same
+    bounds, domain/subscription/intervals.py): ends taken, one past either end a 422."""
+    from rebill.api import openapi
+    operation = openapi.document("2021-11")["paths"]["/plans"]["post"]
+    fields = operation["requestBody"]["content"]["application/json"]["schema"]["properties"][
+        "subscription_preferences"]["properties"]
+    ranges = {name: (f["minimum"], f["maximum"]) for name, f in fields.items() if "minimum" in f}
+    assert len(ranges) == 7
+    for name, (low, high) in ranges.items():
+        unit = "week" if name.endswith("_week") else "month"
+        for value, taken in ((low, True), (high, True), (low - 1, False), (high + 1, False)):
+            prefs = {**MONTHLY, "interval_unit": unit, name: value}
+            if name.endswith("_frequency"):
+                prefs.update(charge_interval_frequency=value, order_interval_frequency=value)
+            response = api.post("/plans", json=body(subscription_preferences=prefs))
+            if taken:
+                assert response.status_code == 201, (name, value, response.text)
+            else:
+                assert name in errors_of(response)["subscription_preferences"], (name, value)

@@ -368,6 +368,47 @@ def test_create_rules_answer_422_naming_the_field(vapi, values, errors):
     assert errors_of(response) == errors
 
 
+def _stated_ranges(version: str, method: str, path: str) -> dict[str, tuple[int, int]]:
+    """The integer ranges the OpenAPI document states for a body's fields."""
+    from rebill.api import openapi
+    document = openapi.document(version)
+    schema = document["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
+    if "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    found = {}
+    for name, field in schema["properties"].items():
+        field = next((f for f in field.get("anyOf", [field]) if "minimum" in f), field)
+        if "minimum" in field and "maximum" in field and field["maximum"] < 2**63 - 1:
+            found[name] = (field["minimum"], field["maximum"])
+    return found
+
+
+def test_the_ranges_the_document_states_are_the_ones_a_create_keeps(api):
+    """Found by an audit: the document said nothing of a quantity's or a cadence's range, which
+    the domain checks (a client's validator took a quantity of 0). Each stated range: its ends
+    are taken, one past either end answers 422 naming the field."""
+    ranges = _stated_ranges("2021-11", "post", "/subscriptions")
+    assert set(ranges) == {"quantity", "charge_interval_frequency", "order_interval_frequency",
+                           "order_day_of_month", "order_day_of_week", "cutoff_day_of_month",
+                           "cutoff_day_of_week", "expire_after_specific_number_of_charges"}
+    unit_of = {"order_day_of_week": "week", "cutoff_day_of_week": "week"}
+    address = make_address(api)
+    for name, (low, high) in ranges.items():
+        for value, taken in ((low, True), (high, True), (low - 1, False), (high + 1, False)):
+            values = {name: value, "order_interval_unit": unit_of.get(name, "month")}
+            if name.endswith("_frequency"):
+                values.update(charge_interval_frequency=value, order_interval_frequency=value)
+            response = api.post("/subscriptions", json=sub_body(api, address.id, **values))
+            if taken:
+                assert response.status_code == 201, (name, value, response.text)
+            else:
+                assert name in errors_of(response), (name, value)
+    # A one-time item and a checkout's line state the quantity's range alike.
+    assert _stated_ranges("2021-11", "post", "/onetimes")["quantity"] == ranges["quantity"]
+    assert _stated_ranges("2021-01", "post", "/addresses/{address_id}/onetimes")["quantity"] == ranges["quantity"]
+    assert _stated_ranges("2021-01", "post", "/subscriptions")["quantity"] == ranges["quantity"]
+
+
 def test_a_create_names_every_rule_its_values_break_at_once(vapi):
     """Decisions §2.3 (found by an audit: a bad quantity, unit and status took three requests)."""
     body = sub_body(vapi, make_address(vapi).id, quantity=0, order_interval_unit="year", status="cancelled",

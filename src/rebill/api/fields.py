@@ -54,6 +54,9 @@ class Field:
     # 422 naming every problem, in its own words): stated as the document's enum, not checked
     # by the parser. For a list, the values of its items.
     domain_values: frozenset[str] | None = None
+    # The same for an integer's range (a quantity, a frequency, an order day): stated as the
+    # document's minimum/maximum, checked by the domain in its own words.
+    domain_range: tuple[int, int] | None = None
     # money: the most decimal places (the currency's minor digits); None leaves that check to
     # the domain (domain/money.minor_digits of the currency the body names).
     decimals: int | None = 2

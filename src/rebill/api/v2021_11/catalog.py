@@ -17,6 +17,7 @@ from rebill.api.fields import Field, Schema
 from rebill.domain.catalog.model import CHANNELS, DISCOUNT_TYPES, IMAGE_SIZES, PLAN_TYPES, PREFERENCES, Plan, Product
 from rebill.domain.catalog.rules import MAX_INT32
 
+from .purchases import cadence
 from .serializers import ts
 
 # Keys whose value is an external id, and lists of them (decisions §5.16).
@@ -189,15 +190,15 @@ EXTERNAL_PRODUCT_ID = Field("external_product_id", "str", required=True, nullabl
                             max_length=64, check=in_path)
 
 PREFERENCES_SCHEMA = Schema(
-    Field("charge_interval_frequency", "int"),
+    cadence("charge_interval_frequency"),
     # Any case in, lower case out (decisions §5.16); the domain checks the value.
     Field("interval_unit", "str", max_length=16),
-    Field("order_interval_frequency", "int"),
-    Field("order_day_of_month", "int"),
-    Field("order_day_of_week", "int"),
-    Field("cutoff_day_of_month", "int"),
-    Field("cutoff_day_of_week", "int"),
-    Field("expire_after_specific_number_of_charges", "int"),
+    cadence("order_interval_frequency"),
+    cadence("order_day_of_month"),
+    cadence("order_day_of_week"),
+    cadence("cutoff_day_of_month"),
+    cadence("cutoff_day_of_week"),
+    cadence("expire_after_specific_number_of_charges"),
     Field("apply_cutoff_date_to_checkout", "bool", nullable=False),
 )
 CHANNEL = Schema(Field("display", "bool", nullable=False))

@@ -15,6 +15,7 @@ from rebill.domain.checkout.model import ADDRESS_FIELDS, PAYMENT_TYPES, SUBSCRIP
 from rebill.domain.customer.service import email_problem
 from rebill.domain.money import format_amount
 from rebill.domain.payment_method.model import token_card_data_problem
+from rebill.domain.subscription.service import MAX_QUANTITY
 
 from .charges import NO_IMAGES
 from .parsers import ATTRIBUTE, currency_code
@@ -166,8 +167,10 @@ def _payment_type(value: str) -> str:
 LINE = Schema(
     Field("product_id", "external_id", required=True, nullable=False, max_length=64),
     Field("variant_id", "external_id", required=True, nullable=False, max_length=64),
-    Field("quantity", "int", required=True, nullable=False),
+    Field("quantity", "int", required=True, nullable=False, domain_range=(1, MAX_QUANTITY)),
     Field("properties", "list", nullable=False, items=ATTRIBUTE),
+    # The cadence's ranges are not stated: a line without a unit is a one-time line, whose
+    # cadence fields are not read (decisions §7.7.2).
     Field("charge_interval_frequency", "int"),
     Field("order_interval_frequency", "int"),
     Field("order_interval_unit", "str", max_length=16),

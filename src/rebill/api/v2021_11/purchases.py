@@ -10,7 +10,9 @@ from rebill.api import query as q
 from rebill.api.contract import ListContract, Serializer
 from rebill.api.fields import Field, Schema
 from rebill.domain.money import format_amount
+from rebill.domain.subscription.intervals import RANGES
 from rebill.domain.subscription.model import PurchaseItem
+from rebill.domain.subscription.service import MAX_QUANTITY
 
 from .parsers import ATTRIBUTE
 from .serializers import _analytics, ts
@@ -20,6 +22,12 @@ def external_id(name: str) -> Field:
     """NOTE: decisions §5.16, purchase items nest external ids as ``{"ecommerce": "..."}``; a
     plain string or number is taken too."""
     return Field(name, "external_id", max_length=64)
+
+
+def cadence(name: str, **options: Any) -> Field:
+    """A cadence field: an integer whose range the domain checks with the cadence's other rules
+    (domain/subscription/intervals.py), which the document states."""
+    return Field(name, "int", domain_range=RANGES[name], **options)
 
 
 def _day(value: Any) -> str | None:
@@ -93,18 +101,18 @@ PRODUCT_FIELDS = (
     Field("sku_override", "bool", nullable=False),
     # The currency's decimals are checked by the domain, which knows the address's currency.
     Field("price", "money", nullable=False, decimals=None),
-    Field("quantity", "int", nullable=False),
+    Field("quantity", "int", nullable=False, domain_range=(1, MAX_QUANTITY)),
     Field("properties", "list", nullable=False, items=ATTRIBUTE),
 )
 CADENCE_FIELDS = (
-    Field("charge_interval_frequency", "int", nullable=False),
-    Field("order_interval_frequency", "int", nullable=False),
+    cadence("charge_interval_frequency", nullable=False),
+    cadence("order_interval_frequency", nullable=False),
     Field("order_interval_unit", "str", nullable=False, max_length=16),
-    Field("order_day_of_month", "int"),
-    Field("order_day_of_week", "int"),
-    Field("cutoff_day_of_month", "int"),
-    Field("cutoff_day_of_week", "int"),
-    Field("expire_after_specific_number_of_charges", "int"),
+    cadence("order_day_of_month"),
+    cadence("order_day_of_week"),
+    cadence("cutoff_day_of_month"),
+    cadence("cutoff_day_of_week"),
+    cadence("expire_after_specific_number_of_charges"),
 )
 
 

@@ -12,21 +12,18 @@ from typing import Any
 from rebill.errors import ValidationFailed, add_error
 
 from ..money import PERCENT_PLACES, decimal_places, minor_digits, quantize
+from ..subscription.intervals import MAX_FREQUENCY, RANGES
 from .model import CHANNELS, DISCOUNT_TYPES, INTERVAL_UNITS, PLAN_TYPES, PREFERENCES, Plan, Product
 
 PERCENT = Decimal("0.01")
 # NOTE: the bounds subscriptions take (domain/subscription/intervals.py), so any plan can
 # start a subscription; sort_order and grams are 32-bit columns downstream.
-MAX_FREQUENCY = 1000
 MAX_INT32 = 2**31 - 1
 HUNDRED = Decimal(100)
 # (low, high, the interval unit the field belongs to); order_day_of_week 0 = Monday (decisions §5.1).
-DAY_FIELDS = {
-    "order_day_of_month": (1, 31, "month"),
-    "cutoff_day_of_month": (0, 31, "month"),
-    "order_day_of_week": (0, 6, "week"),
-    "cutoff_day_of_week": (0, 6, "week"),
-}
+DAY_FIELDS = {name: (*RANGES[name], unit) for name, unit in (
+    ("order_day_of_month", "month"), ("cutoff_day_of_month", "month"),
+    ("order_day_of_week", "week"), ("cutoff_day_of_week", "week"))}
 
 
 def default_channels() -> dict[str, dict[str, bool]]:

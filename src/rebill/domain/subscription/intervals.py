@@ -13,6 +13,17 @@ from ..schedule.dates import UNITS, add_interval, align, first_after
 INTERVAL_FIELDS = ("charge_interval_frequency", "order_interval_frequency", "order_interval_unit")
 MAX_FREQUENCY = 1000
 MAX_CHARGES = 2**31 - 1  # expire_after_specific_number_of_charges: a 32-bit column
+# What each cadence field may hold, as ``check`` (and a plan's preferences, domain/catalog/rules.py)
+# take it; the OpenAPI document states the same ranges (api/fields.py ``domain_range``).
+RANGES = {
+    "charge_interval_frequency": (1, MAX_FREQUENCY),
+    "order_interval_frequency": (1, MAX_FREQUENCY),
+    "order_day_of_month": (1, 31),
+    "order_day_of_week": (0, 6),
+    "cutoff_day_of_month": (0, 31),
+    "cutoff_day_of_week": (0, 6),
+    "expire_after_specific_number_of_charges": (1, MAX_CHARGES),
+}
 
 
 def check(values: dict[str, Any]) -> dict[str, Any]:
@@ -47,10 +58,10 @@ def check(values: dict[str, Any]) -> dict[str, Any]:
             add_error(errors, "order_day_of_week", "applies to weekly intervals only")
         elif not 0 <= day_of_week <= 6:
             add_error(errors, "order_day_of_week", "must be from 0 (Monday) to 6 (Sunday)")
-    for name, high in (("cutoff_day_of_month", 31), ("cutoff_day_of_week", 6)):
-        value = values.get(name)
-        if value is not None and not 0 <= value <= high:
-            add_error(errors, name, f"must be from 0 to {high}")
+    for name in ("cutoff_day_of_month", "cutoff_day_of_week"):
+        value, (low, high) = values.get(name), RANGES[name]
+        if value is not None and not low <= value <= high:
+            add_error(errors, name, f"must be from {low} to {high}")
     limit = values.get("expire_after_specific_number_of_charges")
     if limit is not None and not 1 <= limit <= MAX_CHARGES:
         add_error(errors, "expire_after_specific_number_of_charges",

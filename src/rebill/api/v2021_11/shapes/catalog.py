@@ -17,7 +17,8 @@ from rebill.api.shapes import (
     string,
 )
 from rebill.domain.catalog.model import CHANNELS, DISCOUNT_TYPES, IMAGE_SIZES, INTERVAL_UNITS, PLAN_TYPES
-from rebill.domain.catalog.rules import DAY_FIELDS, MAX_FREQUENCY
+from rebill.domain.catalog.rules import DAY_FIELDS
+from rebill.domain.subscription.intervals import MAX_FREQUENCY
 
 # The sizes the client sent: each one optional, none null (the body's `images`).
 IMAGES = obj({}, {size: string() for size in IMAGE_SIZES})
