@@ -416,6 +416,27 @@ def test_2021_01_create_makes_one_subscription_plan_per_frequency_option(api):
     assert product["subscription_defaults"]["order_interval_frequency"] == 30  # the first one
 
 
+def test_2021_01_the_charge_frequency_among_several_options_names_the_default(api):
+    """Found by an audit: options 1 and 2 with a charge frequency of 2 answered 200 and read
+    back 1 (the first option's plan), and a PUT of the charge frequency alone changed nothing.
+    The named option's plan comes first; the others keep the order sent."""
+    product = legacy_create(api, subscription_defaults={
+        "order_interval_unit": "week", "order_interval_frequency_options": ["1", "2", "4"],
+        "charge_interval_frequency": 2})
+    defaults = product["subscription_defaults"]
+    assert (defaults["charge_interval_frequency"], defaults["order_interval_frequency"]) == (2, 2)
+    assert defaults["order_interval_frequency_options"] == ["2", "1", "4"]
+    assert api.get(f"/products/{product['id']}", version=V01).json()["product"]["subscription_defaults"] == defaults
+    changed = api.put(f"/products/{product['id']}", json={"subscription_defaults": {"charge_interval_frequency": 4}},
+                      version=V01)
+    assert changed.status_code == 200, changed.text
+    defaults = changed.json()["product"]["subscription_defaults"]
+    assert (defaults["charge_interval_frequency"], defaults["order_interval_frequency_options"]) == (4, ["4", "2", "1"])
+    by_frequency = {p["subscription_preferences"]["order_interval_frequency"]: p for p in plans_of(api, "8001")}
+    assert len(by_frequency) == 3 and all(p["type"] == "subscription" for p in by_frequency.values())
+    assert sorted(by_frequency, key=lambda f: by_frequency[f]["sort_order"]) == [4, 2, 1]
+
+
 def test_2021_01_a_larger_charge_frequency_with_one_option_makes_a_prepaid_plan(api):
     legacy_create(api, subscription_defaults={
         "order_interval_unit": "month", "order_interval_frequency_options": ["1"], "charge_interval_frequency": 3})

@@ -104,6 +104,12 @@ def _plan_specs(options: dict[str, Any], amount: Decimal | None, kind: str | Non
         if len(frequencies) > 1 and charge is not None and charge not in frequencies:
             option_errors["charge_interval_frequency"] = [
                 "must be one of order_interval_frequency_options when there are several (prepaid needs one)"]
+        elif len(frequencies) > 1 and charge is not None:
+            # The default is the first plan (``derive``): the one the charge frequency names
+            # comes first, the rest in the order sent (found by an audit: the value was taken,
+            # and the first option's read back).
+            frequencies.remove(charge)
+            frequencies.insert(0, charge)
         try:
             amount, kind = rules.discount(amount, kind, currency)
         except ValidationFailed as exc:
@@ -226,6 +232,12 @@ def _orders(matches: list[Plan | None], specs: list[dict[str, Any]], others: lis
     orders = [spec["sort_order"] if match is None else match.sort_order for spec, match in zip(specs, matches)]
     recurring = [(order, match.id if match else 1 << 62)
                  for order, match, spec in zip(orders, matches, specs) if spec["type"] != "onetime"]
+    # The first recurring spec is the default the view shows: when its plan (kept, or new with
+    # its place in the specs) would sort after another written one, it moves ahead of them.
+    if len(recurring) > 1 and min(recurring[1:]) < recurring[0]:
+        first = next(i for i, spec in enumerate(specs) if spec["type"] != "onetime")
+        orders[first] = max(min(order for order, _id in recurring[1:]) - 1, -rules.MAX_INT32)
+        recurring[0] = (orders[first], recurring[0][1])
     if not others or not recurring or min(recurring) < min((p.sort_order, p.id) for p in others):
         return orders
     # Within the 32-bit column (rules.MAX_INT32): at its very bottom, ties go by id.
