@@ -267,3 +267,37 @@ def test_a_single_use_code_applied_while_a_charge_is_in_retry_goes_to_one_charge
     with tier_a.db.read() as conn:
         assert conn.execute(select(func.count()).select_from(discount_redemptions).where(
             discount_redemptions.c.store_id == tier_a.store.id)).scalar() == 1
+
+
+def test_weight_orders_and_taxes_included_of_a_charge_in_retry_follow_it(tier_a):
+    """Found by an audit: a charge in retry computed again kept the weight and the order count
+    of items cancelled meanwhile (and its order carried that weight), and a store turned to
+    taxes included left `taxes_included: false` on amounts computed with them."""
+    from sqlalchemy import update
+
+    from rebill.models import purchase_items
+    from tests.api.test_charges_totals import set_rates
+    customer = make_customer(tier_a)
+    method = make_payment_method(tier_a, customer, processor_payment_method_token="pm_declined")
+    address = make_address(tier_a, customer)
+    prepaid = make_subscription(tier_a, address, price=Decimal("9.00"), charge_interval_frequency=3)
+    plain = make_subscription(tier_a, address, price=Decimal("3.00"), quantity=2)
+    with tier_a.db.write() as conn:
+        for item, grams in ((prepaid, 1000), (plain, 250)):
+            conn.execute(update(purchase_items).where(purchase_items.c.id == item.id).values(grams=grams))
+    assert tier_a.put(f"/addresses/{address.id}", json={"address2": "Unit 1"}, version="2021-11").status_code == 200
+    [charge] = charges_of(tier_a, address.id)
+    _process(tier_a, charge.id, "error")
+    before = _charge(tier_a, charge.id)
+    assert (before["total_weight_grams"], before["orders_count"], before["taxes_included"]) == (3500, 3, False)
+    _cancel(tier_a, prepaid.id)
+    after = _charge(tier_a, charge.id)
+    assert (after["total_weight_grams"], after["orders_count"]) == (500, 1)
+    set_rates(tier_a, tax=[{"country_code": "US", "rate": "0.10"}], taxes_included=True)
+    after = _charge(tier_a, charge.id)
+    assert (after["taxes_included"], after["total_tax"], after["total_price"]) == (True, "0.55", "6.00")
+    assert all(line["unit_price_includes_tax"] for line in after["line_items"])
+    tier_a.put(f"/payment_methods/{method}", json={"processor_payment_method_token": "pm_ok"}, version="2021-11")
+    _process(tier_a, charge.id, "success")
+    [order] = tier_a.get("/orders", params={"charge_id": charge.id}, version="2021-11").json()["orders"]
+    assert (order["total_weight_grams"], order["total_tax"], order["total_price"]) == (500, "0.55", "6.00")

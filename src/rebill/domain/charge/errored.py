@@ -37,10 +37,15 @@ from ..unit import Unit
 from . import repository
 from .model import API_NAMES, ERROR
 
-# What the items, the address and the code change; the rest of an errored charge stays.
-MONEY = ("shipping_address", "billing_address", "line_items", "shipping_lines", "tax_lines", "discounts",
-         "discount_id", "subtotal_price", "total_discounts",
-         "total_line_items_price", "total_tax", "total_shipping", "total_price")
+# What the items, the address, the store's rates and the code decide, all of it planned again;
+# the rest of an errored charge (its date, status, currency, attempts) stays. The weight, the
+# orders it makes and whether taxes are included follow with the money (found by an audit: a
+# retry's order carried the weight of items cancelled meanwhile, and a store turned to taxes
+# included left `taxes_included: false` on amounts computed with them).
+PLANNED = ("shipping_address", "billing_address", "line_items", "shipping_lines", "tax_lines", "discounts",
+           "discount_id", "subtotal_price", "total_discounts",
+           "total_line_items_price", "total_tax", "total_shipping", "total_price",
+           "taxable", "taxes_included", "total_weight_grams", "orders_count", "order_attributes", "note")
 
 
 def holding(unit: Unit, item_id: int) -> list[int]:
@@ -133,7 +138,7 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
                                ERROR, kept, terms)
         if from_address and planned.values["discount_id"] is not None:
             offer.used_one()  # type: ignore[union-attr]
-        money = {name: planned.values[name] for name in MONEY}
+        money = {name: planned.values[name] for name in PLANNED}
         if money["discount_id"] != charge.discount_id:
             recoded.add(address.id)
         changed = attributes.differing(charge, money, API_NAMES)
@@ -143,7 +148,7 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
         rows.append({**money, "charge_id": charge.id, "updated_at": unit.now})
     discounts.drop_charge_inputs(unit.conn, dropped)
     repository.change_items(unit.conn, unit.store_id, [], removed)
-    repository.update_many(unit.conn, (*MONEY, "updated_at"), rows)
+    repository.update_many(unit.conn, (*PLANNED, "updated_at"), rows)
     unit.record_many("charge/updated", [row["charge_id"] for row in rows], changed=names)
     repository.delete_many(unit.conn, unit.store_id, list(gone))
     # The rows are gone when the events are written: their customers are named here.
