@@ -181,6 +181,24 @@ def test_a_subscription_expires_with_its_nth_charge_and_gets_no_next_charge(api,
     assert_schedule_consistent(api, address.id)
 
 
+def test_a_subscription_that_expires_with_its_last_charge_drops_its_skips_ahead(api, at):
+    """Found by an audit: a subscription the run expired kept a skip of a later date, shown as
+    a skipped charge that nothing could unskip (a lowered limit or a cancel drops such skips)."""
+    at(START)
+    address = _customer_with(api)
+    subscription = _subscription(api, address, expire_after_specific_number_of_charges=1)
+    later = date(2027, 5, 10)
+    reply = api.post(f"/addresses/{address.id}/charges/skip", json={"date": later.isoformat(),
+                                                                   "purchase_item_ids": [subscription.id]})
+    assert reply.status_code == 200, reply.text
+    assert [(c.status, c.scheduled_at) for c in charges_of(api, address.id)] == [
+        ("queued", START), ("skipped", later)]
+    assert _bill(api).paid == 1
+    assert _item(api, subscription.id)["status"] == "expired"
+    assert [(c.status, c.scheduled_at) for c in charges_of(api, address.id)] == [("success", START)]
+    assert_schedule_consistent(api, address.id)
+
+
 def test_authorize_only_leaves_the_charge_pending_advances_and_makes_no_order_yet(api, at):
     at(START)
     address = _customer_with(api, token="authorize_only")

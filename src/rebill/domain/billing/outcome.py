@@ -127,6 +127,10 @@ class _Batch:
         self.processed: list[int] = []  # those of them processed now
         # The dates each held subscription has skipped ahead: its next date passes over them.
         self.skipped: dict[int, set[date]] = {}
+        # Subscriptions this batch expires: their skips from today on go, as when a lowered
+        # limit expires one (subscription/service.py) or a cancel ends it (found by an audit:
+        # an expired subscription kept a future skipped charge that nothing could unskip).
+        self.expiring: list[int] = []
 
     def add(self, charge: Charge, result: Result, method_id: int | None, processor: str,
             held: list[PurchaseItem]) -> Recorded:
@@ -207,11 +211,13 @@ class _Batch:
                 if limit is not None and row["charges_count"] >= limit:
                     row.update(status=EXPIRED, next_charge_scheduled_at=None)
                     self.refresh.add(item.customer_id)
+                    self.expiring.append(item.id)
                 elif (after := _next_date(charge, item, self.unit.today, self.skipped.get(item.id, ()))) is None:
                     # No date after this one in the calendar (a date set by hand at its very
                     # end): the subscription is done, as after its last charge.
                     row.update(status=EXPIRED, next_charge_scheduled_at=None)
                     self.refresh.add(item.customer_id)
+                    self.expiring.append(item.id)
                 else:
                     row["next_charge_scheduled_at"] = after
             self._item_updated(item, row)
@@ -234,6 +240,8 @@ class _Batch:
         unit = self.unit
         _CHARGE_OUTCOME.run_many(unit.conn, self.charges)
         _ITEM_ADVANCE.run_many(unit.conn, self.items)
+        if self.expiring:
+            items.remove_skips_of(unit.conn, self.expiring, from_date=unit.today)
         # In this transaction, only for charges whose claim is still this run's: a charge paid
         # twice at once or retried counts once (and the redemption is unique per charge).
         discounts.record_uses(unit.conn, unit.store_id, self.uses, unit.now)

@@ -162,7 +162,11 @@ def remove_skip(conn: Connection, item_id: int, when: date) -> bool:
 
 
 def remove_skips(conn: Connection, item_id: int, *, from_date: date | None = None) -> None:
-    stmt = delete(skips).where(skips.c.purchase_item_id == item_id)
+    remove_skips_of(conn, [item_id], from_date=from_date)
+
+
+def remove_skips_of(conn: Connection, item_ids: list[int], *, from_date: date | None = None) -> None:
+    stmt = delete(skips).where(among(skips.c.purchase_item_id, item_ids))
     if from_date is not None:
         stmt = stmt.where(skips.c.date >= from_date)
     conn.execute(stmt)
