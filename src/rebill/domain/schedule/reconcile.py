@@ -149,8 +149,7 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
                   locked: Address | None, keep: dict[Key, int]) -> dict[Key, int]:
     known = {locked.id: locked} if locked is not None and locked.id in ids else {}
     rest = [i for i in ids if i not in known]
-    addresses.lock(unit.conn, unit.store_id, rest)
-    found = {**known, **addresses.many(unit.conn, unit.store_id, rest)}
+    found = {**known, **addresses.many(unit.conn, unit.store_id, rest, lock=True)}
     open_charges = charges.open_of(unit.conn, unit.store_id, ids)
     stored, held_items = held(open_charges, unit.today)
     offers: dict[int, Any] = {}
