@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -248,3 +249,93 @@ def test_the_answer_is_stored_before_the_client_gets_it(api):
     assert seen == [(201, "done")]
     again = _post(api, _body("stored-first"), key="stored-first")
     assert again.status_code == 201 and _count(api) == 1
+
+
+def test_a_403_for_the_stores_plan_tier_is_not_kept(vapi):
+    """Found by an audit: `process` and `capture_payment` asked for plan tier A inside the
+    endpoint, after the key was taken, so their 403 was kept and replayed for 24 hours to a
+    store moved to tier A meanwhile. The router asks first, as for a missing scope (not kept)."""
+    from rebill.domain.store import repository as stores
+    from tests.builders import charges_of, make_address, make_customer, make_payment_method, make_subscription
+    customer = make_customer(vapi)
+    make_payment_method(vapi, customer, processor_payment_method_token="pm_ok")
+    [charge] = charges_of(vapi, make_subscription(vapi, make_address(vapi, customer)).address_id)
+    keyed = {"Idempotency-Key": "tier-1"}
+    for path in (f"/charges/{charge.id}/process", f"/charges/{charge.id}/capture_payment"):
+        refused = vapi.post(path, json={}, headers=keyed if path.endswith("process") else {"Idempotency-Key": "tier-2"})
+        assert refused.status_code == 403 and "tier A" in str(refused.json()["errors"]), refused.text
+    with vapi.db.write() as conn:
+        stores.update_store(conn, vapi.store.id, {"plan_tier": "premium_a"})
+    paid = vapi.post(f"/charges/{charge.id}/process", json={}, headers=keyed)
+    assert paid.status_code == 200 and paid.json()["charge"]["status"].lower() == "success", paid.text
+    # Not pending: the capture's 422 now, not the 403 of before.
+    assert vapi.post(f"/charges/{charge.id}/capture_payment", json={},
+                     headers={"Idempotency-Key": "tier-2"}).status_code == 422
+
+
+def test_a_running_requests_key_is_touched_so_a_repeat_past_a_minute_waits(api, monkeypatch):
+    """Found by an audit: nothing touched a running request's key, so a request that ran over
+    60 seconds (a row lock waited for) lost it: a repeat ran beside it, and the first one's end
+    then deleted the repeat's key. A lease touches it while the request runs; once taken over
+    (a process silent for a minute), the request that lost it writes nothing to it."""
+    from rebill.api import idempotency
+    from rebill.errors import Conflict
+    monkeypatch.setattr(idempotency, "HEARTBEAT_SECONDS", 0.02)
+    owner = (api.store.id, _token_id(api), "long-1")
+    print_ = fingerprint("POST", "/customers", _body(), version=api.version)
+    began = api.clock.now()
+    assert idempotency.begin(api.db, *owner, print_, began) is None
+    lease = idempotency.Lease(api.db, api.clock, owner, began)
+    lease.hold()
+    api.clock.advance(timedelta(seconds=61))
+    deadline = time.monotonic() + 10
+    while lease.stamp == began and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lease.stamp == api.clock.now()
+    with pytest.raises(Conflict):  # still running: not taken over
+        idempotency.begin(api.db, *owner, print_, api.clock.now())
+    idempotency.finish(api.db, *owner, idempotency.Stored(201, [], b"{}"), api.clock.now(), lease.release())
+    assert idempotency.begin(api.db, *owner, print_, api.clock.now()) == idempotency.Stored(201, [], b"{}")
+    # A key taken over after a silent minute: the one that lost it neither stores nor frees it.
+    second = (api.store.id, _token_id(api), "long-2")
+    old = api.clock.now()
+    assert idempotency.begin(api.db, *second, print_, old) is None
+    lost = idempotency.Lease(api.db, api.clock, second, old)  # never held: its process was silent
+    api.clock.advance(timedelta(seconds=61))
+    assert idempotency.begin(api.db, *second, print_, api.clock.now()) is None  # the repeat takes it
+    idempotency.finish(api.db, *second, None, api.clock.now(), lost.release())
+    assert _keys(api)["long-2"] == "running"  # the repeat's, still
+    lost.touch()
+    assert lost.ended and lost.stamp == old
+
+
+def test_a_request_longer_than_a_minute_keeps_its_key_over_http(api, monkeypatch):
+    """The same through the API: a customer create that takes over a minute of the clock; a
+    repeat meanwhile answers 409, the first one's answer is kept, one customer."""
+    import threading
+
+    from rebill.api import idempotency
+    from rebill.domain.customer import service
+    monkeypatch.setattr(idempotency, "HEARTBEAT_SECONDS", 0.02)
+    real, started = service.create, threading.Event()
+
+    def slow(*args, **kw):
+        api.clock.advance(timedelta(seconds=61))
+        started.set()
+        time.sleep(1.5)  # the heartbeat looks every second
+        return real(*args, **kw)
+    monkeypatch.setattr(service, "create", slow)
+    first: list = []
+    runner = threading.Thread(target=lambda: first.append(_post(api, _body(), key="long-3")))
+    runner.start()
+    assert started.wait(10)
+    time.sleep(0.1)
+    monkeypatch.setattr(service, "create", real)
+    repeat = _post(api, _body(), key="long-3")
+    runner.join(10)
+    assert first[0].status_code == 201, first[0].text
+    # 409 while the first runs; on SQLite, whose handler holds the event loop, the repeat may
+    # be read only once the first is done, and gets its answer.
+    assert repeat.status_code == 409 or repeat.content == first[0].content, repeat.text
+    assert _post(api, _body(), key="long-3").content == first[0].content
+    assert _count(api) == 1

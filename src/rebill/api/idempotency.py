@@ -8,6 +8,12 @@ the key answers 422; a repeat while the first is still running answers 409. Answ
 request died while running is free again after 60 seconds. Expiry is real time, never a
 sandbox store's test clock.
 
+A running request says it is alive: a thread of the process touches the key of every request
+running there every 20 seconds (``Lease``), so only a key whose process stopped saying so is
+taken over, and a request that takes longer than 60 seconds (a lock waited for, a slow payment
+processor) keeps its key; its writes to the key match the last touch, so a key taken over is
+never finished by the request that lost it.
+
 Keys are kept in their own transactions, before and after the request's. The request's own
 transaction marks its key "applied" as it commits its changes (domain/unit.py). A process
 that dies, or a database that goes away, between that commit and the storing of the answer
@@ -22,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -78,7 +85,8 @@ class Stored:
 
 
 def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now: datetime) -> Stored | None:
-    """Takes the key for this request (None: run it) or returns the answer to replay."""
+    """Takes the key for this request (None: run it, its key stamped ``now``: a ``Lease``) or
+    returns the answer to replay."""
     table = idempotency_keys
     where = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)
     with db.write() as conn:
@@ -141,10 +149,92 @@ def purge_expired(db: Database, now: datetime) -> int:
             return removed
 
 
-def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None, now: datetime) -> None:
-    """Stores the answer, or frees the key when there is none to keep (5xx, 409, no answer)."""
+# How often a running request's key is touched: a third of ABANDONED, so that two touches may
+# fail (a database away for a moment) before a repeat could take the key over.
+HEARTBEAT_SECONDS = ABANDONED.total_seconds() / 3
+
+
+class Lease:
+    """The key a request running in this process holds, from ``begin`` to ``finish``; ``stamp``
+    is its row's `updated_at` as this request last wrote it. Found by an audit: nothing touched
+    a running key, so a request that waited over 60 seconds on a row lock lost its key, a repeat
+    ran beside it (two records; a refund made twice), and the first one's end deleted the
+    repeat's key."""
+
+    __slots__ = ("db", "clock", "owner", "stamp", "lock", "ended", "touched")
+
+    def __init__(self, db: Database, clock: Any, owner: tuple[int, int, str], stamp: datetime) -> None:
+        self.db, self.clock, self.owner, self.stamp = db, clock, owner, stamp
+        self.lock = threading.Lock()
+        self.ended = False
+        self.touched = time.monotonic()  # when ``stamp`` was written
+
+    def hold(self) -> None:
+        with _leases_lock:
+            _leases.add(self)
+            if not _beating:
+                _beating.append(threading.Thread(target=_beat, name="rebill-idempotency-heartbeat", daemon=True))
+                _beating[0].start()
+
+    def release(self) -> datetime:
+        """No more touches; the stamp ``finish`` must match."""
+        with self.lock:
+            self.ended = True
+        with _leases_lock:
+            _leases.discard(self)
+        return self.stamp
+
+    def touch(self) -> None:
+        with self.lock:
+            if self.ended:
+                return
+            now = self.clock.now()
+            table = idempotency_keys
+            store_id, token_id, key = self.owner
+            with self.db.write() as conn:
+                count = conn.execute(update(table).where(
+                    table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
+                    table.c.state.in_(("running", "applied")), table.c.updated_at == self.stamp).values(
+                    updated_at=now)).rowcount
+            if count == 1:
+                self.stamp, self.touched = now, time.monotonic()
+            else:  # taken over after all (this process was silent for a minute): nothing to keep alive
+                self.ended = True
+
+
+_leases: set[Lease] = set()
+_leases_lock = threading.Lock()
+_beating: list[threading.Thread] = []
+
+
+def _beat() -> None:
+    """The process's heartbeat thread: touches the key of every request running here once its
+    last touch is ``HEARTBEAT_SECONDS`` old (a look a second; requests shorter than that, nearly
+    all, are never touched)."""
+    while True:
+        time.sleep(min(1.0, HEARTBEAT_SECONDS))
+        with _leases_lock:
+            running = list(_leases)
+        due = time.monotonic() - HEARTBEAT_SECONDS
+        for lease in running:
+            if lease.touched > due:
+                continue
+            try:
+                lease.touch()
+            except Exception as exc:  # noqa: BLE001 - the next beat tries again
+                if not unavailable(exc):
+                    logger.error("could not touch Idempotency-Key %r", lease.owner[2], exc_info=exc)
+
+
+def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None, now: datetime,
+           stamp: datetime | None = None) -> None:
+    """Stores the answer, or frees the key when there is none to keep (5xx, 409, no answer);
+    ``stamp``: the key's `updated_at` as the request's lease last wrote it (the key is still
+    this request's)."""
     table = idempotency_keys
-    where = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)
+    where: tuple[Any, ...] = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)
+    if stamp is not None:
+        where += (table.c.updated_at == stamp,)
     with db.write() as conn:
         if answer is None or answer.status >= 500 or answer.status == 409:
             # Free, unless its changes committed ("applied"): a 503 whose COMMIT landed just
@@ -163,27 +253,35 @@ _retrying: set[asyncio.Task[None]] = set()
 
 
 async def finish_soon(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None,
-                      now: datetime) -> None:
-    """``finish``, and when the database is away (the request's own COMMIT may just have
-    landed before it went), again in the background every half second until it is back,
-    instead of leaving the key to free itself while the request's changes stand."""
+                      now: datetime, lease: Lease | None = None) -> None:
+    """``finish`` (the lease released first, in the worker thread: a touch in flight may wait
+    for SQLite's write lock, which the event loop's writer may hold), and when the database is
+    away (the request's own COMMIT may just have landed before it went), again in the
+    background every half second until it is back, instead of leaving the key to free itself
+    while the request's changes stand."""
+    stamp: datetime | None = None
+
+    def settle() -> None:
+        nonlocal stamp
+        stamp = lease.release() if lease is not None else None
+        finish(db, store_id, token_id, key, answer, now, stamp)
     try:
-        await run_in_threadpool(finish, db, store_id, token_id, key, answer, now)
+        await run_in_threadpool(settle)
     except Exception as exc:
         if not unavailable(exc):
             raise
-        task = asyncio.get_running_loop().create_task(_finish_later(db, store_id, token_id, key, answer, now))
+        task = asyncio.get_running_loop().create_task(_finish_later(db, store_id, token_id, key, answer, now, stamp))
         _retrying.add(task)
         task.add_done_callback(_retrying.discard)
 
 
 async def _finish_later(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None,
-                        now: datetime) -> None:
+                        now: datetime, stamp: datetime | None) -> None:
     deadline = time.monotonic() + FINISH_RETRY_SECONDS
     while time.monotonic() < deadline:
         await asyncio.sleep(0.5)
         try:
-            await run_in_threadpool(finish, db, store_id, token_id, key, answer, now)
+            await run_in_threadpool(finish, db, store_id, token_id, key, answer, now, stamp)
             return
         except Exception as exc:  # noqa: BLE001 - logged below when it is no outage
             if not unavailable(exc):

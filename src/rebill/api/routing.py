@@ -385,8 +385,9 @@ class Api:
         db, clock = self.services.db, self.services.clock
         owner = (ctx.store.id, ctx.token.id, key)
         print_ = idempotency.fingerprint(operation.method, call.scope["path"], call.body, version=ctx.version.name)
+        began = clock.now()
         try:
-            stored = await run_in_threadpool(idempotency.begin, db, *owner, print_, clock.now())
+            stored = await run_in_threadpool(idempotency.begin, db, *owner, print_, began)
         except ServiceError as exc:
             await send_error(send, exc, ctx.headers)
             return
@@ -402,12 +403,14 @@ class Api:
         # Not for handlers that call the payment processor: they commit around the call in
         # steps of their own, and their 503 (no answer from the processor) is safe to repeat.
         marked = REQUEST_KEY.set(None if operation.calls_out else owner)
+        lease = idempotency.Lease(db, clock, owner, began)
+        lease.hold()
         try:
             await self._respond(operation, call, ctx, recorder)
         finally:
             REQUEST_KEY.reset(marked)
             try:
-                await idempotency.finish_soon(db, *owner, recorder.answer(), clock.now())
+                await idempotency.finish_soon(db, *owner, recorder.answer(), clock.now(), lease)
             finally:
                 await recorder.release()
 

@@ -92,7 +92,7 @@ def skip_address_charge(call: Call) -> Reply:
 
 
 @endpoints.post("/charges/{charge_id:id}/process", scope="write_orders", calls_out=True, body=NO_FIELDS,
-                reply=one("charge"))
+                store_check=manual.require_access, reply=one("charge"))
 def process_charge(call: Call) -> Reply:
     """NOTE: decisions §6.6, §6.12: plan tier A; a queued or errored charge is paid now (a
     failed payment still answers 200, with the charge in error); a paid one answers 422 and
@@ -103,7 +103,7 @@ def process_charge(call: Call) -> Reply:
 
 
 @endpoints.post("/charges/{charge_id:id}/capture_payment", scope="write_orders", calls_out=True, body=NO_FIELDS,
-                reply=one("charge"))
+                store_check=money_back.require_access, reply=one("charge"))
 def capture_payment(call: Call) -> Reply:
     """NOTE: decisions §6.6, §6.7: plan tier A, a `pending` charge within 7 days."""
     return call.one("charge", money_back.capture(call.services.db, call.services.gateway, call.store,

@@ -17,8 +17,15 @@ from . import claim, run
 from .access import TIER_A, require_tier, visible
 
 
-def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
+def require_access(store: Store) -> None:
+    """NOTE: decisions §6.6, plan tier A. The router asks it before the request's
+    Idempotency-Key is taken (``store_check``), so that a 403 is not kept (found by an audit: a
+    store moved to tier A kept getting the 403 replayed for 24 hours)."""
     require_tier(store, TIER_A, "Processing a charge")
+
+
+def process(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
+    require_access(store)
     charge = visible(db, store, charge_id, now)
     if charge.status not in (QUEUED, ERROR):
         raise ValidationFailed.field("status", f"only a queued or error charge can be processed; this one is "

@@ -32,8 +32,13 @@ from .outcome import count_use, items_of, make_orders
 CAPTURE_WINDOW = timedelta(days=7)
 
 
-def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
+def require_access(store: Store) -> None:
+    """NOTE: decisions §6.6, plan tier A; asked by the router too (as ``manual.require_access``)."""
     require_tier(store, TIER_A, "Capturing a payment")
+
+
+def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
+    require_access(store)
     charge = visible(db, store, charge_id, now)
     if charge.status != PENDING:
         raise ValidationFailed.field("status", f"only a pending (authorized) charge can be captured; this one is "
