@@ -229,3 +229,40 @@ def test_a_full_refund_of_a_charge_paid_at_nothing_names_full_refund_not_amount(
     assert reply.status_code == 422, reply.text
     assert reply.json()["errors"] == {"full_refund": ["nothing is left to refund on this charge"]}
     assert _ledger(tier_a, "refund") == []
+
+
+def _orders_of(api, charge_id):
+    listed = api.get("/orders", params={"charge_id": charge_id, "sort_by": "id-asc"}, version="2021-11")
+    return [(o["status"], o["scheduled_at"][:10]) for o in listed.json()["orders"]]
+
+
+@pytest.mark.parametrize("before,after,made", [
+    ((1, 1), (3, 1), 1),  # made prepaid while its charge was authorized: the charge paid one delivery
+    ((3, 1), (2, 1), 3),  # a prepaid one shortened: the charge paid three
+])
+def test_a_capture_makes_the_orders_the_authorized_charge_paid_for(api, before, after, made):
+    """Found by an audit: a capture made its orders from the subscription's cadence at capture
+    time, so a change between authorization and capture made more deliveries than were paid
+    for, or fewer. The charge's lines say how many each paid for; the interval steps them."""
+    tier_a = api.other_store(plan_tier="premium_a")
+    customer = make_customer(tier_a)
+    make_payment_method(tier_a, customer, processor_payment_method_token="authorize_only")
+    address = make_address(tier_a, customer)
+    item = make_subscription(tier_a, address, price=Decimal("10.00"), charge_interval_frequency=before[0],
+                             order_interval_frequency=before[1])
+    [charge] = charges_of(tier_a, address.id)
+    pending = tier_a.post(f"/charges/{charge.id}/process", json={}, version="2021-11").json()["charge"]
+    assert (pending["status"], pending["orders_count"]) == ("pending", made)
+    changed = tier_a.put(f"/subscriptions/{item.id}", json={"charge_interval_frequency": after[0],
+                                                           "order_interval_frequency": after[1],
+                                                           "order_interval_unit": "month"}, version="2021-11")
+    assert changed.status_code == 200, changed.text
+    captured = tier_a.post(f"/charges/{charge.id}/capture_payment", json={}, version="2021-11")
+    assert captured.status_code == 200, captured.text
+    assert captured.json()["charge"]["orders_count"] == made
+    day = charge.scheduled_at
+    months = [day.replace(month=day.month + k) if day.month + k <= 12 else
+              day.replace(year=day.year + 1, month=day.month + k - 12) for k in range(made)]
+    assert _orders_of(tier_a, charge.id) == [("success" if k == 0 else "queued", m.isoformat())
+                                             for k, m in enumerate(months)]
+    assert _ledger(tier_a, "capture") == [Decimal(pending["total_price"].replace(".", ""))]

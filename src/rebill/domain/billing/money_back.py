@@ -26,7 +26,7 @@ from ..store.model import Store
 from ..unit import Unit
 from . import claim as claims
 from .access import TIER_A, require_tier, visible
-from .outcome import count_use, items_of, make_orders
+from .outcome import as_charged, count_use, items_of, make_orders
 
 # NOTE: decisions §6.7, §6.12: 7 x 24 hours, the end itself still allowed.
 CAPTURE_WINDOW = timedelta(days=7)
@@ -61,7 +61,7 @@ def _capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: 
     def apply(unit: Unit, held: Charge, result: Result) -> None:
         _save(unit, held.id, {"status": SUCCESS, "processed_at": unit.now})
         count_use(unit, held)
-        make_orders(unit, held, items_of(unit, held))
+        make_orders(unit, held, as_charged(held, items_of(unit, held)))
         unit.record("charge/paid", held.id)
     return _claimed(db, store, charge_id, now, (PENDING,), ask, apply)
 

@@ -20,6 +20,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 from sqlalchemy import bindparam, null, select, update
 
 from rebill.db.among import among
@@ -369,6 +370,25 @@ def _method_status(unit: Unit, method_id: int | None, status: str, reason: str |
 def items_of(unit: Unit, charge: Charge) -> list[PurchaseItem]:
     found = items.many(unit.conn, unit.store_id, charge.purchase_item_ids)
     return [found[i] for i in charge.purchase_item_ids if i in found]
+
+
+def as_charged(charge: Charge, found: list[PurchaseItem]) -> list[PurchaseItem]:
+    """``found`` (the charge's items as they are now) delivering what the charge's lines paid
+    for: each line's deliveries (``orders_per_charge``, from its planning), each stepped by its
+    item's order interval, as an order's delay steps (order/dates.py). A capture's orders come
+    from here (found by an audit: an item made prepaid while its charge was authorized made
+    three orders of a charge that paid for one, and a prepaid one shortened made fewer than
+    paid for). An item deleted meanwhile has no interval left to date its later orders: its
+    first order delivers it (docs/api-choices.md, Authorize-only)."""
+    paid = {line.get("purchase_item_id"): line.get("orders_per_charge") or 1 for line in charge.line_items}
+    out = []
+    for item in found:
+        deliveries_paid = paid.get(item.id, 1)
+        if item.kind == SUBSCRIPTION and item.order_interval_frequency and item.orders_per_charge != deliveries_paid:
+            item = msgspec.structs.replace(
+                item, charge_interval_frequency=item.order_interval_frequency * deliveries_paid)
+        out.append(item)
+    return out
 
 
 def _update_item(unit: Unit, item: PurchaseItem, changes: dict[str, Any], topic: str) -> None:
