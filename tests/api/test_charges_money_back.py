@@ -266,3 +266,24 @@ def test_a_capture_makes_the_orders_the_authorized_charge_paid_for(api, before, 
     assert _orders_of(tier_a, charge.id) == [("success" if k == 0 else "queued", m.isoformat())
                                              for k, m in enumerate(months)]
     assert _ledger(tier_a, "capture") == [Decimal(pending["total_price"].replace(".", ""))]
+
+
+def test_a_capture_dates_later_orders_from_the_charge_not_the_subscriptions_new_day(api):
+    """Found by an audit: a prepaid charge authorized for Dec 1, whose subscription's next date
+    was set to Mar 20 before the capture, made its orders on Dec 1, Jan 20 and Feb 20. They
+    are the charge's date plus one and two order intervals (decisions §6.12)."""
+    tier_a = api.other_store(plan_tier="premium_a")
+    customer = make_customer(tier_a)
+    make_payment_method(tier_a, customer, processor_payment_method_token="authorize_only")
+    address = make_address(tier_a, customer)
+    item = make_subscription(tier_a, address, price=Decimal("10.00"), charge_interval_frequency=3)
+    [charge] = charges_of(tier_a, address.id)
+    assert tier_a.post(f"/charges/{charge.id}/process", json={}).json()["charge"]["status"] == "pending"
+    moved = tier_a.post(f"/subscriptions/{item.id}/set_next_charge_date",
+                        json={"date": (charge.scheduled_at + timedelta(days=109)).isoformat()})
+    assert moved.status_code == 200, moved.text
+    assert tier_a.post(f"/charges/{charge.id}/capture_payment", json={}).status_code == 200
+    day = charge.scheduled_at
+    expected = [day.replace(month=day.month + k) if day.month + k <= 12 else
+                day.replace(year=day.year + 1, month=day.month + k - 12) for k in range(3)]
+    assert [when for _, when in _orders_of(tier_a, charge.id)] == [d.isoformat() for d in expected]

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from rebill.domain.catalog import service as catalog
 from rebill.domain.catalog.model import ProductCreate, VariantInput
 from rebill.domain.checkout import charge as checkout_charge
+from rebill.domain.schedule.dates import add_months
 from rebill.domain.unit import Unit
 from rebill.models import checkouts, customers, events, orders, sandbox_payments
 from tests.api.test_charges_totals import set_rates
@@ -821,6 +822,20 @@ def test_a_first_recurring_charge_delay_counts_days_from_the_charge(api):
     item_id = api.get(f"/charges/{charge_id}").json()["charge"]["line_items"][0]["purchase_item_id"]
     subscription = api.get(f"/subscriptions/{item_id}").json()["subscription"]
     assert subscription["next_charge_scheduled_at"] == str(api.clock.now().date() + timedelta(days=10))
+
+
+def test_a_prepaid_lines_later_orders_step_from_the_checkouts_day(api):
+    """Decisions §6.12: order k on the charge's date plus k order intervals. Found by an audit: a
+    prepaid checkout line dated its later orders on its subscription's day (its first renewal's,
+    five days on), so the second delivery came five days after the first."""
+    priced_store(api)
+    line = {**SUB_LINE, "charge_interval_frequency": 3, "first_recurring_charge_delay": 5}
+    token = ready(api, line_items=[line])["token"]
+    charge_id = api.post(f"/checkouts/{token}/charge", json=CHARGE).json()["checkout_charge"]["charge_id"]
+    listed = api.get("/orders", params={"charge_id": charge_id, "sort_by": "id-asc"}).json()["orders"]
+    day = api.clock.now().date()
+    later = [add_months(day, k) for k in range(3)]
+    assert [o["scheduled_at"][:10] for o in listed] == [d.isoformat() for d in later]
 
 
 def test_charging_needs_an_email_lines_and_a_complete_shipping_address(vapi):

@@ -4,12 +4,11 @@ orders of its charge with it."""
 
 from __future__ import annotations
 
-import calendar
 from datetime import date
 
 from rebill.errors import ValidationFailed
 
-from ..schedule.dates import add_interval
+from ..schedule.dates import add_interval, anchor_on
 from ..subscription import repository as items
 from ..subscription.model import SUBSCRIPTION, PurchaseItem
 from ..unit import Unit
@@ -86,11 +85,5 @@ def _one_interval_later(day: date, item: PurchaseItem) -> date:
     decisions §6.12), a weekly one its order weekday; one moved to another day by hand keeps
     its own."""
     assert item.order_interval_unit and item.order_interval_frequency
-    anchor = item.anchor_day
-    if item.order_interval_unit == "week":
-        on_anchor = anchor is not None and day.weekday() == anchor
-    else:
-        on_anchor = anchor is not None and day.day == min(anchor, calendar.monthrange(day.year, day.month)[1])
-    if not on_anchor:
-        anchor = None
-    return add_interval(day, item.order_interval_unit, item.order_interval_frequency, anchor)
+    return add_interval(day, item.order_interval_unit, item.order_interval_frequency,
+                        anchor_on(day, item.order_interval_unit, item.anchor_day))

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date
 
-from ..schedule.dates import add_interval
+from ..schedule.dates import add_interval, anchor_on
 from ..subscription.model import SUBSCRIPTION, PurchaseItem
 
 
@@ -28,10 +28,14 @@ def later_orders(scheduled_at: date, items: Iterable[PurchaseItem]) -> list[tupl
         if item.kind != SUBSCRIPTION or not item.is_prepaid:
             continue
         assert item.order_interval_unit and item.order_interval_frequency
+        # NOTE: decisions §6.12, the charge's date plus k order intervals, month ends clamped on
+        # the cadence's day when the charge is on it, else on the charge's own day (found by an
+        # audit: a checkout's charge, or one whose subscription's day moved before its capture,
+        # dated its later orders on the subscription's new day).
+        anchor = anchor_on(scheduled_at, item.order_interval_unit, item.anchor_day)
         for k in range(1, item.orders_per_charge):
             try:
-                when = add_interval(scheduled_at, item.order_interval_unit, item.order_interval_frequency * k,
-                                    item.anchor_day)
+                when = add_interval(scheduled_at, item.order_interval_unit, item.order_interval_frequency * k, anchor)
             except (OverflowError, ValueError):
                 break  # past 9999-12-31 (a date set by hand at the calendar's end): no such delivery
             found[when].append(item.id)  # an item's dates only grow with k: each once

@@ -37,6 +37,17 @@ def add_interval(start: date, unit: str, frequency: int, anchor_day: int | None 
     raise ValueError(f"unknown interval unit {unit!r}")
 
 
+def anchor_on(day: date, unit: str, anchor_day: int | None) -> int | None:
+    """``anchor_day`` when ``day`` falls on it (a month's day as clamped to ``day``'s month, a
+    week's weekday), else None: a date off its cadence's day (a checkout's, or a subscription's
+    day moved since) steps on from its own day, not from the cadence's."""
+    if anchor_day is None or unit == "day":
+        return anchor_day
+    if unit == "week":
+        return anchor_day if day.weekday() == anchor_day else None
+    return anchor_day if day.day == min(anchor_day, calendar.monthrange(day.year, day.month)[1]) else None
+
+
 def align(start: date, unit: str, day_of_month: int | None, day_of_week: int | None) -> date:
     """The first date on or after ``start`` that falls on the order day: a day of the month
     (clamped to short months) for monthly cadences, a weekday for weekly ones."""

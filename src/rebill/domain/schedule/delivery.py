@@ -41,7 +41,7 @@ from ..payment_method import repository as payment_methods
 from ..subscription import repository as items
 from ..subscription.model import ACTIVE, ONETIME, SUBSCRIPTION, PurchaseItem
 from ..unit import Unit
-from .dates import MAX_STEPS, add_interval, occurrences
+from .dates import MAX_STEPS, add_interval, anchor_on, occurrences
 from .plan import ADDRESS_FIELDS, shipping_address
 
 # NOTE: decisions §5.16, at most 50 delivery dates; 10 and 365 days unless asked otherwise.
@@ -134,7 +134,8 @@ class _Projected(msgspec.Struct, frozen=True):
 def _orders_of_charge(item: PurchaseItem, charge_date: date) -> list[date]:
     """NOTE: decisions §5.4, a prepaid charge makes charge/order orders, one per order interval."""
     unit, frequency = item.order_interval_unit or "day", item.order_interval_frequency or 1
-    return [add_interval(charge_date, unit, frequency * k, item.anchor_day) if k else charge_date
+    anchor = anchor_on(charge_date, unit, item.anchor_day)  # as order/deliveries.py dates them
+    return [add_interval(charge_date, unit, frequency * k, anchor) if k else charge_date
             for k in range(item.orders_per_charge)]
 
 
