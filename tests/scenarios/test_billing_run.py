@@ -199,6 +199,22 @@ def test_a_subscription_that_expires_with_its_last_charge_drops_its_skips_ahead(
     assert_schedule_consistent(api, address.id)
 
 
+def test_a_monthly_subscription_created_on_the_31st_keeps_that_day(api, at):
+    """docs/api-choices.md, Month ends: a cadence keeps the day it was set on. Found by an
+    audit: created on Jan 31 without a date, it was charged on Feb 28 and then on Mar 28."""
+    at(date(2027, 1, 31))
+    address = _customer_with(api)
+    created = api.post("/subscriptions", json={
+        "address_id": address.id, "product_title": "Tea", "price": "5.00", "quantity": 1,
+        "charge_interval_frequency": 1, "order_interval_frequency": 1, "order_interval_unit": "month"})
+    assert created.status_code == 201, created.text
+    subscription = created.json()["subscription"]
+    assert subscription["next_charge_scheduled_at"] == "2027-02-28"
+    at(date(2027, 2, 28))
+    assert _bill(api).paid == 1
+    assert _item(api, subscription["id"])["next_charge_scheduled_at"] == "2027-03-31"
+
+
 def test_authorize_only_leaves_the_charge_pending_advances_and_makes_no_order_yet(api, at):
     at(START)
     address = _customer_with(api, token="authorize_only")

@@ -275,12 +275,15 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
             values["price"] = plan_price(values["price"], plan, address.presentment_currency)
     today = unit.today
     when = command.next_charge_scheduled_at
+    # The cadence keeps the day of the date it was set on (docs/api-choices.md, Month ends): the
+    # first date sent, else today, from which the first date is one interval on (found by an
+    # audit: created on Jan 31, charged Feb 28, then Mar 28 instead of Mar 31).
+    anchor = intervals.anchor_for(values["order_interval_unit"], when or today, values.get("order_day_of_month"),
+                                  values.get("order_day_of_week"))
     if when is None:
         when = intervals.first_date(values, today)
     intervals.check_room("next_charge_scheduled_at", when, values["order_interval_unit"],
-                         values["charge_interval_frequency"],
-                         intervals.anchor_for(values["order_interval_unit"], when, values.get("order_day_of_month"),
-                                              values.get("order_day_of_week")))
+                         values["charge_interval_frequency"], anchor)
     values.update(
         store_id=unit.store_id,
         kind=SUBSCRIPTION,
@@ -288,8 +291,7 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
         status=ACTIVE,
         presentment_currency=address.presentment_currency,
         next_charge_scheduled_at=when,
-        anchor_day=intervals.anchor_for(values["order_interval_unit"], when, values.get("order_day_of_month"),
-                                        values.get("order_day_of_week")),
+        anchor_day=anchor,
         sku_override=bool(values.get("sku_override")),
         charges_count=0,
         last_charge_date=None,
