@@ -165,3 +165,49 @@ def test_a_free_charge_takes_nothing_and_asks_stripe_nothing(day):
     assert _run(shop).paid == 1
     assert _charge(shop, charge_id)["status"] == "success"
     assert _intents_by_key(shop) == {}
+
+
+@pytest.mark.parametrize("currency,price,sent", [
+    ("ISK", "1000", 100000),  # Stripe keeps ISK two-decimal: 100 is one króna
+    ("MGA", "5000.00", 5000),  # Stripe takes MGA whole (ISO gives it two decimals)
+    ("JPY", "500", 500),
+])
+def test_amounts_go_to_stripe_in_stripes_units_of_the_currency(stripe_client, database, clock, fake_stripe,
+                                                               currency, price, sent):
+    """Found by an audit: 1000 ISK went to Stripe as `amount=1000` (10 kr at Stripe) and
+    5000.00 MGA as 500000 (a hundred times the price); a refund and the events Stripe sends
+    back are converted alike."""
+    shop = stripe_store(stripe_client, database, clock, fake_stripe, currency=currency, plan_tier="premium_a")
+    before = shop.api.clock.now()
+    try:
+        _at(shop, START - timedelta(days=3))
+        charge_id, _, _ = _subscriber(shop, price=price)
+        _at(shop, START)
+        assert _run(shop).paid == 1
+        [intent] = _intents_by_key(shop).values()
+        assert (intent["amount"], intent["currency"]) == (sent, currency.lower())
+        refunded = shop.api.post(f"/charges/{charge_id}/refund", json={"full_refund": True})
+        assert refunded.status_code == 200 and refunded.json()["charge"]["total_refunds"] == price, refunded.text
+        [intent] = _intents_by_key(shop).values()
+        assert intent["refunded"] == sent
+    finally:
+        shop.api.clock.set(before)
+
+
+def test_an_amount_stripe_cannot_hold_in_its_units_fails_the_payment_and_asks_nothing(
+        stripe_client, database, clock, fake_stripe):
+    """A fraction of an ariary has no Stripe amount: the payment fails, saying why, and no
+    PaymentIntent is made."""
+    shop = stripe_store(stripe_client, database, clock, fake_stripe, currency="MGA", plan_tier="premium_a")
+    before = shop.api.clock.now()
+    try:
+        _at(shop, START - timedelta(days=3))
+        charge_id, _, _ = _subscriber(shop, price="5000.50")
+        _at(shop, START)
+        assert _run(shop).failed == 1
+        charge = _charge(shop, charge_id)
+        assert (charge["status"], charge["error_type"]) == ("error", "PROCESSING_ERROR")
+        assert "whole" in charge["error"]
+        assert _intents_by_key(shop) == {}
+    finally:
+        shop.api.clock.set(before)

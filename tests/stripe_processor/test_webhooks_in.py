@@ -235,6 +235,16 @@ def test_an_event_type_rebill_does_not_handle_is_acknowledged_and_ignored(shop):
     assert _remembered(shop) == []
 
 
+@pytest.mark.parametrize("metadata", [["rebill_idempotency_key"], "rebill", 7])
+def test_a_payment_intent_whose_metadata_is_no_object_is_not_rebills_and_is_ignored(shop, metadata):
+    """Found by an audit: a signed `payment_intent.*` event whose `metadata` was a list or a
+    string answered 500 (its key was asked of it as of an object)."""
+    intent = {"id": "pi_odd", "object": "payment_intent", "status": "succeeded", "amount": 1250,
+              "currency": "usd", "metadata": metadata}
+    response = send(shop, "payment_intent.succeeded", intent)
+    assert (response.status_code, response.json()["result"]) == (200, "ignored"), response.text
+
+
 # Payments whose answer never came ---------------------------------------------------------------
 
 @pytest.fixture

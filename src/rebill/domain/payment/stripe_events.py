@@ -20,6 +20,7 @@ from rebill.errors import BadRequest
 
 from .gateway import GatewayUnavailable
 from .inbound import Fact, InboundEvent, MethodUnusable, MethodUpdated, PaymentSettled, Refunded
+from .stripe_amounts import from_stripe
 
 PROCESSOR = "stripe"
 HANDLED = ("payment_intent.succeeded", "payment_intent.payment_failed", "charge.refunded",
@@ -58,6 +59,8 @@ def read(event: dict[str, Any]) -> InboundEvent:
 def _fact(kind: str, obj: dict[str, Any]) -> Fact | None:
     if kind.startswith("payment_intent."):
         metadata = obj.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            return None  # not an object Stripe sends (found by an audit: a 500)
         key = metadata.get("rebill_idempotency_key")
         if not isinstance(key, str):
             return None  # not a payment Rebill made
@@ -69,13 +72,13 @@ def _fact(kind: str, obj: dict[str, Any]) -> Fact | None:
         amount, currency = obj.get("amount"), obj.get("currency")
         if not isinstance(amount, int) or not isinstance(currency, str):
             return None
-        return PaymentSettled(metadata.get("rebill_store"), key, result, amount, currency.upper(),
-                              _id(obj.get("payment_method")))
+        return PaymentSettled(metadata.get("rebill_store"), key, result, from_stripe(amount, currency),
+                              currency.upper(), _id(obj.get("payment_method")))
     if kind == "charge.refunded":
         intent, refunded = _id(obj.get("payment_intent")), obj.get("amount_refunded")
         if intent is None or not isinstance(refunded, int) or not isinstance(obj.get("currency"), str):
             return None
-        return Refunded(intent, refunded, obj["currency"].upper())
+        return Refunded(intent, from_stripe(refunded, obj["currency"]), obj["currency"].upper())
     if not isinstance(obj.get("id"), str):
         return None
     if kind == "payment_method.updated":

@@ -19,6 +19,7 @@ import stripe
 
 from .gateway import CAPTURED, FAILED, PROCESSING_ERROR, REFUNDED, GatewayUnavailable, Payment, Result
 from .processors import StripeAccount
+from .stripe_amounts import NotInStripeUnits, to_stripe
 from .stripe_errors import charge_result, error_result
 
 # Stripe's PaymentMethod types by Rebill's payment_type (wallet payments are card methods).
@@ -47,8 +48,12 @@ class StripeGateway:
         self._pauses, self._sleep = rate_limit_pauses, sleep
 
     def charge(self, payment: Payment) -> Result:
+        try:
+            amount = to_stripe(payment.amount_minor, payment.currency)
+        except NotInStripeUnits as exc:
+            return Result(FAILED, error_type=PROCESSING_ERROR, error=str(exc))
         params: dict[str, Any] = {
-            "amount": payment.amount_minor, "currency": payment.currency.lower(),
+            "amount": amount, "currency": payment.currency.lower(),
             "payment_method_types": [METHOD_TYPES.get((payment.payment_type or "").upper(), "card")],
             "confirm": True,
             "metadata": {"rebill_store": str(payment.store_id), "rebill_reference": payment.reference,
@@ -90,7 +95,11 @@ class StripeGateway:
 
     def refund(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
                currency: str) -> Result:
-        params = {"payment_intent": transaction_id, "amount": amount_minor,
+        try:
+            amount = to_stripe(amount_minor, currency)
+        except NotInStripeUnits as exc:
+            return Result(FAILED, error_type=PROCESSING_ERROR, error=str(exc))
+        params = {"payment_intent": transaction_id, "amount": amount,
                   "metadata": {"rebill_store": str(store_id), "rebill_idempotency_key": idempotency_key}}
         try:
             refund = self._call(lambda: self.client.v1.refunds.create(params, {"idempotency_key": idempotency_key})
