@@ -211,3 +211,46 @@ def test_an_amount_stripe_cannot_hold_in_its_units_fails_the_payment_and_asks_no
         assert _intents_by_key(shop) == {}
     finally:
         shop.api.clock.set(before)
+
+
+def test_a_capture_stripe_made_behind_a_500_is_recorded_from_the_payment_intent(
+        stripe_client, database, clock, fake_stripe):
+    """Found by an audit: Stripe captured and answered 500 (replayed for the key), and every
+    capture answered 422 while the charge stayed pending, its orders never made. The
+    PaymentIntent says it was captured: the capture is recorded, once."""
+    shop = stripe_store(stripe_client, database, clock, fake_stripe, authorize_only=True, plan_tier="premium_a")
+    before = clock.now()
+    try:
+        _at(shop, START - timedelta(days=3))
+        charge_id, _, _ = _subscriber(shop)
+        _at(shop, START)
+        assert _run(shop).pending == 1
+        [intent] = _intents_by_key(shop).values()
+        fake_stripe.fault(f"/v1/payment_intents/{intent['id']}/capture", "error_after", times=3)
+        captured = shop.api.post(f"/charges/{charge_id}/capture_payment", json={})
+        assert captured.status_code == 200, captured.text
+        assert captured.json()["charge"]["status"] == "success"
+        assert shop.api.get("/orders", params={"charge_id": charge_id}).json()["orders"]
+        assert [e["key"] for e in fake_stripe.log() if e["path"].endswith("/capture")].count(
+            f"rebill-charge-{charge_id}-capture") >= 1
+    finally:
+        fake_stripe.clear_faults()
+        clock.set(before)
+
+
+def test_a_refund_stripe_made_behind_a_500_is_recorded_and_a_retry_refunds_nothing_more(day):
+    """Found by an audit: a refund Stripe made behind a 500 answered 422 and was recorded
+    nowhere; the client's retry then refunded a second time. The PaymentIntent's refunds name
+    the key: the refund is recorded once, and the same request again is a second refund only
+    when asked for (the key names what was refunded before)."""
+    shop = day
+    charge_id, _, _ = _subscriber(shop, price="20.00")
+    _at(shop, START)
+    _run(shop)
+    shop.fake.fault("/v1/refunds", "error_after", times=3)
+    refunded = shop.api.post(f"/charges/{charge_id}/refund", json={"amount": "5.00"})
+    shop.fake.clear_faults()
+    assert refunded.status_code == 200, refunded.text
+    assert refunded.json()["charge"]["total_refunds"] == "5.00"
+    [intent] = _intents_by_key(shop).values()
+    assert intent["refunded"] == 500

@@ -87,6 +87,13 @@ class StripeGateway:
         try:
             intent = self._call(lambda: self.client.v1.payment_intents.capture(
                 transaction_id, options={"idempotency_key": idempotency_key}).to_dict())
+        except (stripe.APIError, stripe.IdempotencyError) as exc:
+            # NOTE: issue 16, a 5xx's outcome is indeterminate (and replayed for the key): the
+            # PaymentIntent says whether it was captured (found by an audit: a capture Stripe
+            # made behind a 500 left the charge pending for good, its orders never made).
+            intent = self._read_intent(transaction_id)
+            if intent.get("status") != "succeeded":
+                return error_result(exc, charging=False, store_id=self.store_id)
         except stripe.StripeError as exc:
             return error_result(exc, charging=False, store_id=self.store_id)
         if intent.get("status") == "succeeded":
@@ -104,6 +111,14 @@ class StripeGateway:
         try:
             refund = self._call(lambda: self.client.v1.refunds.create(params, {"idempotency_key": idempotency_key})
                                 .to_dict())
+        except (stripe.APIError, stripe.IdempotencyError) as exc:
+            # The same for a refund: the PaymentIntent's refunds say whether this key made one
+            # (found by an audit: a refund made behind a 500 was answered 422 and recorded
+            # nowhere, and the client's retry refunded again).
+            made = self._refund_made(transaction_id, idempotency_key)
+            if made is None:
+                return error_result(exc, charging=False, store_id=self.store_id)
+            refund = made
         except stripe.StripeError as exc:
             return error_result(exc, charging=False, store_id=self.store_id)
         if refund.get("status") in ("failed", "canceled"):
@@ -124,6 +139,16 @@ class StripeGateway:
             if (intent.get("metadata") or {}).get("rebill_idempotency_key") == payment.idempotency_key:
                 return intent
         return None
+
+    def _refund_made(self, intent_id: str, idempotency_key: str) -> Any:
+        """The PaymentIntent's refund whose metadata names this key, if Stripe made one."""
+        try:
+            refunds = self._call(lambda: self.client.v1.refunds.list(
+                {"payment_intent": intent_id, "limit": 100}).to_dict())
+        except stripe.StripeError:
+            raise GatewayUnavailable("Stripe could not say whether the refund was made") from None
+        return next((r for r in refunds.get("data", [])
+                     if (r.get("metadata") or {}).get("rebill_idempotency_key") == idempotency_key), None)
 
     def _read_intent(self, intent_id: str) -> Any:
         try:
