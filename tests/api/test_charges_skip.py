@@ -579,3 +579,48 @@ def test_a_put_of_a_new_date_with_the_cadence_sent_back_drops_the_skips_off_it(a
     assert reply.status_code == 200, reply.text
     assert _skipped_dates(api, address.id) == []
     assert next_date(api, sub.id) == days(api, 10).isoformat()
+
+
+def test_unskipping_a_date_skipped_ahead_answers_the_charge_that_holds_the_item(vapi):
+    """Found by an audit: with another subscription charged on the date skipped ahead, the
+    unskip answered that date's queued charge, which does not hold the unskipped item; the
+    answer is the earliest queued charge that holds it (its next charge)."""
+    address = make_address(vapi)
+    first = weekly(vapi, address)  # days 7, 14, 21, ...
+    other = weekly(vapi, address, on=21)
+    skipped = skip_date(vapi, address.id, {"date": days(vapi, 21).isoformat(), "subscription_ids": [first.id]})
+    assert skipped.status_code == 200, skipped.text
+    body = items_body(vapi.version, [first.id]) if vapi.version == V01 else {}
+    response = unskip(vapi, skipped.json()["charge"]["id"], body)
+    assert response.status_code == 200, response.text
+    answered = response.json()["charge"]
+    held = [line.get("purchase_item_id", line.get("subscription_id")) for line in answered["line_items"]]
+    assert first.id in held and other.id not in held
+    assert answered["scheduled_at"].startswith(days(vapi, 7).isoformat())
+
+
+def test_a_queued_charge_whose_date_has_passed_cannot_be_skipped(api):
+    """Found by an audit: a charge left queued past its date (between midnight and the next
+    billing run) answered 409 "try again" to a skip, every time. It is due: a 422 that says so,
+    and nothing changes."""
+    address = make_address(api)
+    weekly(api, address)
+    row = only(api, address.id)
+    set_charge(api, row.id, scheduled_at=days(api, -1))
+    assert errors_of(skip(api, row.id)) == {"scheduled_at": ["a charge whose date has passed is due and cannot be skipped"]}
+    assert only(api, address.id).id == row.id
+
+
+def test_a_date_after_a_subscriptions_last_charge_cannot_be_skipped(api):
+    """Spec 01: a date within the delivery schedule. Found by an audit: a subscription with one
+    charge left took skips of dates after it, and a skip of its one date then moved that
+    charge past them. A skipped date takes no charge of the limit: the date after it is in."""
+    address = make_address(api)
+    sub = weekly(api, address, expire_after_specific_number_of_charges=1)
+    refused = skip_date(api, address.id, {"date": days(api, 14).isoformat(), "subscription_ids": [sub.id]})
+    assert errors_of(refused) == {"date": [f"purchase item {sub.id} is not charged on {days(api, 14).isoformat()}"]}
+    assert skip_date(api, address.id, {"date": days(api, 7).isoformat(), "subscription_ids": [sub.id]}).status_code == 200
+    assert next_date(api, sub.id) == days(api, 14).isoformat()
+    later = skip_date(api, address.id, {"date": days(api, 14).isoformat(), "subscription_ids": [sub.id]})
+    assert later.status_code == 200, later.text
+    assert errors_of(skip_date(api, address.id, {"date": days(api, 28).isoformat(), "subscription_ids": [sub.id]}))

@@ -114,6 +114,10 @@ def skip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "p
     charge = _locked(unit, charge_id)
     if charge.status != QUEUED:
         raise ValidationFailed.field("status", f"only a queued charge can be skipped; this one is {charge.status}")
+    if charge.scheduled_at < unit.today:
+        # Its date has passed and it waits for the next billing run: a skip of it would be
+        # history the plan drops (found by an audit: a 409 "try again" that never passed).
+        raise ValidationFailed.field("scheduled_at", "a charge whose date has passed is due and cannot be skipped")
     chosen = items.many(unit.conn, unit.store_id, _chosen(charge, item_ids, field))
     for item in chosen.values():
         _skippable(item, field)
@@ -158,15 +162,14 @@ def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = 
                               {"next_charge_scheduled_at": charge.scheduled_at, "updated_at": unit.now})
         unit.record(f"{item.kind}/unskipped", item.id)
     result = replan(unit, [charge.address_id])
-    here = result.get((charge.address_id, charge.scheduled_at, QUEUED))
+    # The earliest queued charge holding the unskipped items: the date's own, or, for a date
+    # skipped ahead of the items' next charge (decisions §5.12), the one they are next charged
+    # on (found by an audit: the date's queued charge was answered though it held other items).
+    wanted = set(chosen)
+    here = next((charge_id for (_, _, status), charge_id in sorted(result.items())
+                 if status == QUEUED and wanted & set(get(unit, charge_id).purchase_item_ids)), None)
     if here is None:
-        # A date skipped ahead of the items' next charge (decisions §5.12): unskipping it
-        # drops the skip, and the items are next charged on the queued charge they are on.
-        wanted = set(chosen)
-        here = next((charge_id for (_, _, status), charge_id in sorted(result.items())
-                     if status == QUEUED and wanted & set(get(unit, charge_id).purchase_item_ids)), None)
-        if here is None:
-            raise NotFound()
+        raise NotFound()
     return get(unit, here)
 
 
@@ -223,9 +226,16 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
         due = ([item.next_charge_scheduled_at] if item.kind != SUBSCRIPTION else
                occurrences(item.next_charge_scheduled_at, item.order_interval_unit or "day",
                            item.charge_interval_frequency or 1, item.anchor_day, until=when, limit=10_000))
+        skipped = set(items.skipped_dates(unit.conn, item.id))
+        if item.kind == SUBSCRIPTION and item.expire_after_specific_number_of_charges is not None:
+            # NOTE: spec 01, a date within the delivery schedule: a subscription with a charge
+            # limit has that many charges left, a skipped date taking none of them (found by an
+            # audit: dates after its last charge were skipped, and moved that charge on).
+            due = _within_charges_left(due, skipped,
+                                       item.expire_after_specific_number_of_charges - item.charges_count)
         if when not in due:
             raise ValidationFailed.field("date", f"purchase item {item.id} is not charged on {when.isoformat()}")
-        if when in items.skipped_dates(unit.conn, item.id):
+        if when in skipped:
             raise ValidationFailed.field("date", f"purchase item {item.id} is already skipped on {when.isoformat()}")
     _skip_items(unit, list(chosen.values()), when, field)
     key = (address_id, when, SKIPPED)
@@ -234,6 +244,18 @@ def skip_on_address(unit: Unit, address_id: int, when: date, item_ids: list[int]
     queued = next((c for c in open_charges if c.status == QUEUED and c.scheduled_at == when), None)
     whole = queued is not None and set(queued.purchase_item_ids) <= set(chosen)
     return _skipped(unit, replan(unit, [address_id], keep={key: queued.id} if whole else None), key)
+
+
+def _within_charges_left(dates: list[date], skipped: set[date], left: int) -> list[date]:
+    """The first of ``dates`` up to the ``left``-th one not skipped."""
+    kept: list[date] = []
+    for day in dates:
+        if left <= 0:
+            break
+        kept.append(day)
+        if day not in skipped:
+            left -= 1
+    return kept
 
 
 def _skipped(unit: Unit, planned: dict[Any, int], key: Any) -> Charge:
