@@ -624,3 +624,18 @@ def test_a_date_after_a_subscriptions_last_charge_cannot_be_skipped(api):
     later = skip_date(api, address.id, {"date": days(api, 14).isoformat(), "subscription_ids": [sub.id]})
     assert later.status_code == 200, later.text
     assert errors_of(skip_date(api, address.id, {"date": days(api, 28).isoformat(), "subscription_ids": [sub.id]}))
+
+
+@pytest.mark.parametrize("body", [{"subscription_id": "kept"}, {"subscription_ids": ["kept"]},
+                                  {"purchase_item_ids": ["kept"]}])
+def test_each_versions_names_of_the_items_skip_them_alone_in_both_versions(vapi, body):
+    """Found by an audit: 2021-11 took 2021-01's `subscription_id` as unknown (and 2021-01 took
+    `purchase_item_ids` so), and the whole charge was skipped: every name of the items is read
+    in both versions."""
+    address = make_address(vapi)
+    kept, skipped = weekly(vapi, address, price="10.00"), weekly(vapi, address, price="3.00")
+    row = only(vapi, address.id)
+    named = {key: (skipped.id if value == "kept" else [skipped.id]) for key, value in body.items()}
+    response = skip(vapi, row.id, named)
+    assert response.status_code == 200, response.text
+    assert lines(charge(vapi, row.id, V11)) == [kept.id]

@@ -47,9 +47,9 @@ def _items(call: Call, schema: str) -> tuple[list[int] | None, str]:
     """The named items and the body field that names them in the caller's version (errors
     about the items use it: 2021-01 callers sent `subscription_id(s)`)."""
     body = call.version.schemas[schema].parse(call.body)
-    field = "subscription_ids" if "subscription_ids" in call.body else "purchase_item_ids"
-    if call.version.name == "2021-01":
-        field = "subscription_id" if "subscription_id" in call.body else "subscription_ids"
+    default = "subscription_ids" if call.version.name == "2021-01" else "purchase_item_ids"
+    field = next((name for name in ("subscription_id", "subscription_ids", "purchase_item_ids") if name in call.body),
+                 default)
     return body.get("purchase_item_ids"), field
 
 

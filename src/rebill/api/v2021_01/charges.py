@@ -10,7 +10,7 @@ from rebill.api import query as q
 from rebill.api import shapes as sh
 from rebill.api.contract import Change, ListContract
 from rebill.api.external_ids import platform_id
-from rebill.api.fields import Field, Schema
+from rebill.api.fields import Schema
 from rebill.api.v2021_11 import charges as head
 from rebill.api.v2021_11.shapes.charges import PLATFORM_ID
 from rebill.domain.charge.model import STATUSES
@@ -188,11 +188,8 @@ LISTS: dict[str, ListContract] = {
                        sort_columns={"charge_date": "scheduled_at"},
                        includes=("metafields",), count_filters=tuple(_filters)),
 }
-# NOTE: decisions §5.11, 2021-01 names the items `subscription_id` or `subscription_ids`. Neither
-# may be null: only an absent list is the whole charge (found by an audit: `subscription_id:
-# null`, an unset variable, skipped every item).
-_SKIP = Schema(
-    Field("subscription_id", "int", nullable=False, key="purchase_item_ids", convert=lambda v: [v]),
-    Field("subscription_ids", "list", nullable=False, items="int", key="purchase_item_ids"),
-)
-SCHEMAS: dict[str, Schema] = {"charge.skip": _SKIP, "charge.unskip": _SKIP}
+# NOTE: decisions §5.11, 2021-01 names the items `subscription_id` or `subscription_ids`; 2021-11's
+# `purchase_item_ids` is taken too (v2021_11/charges.py SKIP_ITEMS). None may be null: only an
+# absent list is the whole charge (found by an audit: `subscription_id: null`, an unset
+# variable, skipped every item).
+SCHEMAS: dict[str, Schema] = {"charge.skip": head.SKIP_ITEMS, "charge.unskip": head.SKIP_ITEMS}

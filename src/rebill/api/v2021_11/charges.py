@@ -154,9 +154,14 @@ ITEMS = Field("purchase_item_ids", "list", nullable=False, items="int")
 # names the same items here too (found by an audit: sent to a charge, it was ignored and the
 # whole charge skipped). Both sent must agree.
 SUBSCRIPTION_IDS = Field("subscription_ids", "list", nullable=False, items="int", key="purchase_item_ids")
+# A charge's skip and unskip take every name either version gives the items, 2021-01's single
+# `subscription_id` too (decisions §5.11): a name taken as unknown would skip the whole charge
+# (found by an audit). None may be null: only no name at all is the whole charge.
+SKIP_ITEMS = Schema(ITEMS, SUBSCRIPTION_IDS,
+                    Field("subscription_id", "int", nullable=False, key="purchase_item_ids", convert=lambda v: [v]))
 SCHEMAS: dict[str, Schema] = {
-    "charge.skip": Schema(ITEMS, SUBSCRIPTION_IDS),
-    "charge.unskip": Schema(ITEMS, SUBSCRIPTION_IDS),
+    "charge.skip": SKIP_ITEMS,
+    "charge.unskip": SKIP_ITEMS,
     "charge.change_next_charge_date": Schema(Field("next_charge_date", "date", required=True, nullable=False)),
     # NOTE: decisions §6.8, §6.12: the currency's places are checked against the charge's currency.
     "charge.refund": Schema(Field("amount", "money", decimals=None), Field("full_refund", "bool")),
