@@ -512,6 +512,21 @@ def test_a_code_being_used_by_a_checkout_charged_now_counts_as_used(api, limit):
     assert paid.status_code == 200, paid.text
 
 
+def test_a_stale_claim_with_the_code_still_counts_as_a_use(api):
+    """Found by an audit: a checkout whose payment's answer was lost holds a stale claim, and
+    will be finished with its code; once stale it no longer counted, another checkout took the
+    one-use code, and both were recorded with it (`times_used` 2 of 1)."""
+    from rebill.domain.checkout.repository import STALE_AFTER
+    priced_store(api)
+    make_discount(api, code="STALE1", usage_limit=1)
+    first = ready(api, email="first@example.com", discount_code="STALE1")
+    second = ready(api, email="second@example.com", discount_code="STALE1")
+    _claimed_elsewhere(api, first["token"])
+    api.clock.advance(STALE_AFTER * 2)
+    refused = api.post(f"/checkouts/{second['token']}/charge", json=CHARGE)
+    assert refused.status_code == 409, refused.text
+
+
 @pytest.mark.parametrize("limit", ["once_per_customer", "first_time"])
 def test_a_per_customer_code_taken_by_a_new_customer_meanwhile_answers_409(api, monkeypatch, limit):
     """Found by audits on PostgreSQL: checkouts of a new e-mail charged at once took a
@@ -836,6 +851,24 @@ def test_a_prepaid_lines_later_orders_step_from_the_checkouts_day(api):
     day = api.clock.now().date()
     later = [add_months(day, k) for k in range(3)]
     assert [o["scheduled_at"][:10] for o in listed] == [d.isoformat() for d in later]
+
+
+def test_a_checkouts_payment_names_the_methods_type_to_the_processor(api, monkeypatch):
+    """Found by an audit: a checkout built its payment without the method's type (the billing
+    run names it), so a PayPal token went to Stripe as a card payment."""
+    priced_store(api)
+    gateway = api.client.app.services.gateway
+    asked = []
+    real = gateway.charge
+
+    def charge(payment):
+        asked.append(payment.payment_type)
+        return real(payment)
+    monkeypatch.setattr(gateway, "charge", charge)
+    token = ready(api)["token"]
+    paid = api.post(f"/checkouts/{token}/charge", json={**CHARGE, "payment_type": "PAYPAL"})
+    assert paid.status_code == 200, paid.text
+    assert asked == ["PAYPAL"]
 
 
 def test_charging_needs_an_email_lines_and_a_complete_shipping_address(vapi):

@@ -32,3 +32,24 @@ def test_a_checkout_is_paid_by_one_payment_intent_under_its_attempt_key(shop):
     total = Decimal(shop.api.get(f"/charges/{result['charge_id']}").json()["charge"]["total_price"])
     assert intent["amount"] == int(total * 100)
     assert intent["metadata"]["rebill_reference"] == f"checkout {checkout['token']}"
+
+
+def test_a_checkout_paid_behind_a_500_is_recorded_once_and_a_retry_pays_nothing_more(shop):
+    """Found by an audit: Stripe took the payment and answered 500 (replayed for the key); the
+    checkout's payment names no Stripe customer, so the look-up found nothing, the charge
+    answered 422, and the buyer's retry paid a second PaymentIntent. The account's recent
+    PaymentIntents are searched for the key when the payment names no customer."""
+    priced_store(shop.api)
+    checkout = ready(shop.api)
+    body = {"payment_processor": "stripe", "payment_token": _method(shop, "4242424242424242")}
+    shop.fake.fault("/v1/payment_intents", "error_after", times=3)
+    try:
+        paid = shop.api.post(f"/checkouts/{checkout['token']}/charge", json=body)
+    finally:
+        shop.fake.clear_faults()
+    assert paid.status_code == 200, paid.text
+    again = shop.api.post(f"/checkouts/{checkout['token']}/charge", json=body)
+    assert again.status_code == 422  # completed: not charged again
+    intents = [i for i in shop.intents() if i["metadata"]["rebill_reference"] == f"checkout {checkout['token']}"]
+    assert [i["status"] for i in intents] == ["succeeded"]
+

@@ -120,7 +120,7 @@ def _claim(unit: Unit, verifier: AddressVerifier, token: str, run: str,
         repository.claim(unit.conn, unit.store_id, checkout.id, run, unit.now, repository.STALE_AFTER, {})
         return checkout, checkout.payment, True
     state = ready(unit, verifier, checkout)
-    _hold_code(unit, checkout, state, stale)
+    _hold_code(unit, checkout, state)
     # Priced again as things are now: what differs is a change of the checkout like any write's
     # (kept even if the payment is declined), with its event and `updated_at`.
     before = {name: getattr(checkout, name) for name in service.WRITTEN}
@@ -141,7 +141,7 @@ def _claim(unit: Unit, verifier: AddressVerifier, token: str, run: str,
     return checkout, attempt, False
 
 
-def _hold_code(unit: Unit, checkout: Checkout, state: dict[str, Any], stale: datetime) -> None:
+def _hold_code(unit: Unit, checkout: Checkout, state: dict[str, Any]) -> None:
     """NOTE: decisions §7.5, `usage_limit`, `once_per_customer` and
     `first_time_customer_restriction` hold for checkouts charged at the same moment too (found
     by audits: on PostgreSQL, concurrent charges each saw the code unused, or their new
@@ -157,7 +157,7 @@ def _hold_code(unit: Unit, checkout: Checkout, state: dict[str, Any], stale: dat
     row = discounts.get(unit.conn, unit.store_id, checkout.discount_id, lock=True)
     if row is None:
         return
-    others = repository.live_claims_with_code(unit.conn, unit.store_id, checkout.discount_id, checkout.id, stale)
+    others = repository.live_claims_with_code(unit.conn, unit.store_id, checkout.discount_id, checkout.id)
     mine = (checkout.email or "").strip().lower()
     per_customer = row.once_per_customer or row.first_time_customer_restriction == FIRST_TIME
     if (row.usage_limit is not None and row.times_used + len(others) >= row.usage_limit) or \
@@ -214,7 +214,10 @@ def _pay(db: Database, gateway: Gateway, store: Store, checkout: Checkout, attem
     payment = Payment(store_id=store.id, idempotency_key=idempotency_key(checkout.id, attempt["number"]),
                       reference=f"checkout {checkout.token}", amount_minor=attempt["amount_minor"],
                       currency=attempt["currency"], customer_token=None,
-                      payment_method_token=attempt["payment_token"])
+                      payment_method_token=attempt["payment_token"],
+                      # As the billing run names a method's type (found by an audit: a PayPal
+                      # checkout asked Stripe for a card payment).
+                      payment_type=attempt.get("payment_type"))
     try:
         result = gateway.charge(payment)
     except GatewayUnavailable:

@@ -55,13 +55,14 @@ def claim(conn: Connection, store_id: int, checkout_id: int, run: str, now: date
     return conn.execute(stmt).rowcount == 1
 
 
-def live_claims_with_code(conn: Connection, store_id: int, discount_id: int, other_than: int,
-                          stale: datetime) -> list[str]:
+def live_claims_with_code(conn: Connection, store_id: int, discount_id: int, other_than: int) -> list[str]:
     """The lower-cased e-mails of the other checkouts (``other_than`` 0: of any) being charged
-    now with this code (their payment in flight: claimed, not completed, not stale)."""
+    with this code: their payment in flight, claimed and not completed, a stale claim too (its
+    payment's answer was lost, and it will be finished with its code; found by an audit: once
+    stale, another checkout took a one-use code, and both were recorded with it)."""
     stmt = select(checkouts.c.email).where(
         checkouts.c.store_id == store_id, checkouts.c.discount_id == discount_id, checkouts.c.id != other_than,
-        checkouts.c.completed_at.is_(None), checkouts.c.claimed_by.is_not(None), checkouts.c.claimed_at > stale)
+        checkouts.c.completed_at.is_(None), checkouts.c.claimed_by.is_not(None))
     return [(email or "").strip().lower() for email in conn.execute(stmt).scalars()]
 
 

@@ -79,7 +79,7 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
         # both took a once-per-customer code, and the address's renewal used it again).
         customer = customers.get(unit.conn, unit.store_id, customer_id)
         if customer is not None and (customer.email or "").strip().lower() in checkouts.live_claims_with_code(
-                unit.conn, unit.store_id, row.id, 0, unit.now - checkouts.STALE_AFTER):
+                unit.conn, unit.store_id, row.id, 0):
             raise Conflict("A checkout of this customer is being charged with this discount code; "
                            "try again in a moment")
     return None
