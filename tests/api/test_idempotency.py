@@ -339,3 +339,25 @@ def test_a_request_longer_than_a_minute_keeps_its_key_over_http(api, monkeypatch
     assert repeat.status_code == 409 or repeat.content == first[0].content, repeat.text
     assert _post(api, _body(), key="long-3").content == first[0].content
     assert _count(api) == 1
+
+
+def test_a_keyed_refund_whose_answer_was_lost_is_not_run_again(api, monkeypatch):
+    """Found by an audit: a handler that calls the payment processor never marked its key
+    applied, so a refund whose process died after recording it left a key that freed itself
+    after 60 seconds, and the repeat refunded again. The unit recording the processor's answer
+    marks it: the repeat answers 409, one refund."""
+    from decimal import Decimal
+
+    from rebill.api import idempotency
+    from tests.api.test_charges_money_back import _ledger, _processed
+    shop = api.other_store(plan_tier="premium_a")
+    charge = _processed(shop)
+    monkeypatch.setattr(idempotency, "finish", lambda *args, **kw: None)  # died before storing the answer
+    keyed = {"Idempotency-Key": "refund-lost"}
+    first = shop.post(f"/charges/{charge['id']}/refund", json={"amount": "1.00"}, headers=keyed)
+    assert first.status_code == 200, first.text
+    monkeypatch.undo()
+    shop.clock.advance(timedelta(seconds=61))
+    again = shop.post(f"/charges/{charge['id']}/refund", json={"amount": "1.00"}, headers=keyed)
+    assert again.status_code == 409, again.text
+    assert _ledger(shop, "refund") == [Decimal(100)]

@@ -186,11 +186,14 @@ def test_a_subscription_that_expires_with_its_last_charge_drops_its_skips_ahead(
     a skipped charge that nothing could unskip (a lowered limit or a cancel drops such skips)."""
     at(START)
     address = _customer_with(api)
-    subscription = _subscription(api, address, expire_after_specific_number_of_charges=1)
+    subscription = _subscription(api, address)
     later = date(2027, 5, 10)
     reply = api.post(f"/addresses/{address.id}/charges/skip", json={"date": later.isoformat(),
                                                                    "purchase_item_ids": [subscription.id]})
     assert reply.status_code == 200, reply.text
+    # A limit set after the skip (a skip after the last charge is refused when asked for).
+    limited = api.put(f"/subscriptions/{subscription.id}", json={"expire_after_specific_number_of_charges": 1})
+    assert limited.status_code == 200, limited.text
     assert [(c.status, c.scheduled_at) for c in charges_of(api, address.id)] == [
         ("queued", START), ("skipped", later)]
     assert _bill(api).paid == 1

@@ -400,9 +400,10 @@ class Api:
         recorder = idempotency.Recorder(send)
         # The units that commit this request's changes mark the key in their transaction
         # (domain/unit.py); the context is copied to the worker thread the handler may run in.
-        # Not for handlers that call the payment processor: they commit around the call in
-        # steps of their own, and their 503 (no answer from the processor) is safe to repeat.
-        marked = REQUEST_KEY.set(None if operation.calls_out else owner)
+        # A handler that calls the payment processor commits around the call in steps of its
+        # own: those before the call do not mark it (`before_the_call`), so its 503 (no answer
+        # from the processor) stays safe to repeat, and the one recording the answer does.
+        marked = REQUEST_KEY.set(owner)
         lease = idempotency.Lease(db, clock, owner, began)
         lease.hold()
         try:

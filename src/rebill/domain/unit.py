@@ -6,7 +6,8 @@ Services never commit; the request or job that opened the unit does (design guid
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date, datetime
 from functools import lru_cache
@@ -30,6 +31,33 @@ REQUEST_SOURCE: ContextVar[tuple[str, int | None] | None] = ContextVar("rebill_r
 # a unit that commits changes marks the key "applied" in its own transaction, so that a
 # request whose COMMIT landed but whose answer was lost is never run a second time.
 REQUEST_KEY: ContextVar[tuple[int, int, str] | None] = ContextVar("rebill_request_key", default=None)
+
+
+def _applied(conn: Connection, _recorded: Any) -> None:
+    """The request's key is applied in the transaction that writes its events: a unit's (its
+    exit) or one opened without a context (the billing run's record, a capture's, a refund's),
+    whose events are written as it commits (found by an audit: those never marked it)."""
+    keyed = REQUEST_KEY.get()
+    if keyed is not None:
+        store_id, token_id, key = keyed
+        _APPLIED.run(conn, store_id=store_id, token_id=token_id, key=key)
+
+
+outbox.on_recorded(_applied)
+
+
+@contextmanager
+def before_the_call() -> Iterator[None]:
+    """The units of a request that calls the payment processor, before its call (a claim, a
+    checkout priced again): their changes are no outcome, and do not mark the key applied. A
+    call the processor leaves unanswered (503) keeps its claim, and the same key finishes it;
+    the units that record the processor's answer mark the key (found by an audit: a refund
+    whose process died after recording it was run again, and refunded again, after 60 s)."""
+    marked = REQUEST_KEY.set(None)
+    try:
+        yield
+    finally:
+        REQUEST_KEY.reset(marked)
 _APPLIED = Prepared(update(idempotency_keys).where(
     idempotency_keys.c.store_id == bindparam("store_id"), idempotency_keys.c.token_id == bindparam("token_id"),
     idempotency_keys.c.key == bindparam("key"), idempotency_keys.c.state == "running").values(state="applied"))
@@ -73,11 +101,7 @@ class Unit:
         # savepoint) ends; a failed unit takes its events with it.
         if self._recorded:
             if exc[0] is None:
-                outbox.flush(self.conn)
-                keyed = REQUEST_KEY.get()
-                if keyed is not None:
-                    store_id, token_id, key = keyed
-                    _APPLIED.run(self.conn, store_id=store_id, token_id=token_id, key=key)
+                outbox.flush(self.conn)  # marks the request's key applied (_applied below)
             else:
                 outbox.discard(self.conn)
         return None if self._release is None else self._release(*exc)

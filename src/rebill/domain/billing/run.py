@@ -29,7 +29,7 @@ from ..money import minor_digits
 from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all, processor_name
 from ..schedule.reconcile import replan
 from ..store.model import Store
-from ..unit import Unit
+from ..unit import Unit, before_the_call
 from . import claim as claims
 from . import sweep
 from .money_back import REFUND, _capture, _finish_dead_refund  # finish_abandoned: their own steps and keys
@@ -122,7 +122,7 @@ def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: dat
            due_on: claims.DueOn | None, skip_locked: bool, taking_over: str | None
            ) -> tuple[list[Charge], dict[int, dict[str, Any]]]:
     """The claim's transaction (process): the charges claimed and the methods that pay them."""
-    with db.write() as conn:
+    with before_the_call(), db.write() as conn:
         unit = Unit(conn, store, now, origin=ORIGIN)
         # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
         # read a charge before this claim must finish before the claim, or it could rewrite or

@@ -52,7 +52,7 @@ from ..store.model import Store
 from ..subscription import repository as items
 from ..subscription import service as subscription_service
 from ..subscription.model import EXPIRED, SUBSCRIPTION, PurchaseItem, SubscriptionCreate
-from ..unit import Unit
+from ..unit import Unit, before_the_call
 from . import lines as checkout_lines
 from . import pricing, repository, service
 from .model import ChargeRequest, Checkout, CheckoutCharge
@@ -83,7 +83,7 @@ def charge(db: Database, gateway: Gateway, verifier: AddressVerifier, store: Sto
     service.require_platform(store)
     for _ in range(2):
         run = uuid.uuid4().hex
-        with db.write() as conn:
+        with before_the_call(), db.write() as conn:
             checkout, attempt, taken_over = _claim(Unit(conn, store, now, origin=ORIGIN), verifier, token, run,
                                                    request)
         result = _pay(db, gateway, store, checkout, attempt, run)
