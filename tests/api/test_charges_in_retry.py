@@ -297,6 +297,10 @@ def test_weight_orders_and_taxes_included_of_a_charge_in_retry_follow_it(tier_a)
     after = _charge(tier_a, charge.id)
     assert (after["taxes_included"], after["total_tax"], after["total_price"]) == (True, "0.55", "6.00")
     assert all(line["unit_price_includes_tax"] for line in after["line_items"])
+    # The address's note reaches it too, as a queued charge's.
+    noted = tier_a.put(f"/addresses/{address.id}", json={"order_note": "Leave at the door"}, version="2021-11")
+    assert noted.status_code == 200, noted.text
+    assert _charge(tier_a, charge.id)["note"] == "Leave at the door"
     tier_a.put(f"/payment_methods/{method}", json={"processor_payment_method_token": "pm_ok"}, version="2021-11")
     _process(tier_a, charge.id, "success")
     [order] = tier_a.get("/orders", params={"charge_id": charge.id}, version="2021-11").json()["orders"]

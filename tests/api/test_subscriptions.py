@@ -403,7 +403,12 @@ def test_the_ranges_the_document_states_are_the_ones_a_create_keeps(api):
                 assert response.status_code == 201, (name, value, response.text)
             else:
                 assert name in errors_of(response), (name, value)
-    # A one-time item and a checkout's line state the quantity's range alike.
+    # A one-time item and a checkout's line state the quantity's range alike (a line's is checked
+    # by tests/api/test_checkouts.py: "must be from 1 to 1000000").
+    from rebill.api import openapi
+    checkout = openapi.document("2021-11")["paths"]["/checkouts"]["post"]["requestBody"]["content"][
+        "application/json"]["schema"]["properties"]["line_items"]["items"]["properties"]["quantity"]
+    assert (checkout["minimum"], checkout["maximum"]) == ranges["quantity"]
     assert _stated_ranges("2021-11", "post", "/onetimes")["quantity"] == ranges["quantity"]
     assert _stated_ranges("2021-01", "post", "/addresses/{address_id}/onetimes")["quantity"] == ranges["quantity"]
     assert _stated_ranges("2021-01", "post", "/subscriptions")["quantity"] == ranges["quantity"]

@@ -379,7 +379,7 @@ def as_charged(charge: Charge, found: list[PurchaseItem]) -> list[PurchaseItem]:
     from here (found by an audit: an item made prepaid while its charge was authorized made
     three orders of a charge that paid for one, and a prepaid one shortened made fewer than
     paid for). An item deleted meanwhile has no interval left to date its later orders: its
-    first order delivers it (docs/api-choices.md, Authorize-only)."""
+    first order delivers it (docs/api-choices.md, "Capture")."""
     paid = {line.get("purchase_item_id"): line.get("orders_per_charge") or 1 for line in charge.line_items}
     out = []
     for item in found:
