@@ -182,6 +182,7 @@ def test_a_free_charge_takes_nothing_and_asks_stripe_nothing(day):
     ("ISK", "1000", 100000),  # Stripe keeps ISK two-decimal: 100 is one króna
     ("MGA", "5000.00", 5000),  # Stripe takes MGA whole (ISO gives it two decimals)
     ("JPY", "500", 500),
+    ("KWD", "5.120", 5120),  # three decimals, the last 0: taken as it is
 ])
 def test_amounts_go_to_stripe_in_stripes_units_of_the_currency(stripe_client, database, clock, fake_stripe,
                                                                currency, price, sent):
@@ -198,15 +199,20 @@ def test_amounts_go_to_stripe_in_stripes_units_of_the_currency(stripe_client, da
         assert intent["refunded"] == sent
 
 
+@pytest.mark.parametrize("currency,price,why", [
+    ("MGA", "5000.50", "whole units"),
+    ("KWD", "5.125", "tens of its minor units"),  # Stripe: a three-decimal amount ends in 0
+])
 def test_an_amount_stripe_cannot_hold_in_its_units_fails_the_payment_and_asks_nothing(
-        stripe_client, database, clock, fake_stripe):
-    """A fraction of an ariary has no Stripe amount: the payment fails, saying why, and no
-    PaymentIntent is made."""
-    with _own_store(stripe_client, database, clock, fake_stripe, price="5000.50", currency="MGA") as (shop, charge_id):
+        stripe_client, database, clock, fake_stripe, currency, price, why):
+    """A fraction of an ariary has no Stripe amount, nor has 5.125 KWD (found by an audit:
+    it was sent, and Stripe refuses it): the payment fails, saying why, and no PaymentIntent
+    is made."""
+    with _own_store(stripe_client, database, clock, fake_stripe, price=price, currency=currency) as (shop, charge_id):
         assert _run(shop).failed == 1
         charge = _charge(shop, charge_id)
         assert (charge["status"], charge["error_type"]) == ("error", "PROCESSING_ERROR")
-        assert "whole" in charge["error"]
+        assert why in charge["error"]
         assert _intents_by_key(shop) == {}
 
 

@@ -2,7 +2,8 @@
 (domain/money.py); Stripe's API has decimals of its own for a few currencies
 (stripe.com/docs/currencies): its zero-decimal list takes MGA whole (ISO: two decimals), and
 ISK stays two-decimal at Stripe (100 = 1 króna, whole krónur only) where ISO gives it none.
-Found by an audit: 1000 ISK went to Stripe as 10 kr, 5000.00 MGA as 500000 ariary."""
+Found by an audit: 1000 ISK went to Stripe as 10 kr, 5000.00 MGA as 500000 ariary. Its
+three-decimal currencies take amounts whose last decimal is 0 only."""
 
 from __future__ import annotations
 
@@ -28,11 +29,17 @@ def to_stripe(amount_minor: int, currency: str) -> int:
     """ISO minor units -> Stripe's; raises NotInStripeUnits when they cannot say it exactly."""
     shift = _shift(currency)
     if shift >= 0:
-        return amount_minor * 10**shift
-    whole, rest = divmod(amount_minor, 10**-shift)
-    if rest:
-        raise NotInStripeUnits(f"Stripe takes {currency.upper()} in whole units; {amount_minor} minor units are not")
-    return whole
+        amount = amount_minor * 10**shift
+    else:
+        amount, rest = divmod(amount_minor, 10**-shift)
+        if rest:
+            raise NotInStripeUnits(f"Stripe takes {currency.upper()} in whole units; {amount_minor} minor units are not")
+    if currency.upper() in _THREE and amount % 10:
+        # NOTE: stripe.com/docs/currencies, "Three-decimal currencies": a charge's amount must
+        # end in 0 (5.124 KWD is refused; 5.120 is taken).
+        raise NotInStripeUnits(f"Stripe takes {currency.upper()} amounts in tens of its minor units "
+                               f"(the last of three decimals 0); {amount} is not")
+    return amount
 
 
 def from_stripe(amount: int, currency: str) -> int:
