@@ -11,8 +11,10 @@ sandbox store's test clock.
 A running request says it is alive: a thread of the process touches the key of every request
 running there every 20 seconds (``Lease``), so only a key whose process stopped saying so is
 taken over, and a request that takes longer than 60 seconds (a lock waited for, a slow payment
-processor) keeps its key; its writes to the key match the last touch, so a key taken over is
-never finished by the request that lost it.
+processor) keeps its key. A key's `created_at` is the moment its current request took it (a
+take-over starts it again): every later write of that request to the key matches it, so a
+request whose key was taken over (its process stopped for a minute, then went on) neither
+finishes the key nor commits its changes (domain/unit.py refuses them, 409).
 
 Keys are kept in their own transactions, before and after the request's. The request's own
 transaction marks its key "applied" as it commits its changes (domain/unit.py). A process
@@ -85,8 +87,8 @@ class Stored:
 
 
 def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now: datetime) -> Stored | None:
-    """Takes the key for this request (None: run it, its key stamped ``now``: a ``Lease``) or
-    returns the answer to replay."""
+    """Takes the key for this request (None: run it, its key's `created_at` now ``now``: a
+    ``Lease``) or returns the answer to replay."""
     table = idempotency_keys
     where = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)
     with db.write() as conn:
@@ -109,9 +111,11 @@ def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now
             raise Conflict("The request with this Idempotency-Key was applied, but its answer was lost: "
                            "read the resource to see the result")
         # Expired, or its first request died: the key starts over for this request.
+        # `created_at` starts again: it names this take, which the request that lost the key
+        # must not match (its 24 hours start again too).
         taken = conn.execute(update(table).where(*where, table.c.updated_at == row.updated_at).values(
             fingerprint=print_, state="running", status=None, headers=None, body=None,
-            created_at=now if not fresh else row.created_at, updated_at=now)).rowcount
+            created_at=now, updated_at=now)).rowcount
         if taken != 1:
             if conn.execute(select(table.c.id).where(*where)).first() is not None:
                 raise Conflict("A request with this Idempotency-Key is still running")
@@ -155,19 +159,19 @@ HEARTBEAT_SECONDS = ABANDONED.total_seconds() / 3
 
 
 class Lease:
-    """The key a request running in this process holds, from ``begin`` to ``finish``; ``stamp``
-    is its row's `updated_at` as this request last wrote it. Found by an audit: nothing touched
-    a running key, so a request that waited over 60 seconds on a row lock lost its key, a repeat
-    ran beside it (two records; a refund made twice), and the first one's end deleted the
-    repeat's key."""
+    """The key a request running in this process holds, from ``begin`` to ``finish``; ``taken``
+    is its row's `created_at`, the moment this request took it. Found by an audit: nothing
+    touched a running key, so a request that waited over 60 seconds on a row lock lost its key,
+    a repeat ran beside it (two records; a refund made twice), and the first one's end deleted
+    the repeat's key."""
 
-    __slots__ = ("db", "clock", "owner", "stamp", "lock", "ended", "touched")
+    __slots__ = ("db", "clock", "owner", "taken", "lock", "ended", "touched")
 
-    def __init__(self, db: Database, clock: Any, owner: tuple[int, int, str], stamp: datetime) -> None:
-        self.db, self.clock, self.owner, self.stamp = db, clock, owner, stamp
+    def __init__(self, db: Database, clock: Any, owner: tuple[int, int, str], taken: datetime) -> None:
+        self.db, self.clock, self.owner, self.taken = db, clock, owner, taken
         self.lock = threading.Lock()
         self.ended = False
-        self.touched = time.monotonic()  # when ``stamp`` was written
+        self.touched = time.monotonic()  # when the key was last said alive
 
     def hold(self) -> None:
         with _leases_lock:
@@ -177,29 +181,31 @@ class Lease:
                 _beating[0].start()
 
     def release(self) -> datetime:
-        """No more touches; the stamp ``finish`` must match."""
+        """No more touches; the take ``finish`` must match."""
         with self.lock:
             self.ended = True
         with _leases_lock:
             _leases.discard(self)
-        return self.stamp
+        return self.taken
 
     def touch(self) -> None:
         with self.lock:
             if self.ended:
                 return
-            now = self.clock.now()
-            table = idempotency_keys
-            store_id, token_id, key = self.owner
             with self.db.write() as conn:
-                count = conn.execute(update(table).where(
-                    table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
-                    table.c.state.in_(("running", "applied")), table.c.updated_at == self.stamp).values(
-                    updated_at=now)).rowcount
+                count = conn.execute(update(idempotency_keys).where(
+                    *this_take(*self.owner, self.taken)).values(updated_at=self.clock.now())).rowcount
             if count == 1:
-                self.stamp, self.touched = now, time.monotonic()
+                self.touched = time.monotonic()
             else:  # taken over after all (this process was silent for a minute): nothing to keep alive
                 self.ended = True
+
+
+def this_take(store_id: int, token_id: int, key: str, taken: datetime) -> tuple[Any, ...]:
+    """The key as the request that took it at ``taken`` holds it: not done, not taken over."""
+    table = idempotency_keys
+    return (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
+            table.c.created_at == taken, table.c.state.in_(("running", "applied")))
 
 
 _leases: set[Lease] = set()
@@ -227,21 +233,18 @@ def _beat() -> None:
 
 
 def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None, now: datetime,
-           stamp: datetime | None = None) -> None:
-    """Stores the answer, or frees the key when there is none to keep (5xx, 409, no answer);
-    ``stamp``: the key's `updated_at` as the request's lease last wrote it (the key is still
-    this request's)."""
+           taken: datetime) -> None:
+    """Stores the answer, or frees the key when there is none to keep (5xx, 409, no answer),
+    if the key is still the take of ``taken``."""
     table = idempotency_keys
-    where: tuple[Any, ...] = (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)
-    if stamp is not None:
-        where += (table.c.updated_at == stamp,)
+    where = this_take(store_id, token_id, key, taken)
     with db.write() as conn:
         if answer is None or answer.status >= 500 or answer.status == 409:
             # Free, unless its changes committed ("applied"): a 503 whose COMMIT landed just
             # before the connection dropped must not run a second time.
             conn.execute(delete(table).where(*where, table.c.state == "running"))
             return
-        conn.execute(update(table).where(*where, table.c.state.in_(("running", "applied"))).values(
+        conn.execute(update(table).where(*where).values(
             state="done", status=answer.status, headers=answer.headers, body=answer.body, updated_at=now))
 
 
@@ -252,42 +255,36 @@ FINISH_RETRY_SECONDS = 45.0
 _retrying: set[asyncio.Task[None]] = set()
 
 
-async def finish_soon(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None,
-                      now: datetime, lease: Lease | None = None) -> None:
+async def finish_soon(db: Database, lease: Lease, answer: Stored | None, now: datetime) -> None:
     """``finish`` (the lease released first, in the worker thread: a touch in flight may wait
     for SQLite's write lock, which the event loop's writer may hold), and when the database is
     away (the request's own COMMIT may just have landed before it went), again in the
     background every half second until it is back, instead of leaving the key to free itself
     while the request's changes stand."""
-    stamp: datetime | None = None
-
     def settle() -> None:
-        nonlocal stamp
-        stamp = lease.release() if lease is not None else None
-        finish(db, store_id, token_id, key, answer, now, stamp)
+        finish(db, *lease.owner, answer, now, lease.release())
     try:
         await run_in_threadpool(settle)
     except Exception as exc:
         if not unavailable(exc):
             raise
-        task = asyncio.get_running_loop().create_task(_finish_later(db, store_id, token_id, key, answer, now, stamp))
+        task = asyncio.get_running_loop().create_task(_finish_later(db, lease, answer, now))
         _retrying.add(task)
         task.add_done_callback(_retrying.discard)
 
 
-async def _finish_later(db: Database, store_id: int, token_id: int, key: str, answer: Stored | None,
-                        now: datetime, stamp: datetime | None) -> None:
+async def _finish_later(db: Database, lease: Lease, answer: Stored | None, now: datetime) -> None:
     deadline = time.monotonic() + FINISH_RETRY_SECONDS
     while time.monotonic() < deadline:
         await asyncio.sleep(0.5)
         try:
-            await run_in_threadpool(finish, db, store_id, token_id, key, answer, now, stamp)
+            await run_in_threadpool(finish, db, *lease.owner, answer, now, lease.taken)
             return
         except Exception as exc:  # noqa: BLE001 - logged below when it is no outage
             if not unavailable(exc):
-                logger.error("could not store the answer to Idempotency-Key %r", key, exc_info=exc)
+                logger.error("could not store the answer to Idempotency-Key %r", lease.owner[2], exc_info=exc)
                 return
-    logger.warning("the database stayed away: the answer to Idempotency-Key %r was not stored", key)
+    logger.warning("the database stayed away: the answer to Idempotency-Key %r was not stored", lease.owner[2])
 
 
 class Recorder:

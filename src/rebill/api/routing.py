@@ -403,7 +403,7 @@ class Api:
         # A handler that calls the payment processor commits around the call in steps of its
         # own: those before the call do not mark it (`before_the_call`), so its 503 (no answer
         # from the processor) stays safe to repeat, and the one recording the answer does.
-        marked = REQUEST_KEY.set(owner)
+        marked = REQUEST_KEY.set((*owner, began))
         lease = idempotency.Lease(db, clock, owner, began)
         lease.hold()
         try:
@@ -411,7 +411,7 @@ class Api:
         finally:
             REQUEST_KEY.reset(marked)
             try:
-                await idempotency.finish_soon(db, *owner, recorder.answer(), clock.now(), lease)
+                await idempotency.finish_soon(db, lease, recorder.answer(), clock.now())
             finally:
                 await recorder.release()
 

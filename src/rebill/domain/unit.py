@@ -14,9 +14,10 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, bindparam, update
+from sqlalchemy import Connection, bindparam, or_, update
 
 from rebill.db.prepared import Prepared
+from rebill.errors import Conflict
 from rebill.models import idempotency_keys
 
 from .event import outbox
@@ -27,20 +28,29 @@ from .webhook import fanout  # noqa: F401 - registers the fan-out of events to w
 # thread or task it follows): a change a token asked for is the token's, even when the code
 # that makes it is the billing run's (a manual process, a capture, a clock advance).
 REQUEST_SOURCE: ContextVar[tuple[str, int | None] | None] = ContextVar("rebill_request_source", default=None)
-# The Idempotency-Key of the request running, as (store id, token id, key) (api/idempotency.py):
-# a unit that commits changes marks the key "applied" in its own transaction, so that a
-# request whose COMMIT landed but whose answer was lost is never run a second time.
-REQUEST_KEY: ContextVar[tuple[int, int, str] | None] = ContextVar("rebill_request_key", default=None)
+# The Idempotency-Key of the request running, as (store id, token id, key, the moment the
+# request took it) (api/idempotency.py): a unit that commits changes marks the key "applied"
+# in its own transaction, so that a request whose COMMIT landed but whose answer was lost is
+# never run a second time.
+REQUEST_KEY: ContextVar[tuple[int, int, str, datetime] | None] = ContextVar("rebill_request_key", default=None)
+
+
+class KeyTakenOver(Conflict):
+    default = ("This request's Idempotency-Key was taken over by a repeat after a minute without news of it "
+               "(its process stopped): nothing of it was applied; the repeat's answer is the one to read")
 
 
 def _applied(conn: Connection, _recorded: Any) -> None:
     """The request's key is applied in the transaction that writes its events: a unit's (its
     exit) or one opened without a context (the billing run's record, a capture's, a refund's),
-    whose events are written as it commits (found by an audit: those never marked it)."""
+    whose events are written as it commits (found by an audit: those never marked it). A key
+    taken over meanwhile refuses the transaction (found by an audit: a process stopped for
+    over a minute went on and committed beside the repeat that took its key, two records)."""
     keyed = REQUEST_KEY.get()
     if keyed is not None:
-        store_id, token_id, key = keyed
-        _APPLIED.run(conn, store_id=store_id, token_id=token_id, key=key)
+        store_id, token_id, key, taken = keyed
+        if _APPLIED.run(conn, store_id=store_id, token_id=token_id, key=key, taken=taken) != 1:
+            raise KeyTakenOver()
 
 
 outbox.on_recorded(_applied)
@@ -60,7 +70,8 @@ def before_the_call() -> Iterator[None]:
         REQUEST_KEY.reset(marked)
 _APPLIED = Prepared(update(idempotency_keys).where(
     idempotency_keys.c.store_id == bindparam("store_id"), idempotency_keys.c.token_id == bindparam("token_id"),
-    idempotency_keys.c.key == bindparam("key"), idempotency_keys.c.state == "running").values(state="applied"))
+    idempotency_keys.c.key == bindparam("key"), idempotency_keys.c.created_at == bindparam("taken"),
+    or_(idempotency_keys.c.state == "running", idempotency_keys.c.state == "applied")).values(state="applied"))
 
 
 @lru_cache(maxsize=64)
@@ -101,7 +112,13 @@ class Unit:
         # savepoint) ends; a failed unit takes its events with it.
         if self._recorded:
             if exc[0] is None:
-                outbox.flush(self.conn)  # marks the request's key applied (_applied below)
+                try:
+                    outbox.flush(self.conn)  # marks the request's key applied (_applied above)
+                except BaseException as failed:  # the transaction ends as for a failed unit
+                    outbox.discard(self.conn)
+                    if self._release is not None:
+                        self._release(type(failed), failed, failed.__traceback__)
+                    raise
             else:
                 outbox.discard(self.conn)
         return None if self._release is None else self._release(*exc)

@@ -101,7 +101,15 @@ def flush(conn: Connection) -> list[Recorded]:
 def _before_commit(conn: Connection) -> None:
     # Units opened without a context (jobs, the billing run) end with their transaction.
     if conn.info.get(KEY):
-        flush(conn)
+        try:
+            flush(conn)
+        except BaseException:
+            # SQLAlchemy counts the transaction as ended once its COMMIT began and rolls nothing
+            # back: the driver's own rollback, or the connection would go back to the pool
+            # inside its transaction (SQLite's engine resets nothing on check-in).
+            discard(conn)
+            conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+            raise
 
 
 @event.listens_for(Engine, "rollback")
