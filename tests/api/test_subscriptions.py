@@ -357,7 +357,14 @@ def test_the_interval_fields_are_required_on_create(vapi):
      {"order_day_of_week": ["must be from 0 (Monday) to 6 (Sunday)"]}),
     ({"order_interval_unit": "day", "order_day_of_month": 3}, {"order_day_of_month": ["applies to monthly intervals only"]}),
     ({"cutoff_day_of_month": 32}, {"cutoff_day_of_month": ["must be from 0 to 31"]}),
-    ({"cutoff_day_of_week": 7}, {"cutoff_day_of_week": ["must be from 0 to 6"]}),
+    ({"order_interval_unit": "week", "cutoff_day_of_week": 7},
+     {"cutoff_day_of_week": ["must be from 0 (Monday) to 6 (Sunday)"]}),
+    # A cutoff day belongs to its cadence as an order day does, and as a plan's does (found by
+    # an audit: a weekly subscription took a day of the month).
+    ({"cutoff_day_of_week": 3}, {"cutoff_day_of_week": ["applies to weekly intervals only"]}),
+    ({"order_interval_unit": "week", "cutoff_day_of_month": 5}, {"cutoff_day_of_month": ["applies to monthly intervals only"]}),
+    ({"order_interval_unit": "day", "cutoff_day_of_month": 5, "cutoff_day_of_week": 1},
+     {"cutoff_day_of_month": ["applies to monthly intervals only"], "cutoff_day_of_week": ["applies to weekly intervals only"]}),
     ({"expire_after_specific_number_of_charges": 0}, {"expire_after_specific_number_of_charges": ["must be at least 1"]}),
     ({"quantity": 0}, {"quantity": ["must be from 1 to 1000000"]}),
     ({"price": "1.234"}, {"price": ["has too many decimal places for USD (at most 2)"]}),

@@ -12,7 +12,7 @@ from typing import Any
 from rebill.errors import ValidationFailed, add_error
 
 from ..money import PERCENT_PLACES, decimal_places, minor_digits, quantize
-from ..subscription.intervals import MAX_FREQUENCY, RANGES
+from ..subscription.intervals import DAY_UNITS, MAX_FREQUENCY, RANGES
 from .model import CHANNELS, DISCOUNT_TYPES, INTERVAL_UNITS, PLAN_TYPES, PREFERENCES, Plan, Product
 
 PERCENT = Decimal("0.01")
@@ -21,9 +21,7 @@ PERCENT = Decimal("0.01")
 MAX_INT32 = 2**31 - 1
 HUNDRED = Decimal(100)
 # (low, high, the interval unit the field belongs to); order_day_of_week 0 = Monday (decisions §5.1).
-DAY_FIELDS = {name: (*RANGES[name], unit) for name, unit in (
-    ("order_day_of_month", "month"), ("cutoff_day_of_month", "month"),
-    ("order_day_of_week", "week"), ("cutoff_day_of_week", "week"))}
+DAY_FIELDS = {name: (*RANGES[name], unit) for name, unit in DAY_UNITS.items()}
 
 
 def default_channels() -> dict[str, dict[str, bool]]:
