@@ -54,6 +54,19 @@ def test_delaying_the_last_order_moves_only_that_one(vapi):
     assert [scheduled(vapi, o.id) for o in (second, third)] == [day(vapi, 7), day(vapi, 21)]
 
 
+def test_later_means_later_by_date_once_a_date_was_moved(vapi):
+    """Decisions §6.12, "every later queued order" (found by an audit: later was taken by the
+    orders' sequence, so once the second order was moved past the third, delaying the second
+    pushed back the third, dated before it, and delaying the third left the second, after it)."""
+    _, second, third = prepaid(vapi)
+    moved = vapi.put(f"/orders/{second.id}", json={"scheduled_at": day(vapi, 17)}, version=V11)
+    assert moved.status_code == 200, moved.text
+    assert vapi.post(f"/orders/{second.id}/delay").status_code == 200
+    assert [scheduled(vapi, o.id) for o in (second, third)] == [day(vapi, 24), day(vapi, 14)]
+    assert vapi.post(f"/orders/{third.id}/delay").status_code == 200
+    assert [scheduled(vapi, o.id) for o in (second, third)] == [day(vapi, 31), day(vapi, 21)]
+
+
 def test_delay_does_not_move_the_subscriptions_next_charge(vapi):
     _, second, _ = prepaid(vapi)
     item_id = second.line_items[0]["purchase_item_id"]

@@ -105,14 +105,18 @@ def lock_of_charge(conn: Connection, store_id: int, charge_id: int) -> None:
 
 
 def later_queued(conn: Connection, store_id: int, order: Order) -> list[Order]:
-    """The queued orders of ``order``'s charge that come after it (by sequence, then id)."""
+    """The queued orders of ``order``'s charge that come after it: by date, then by sequence
+    and id (found by an audit: by sequence alone, once a date had moved, a delay moved an
+    order dated before the delayed one and left one dated after it)."""
     if order.charge_id is None:
         return []
+    when, sequence = orders.c.scheduled_at, orders.c.sequence
     stmt = _select.where(orders.c.store_id == store_id, orders.c.charge_id == order.charge_id,
                          orders.c.status == "queued", orders.c.id != order.id,
-                         (orders.c.sequence > order.sequence)
-                         | ((orders.c.sequence == order.sequence) & (orders.c.id > order.id)))
-    return [Order(*row) for row in conn.execute(stmt.order_by(orders.c.sequence, orders.c.id))]
+                         (when > order.scheduled_at)
+                         | ((when == order.scheduled_at)
+                            & ((sequence > order.sequence) | ((sequence == order.sequence) & (orders.c.id > order.id)))))
+    return [Order(*row) for row in conn.execute(stmt.order_by(when, sequence, orders.c.id))]
 
 
 def item_ids_of(conn: Connection, order_ids: list[int]) -> dict[int, list[int]]:
