@@ -218,3 +218,39 @@ def test_a_key_is_marked_applied_only_when_the_request_committed_a_change(api, m
         state = conn.execute(select(idempotency_keys.c.state).where(
             idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "outage-5")).scalar()
     assert state == "running"
+
+
+def test_a_connection_dropped_while_the_commit_writes_events_answers_503(api, monkeypatch):
+    """Units opened without a context (the billing run's record, here a manual process) write
+    their events as their transaction commits. Found by a review: when the connection dropped
+    there, the driver's rollback added after a failed flush raised an error of its own, which
+    hid the outage (500 instead of 503 and `Retry-After`). PostgreSQL, whose server can drop a
+    connection."""
+    from decimal import Decimal
+
+    from rebill.domain.billing import run as billing_run
+    from tests.builders import charges_of, make_address, make_payment_method, make_subscription
+    from tests.conftest import PG_ADMIN
+    if api.db.dialect != "postgresql":
+        pytest.skip("PostgreSQL: a server-side connection drop")
+    shop = api.other_store(plan_tier="premium_a")
+    customer = make_customer(shop)
+    make_payment_method(shop, customer, processor_payment_method_token="pm_ok")
+    address = make_address(shop, customer)
+    make_subscription(shop, address, price=Decimal("12.50"))
+    [charge] = charges_of(shop, address.id)
+    real = billing_run.record
+
+    def record_then_drop(unit, *args, **kwargs):
+        out = real(unit, *args, **kwargs)
+        pid = unit.conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return out
+    monkeypatch.setattr(billing_run, "record", record_then_drop)
+    _assert_503(shop.post(f"/charges/{charge.id}/process", json={}))
+    monkeypatch.undo()
+    with shop.db.read() as conn:  # nothing of it committed; the pool serves on
+        assert conn.execute(select(func.count()).select_from(customers).where(
+            customers.c.store_id == shop.store.id)).scalar() == 1
+    assert shop.get(f"/charges/{charge.id}").json()["charge"]["status"] != "success"

@@ -334,23 +334,36 @@ def test_a_request_whose_key_was_taken_over_commits_nothing(api):
     assert _keys(api)["stopped-1"] == "running"  # the repeat's take, not marked by the refused one
 
 
-def test_a_stopped_request_whose_key_was_taken_over_answers_409_over_http(api, monkeypatch):
-    """The same through the API (PostgreSQL, whose handlers run in threads: on SQLite the
-    stopped handler would hold the event loop), on an address create (no unique field that
-    would refuse the second one anyway): the first request's process says nothing for a
-    minute (no heartbeat), the repeat takes the key and creates the address; the first then
-    goes on and is refused, and the key keeps the repeat's answer."""
-    import threading
-
-    from rebill.api import idempotency
+def _address_create(api):
     from rebill.domain.address import service
     from rebill.models import addresses
     from tests.api.test_addresses_support import us_fields
     from tests.builders import make_customer
+    customer = make_customer(api)
+    return service, "/addresses", {"customer_id": customer.id, **us_fields()}, addresses
+
+
+def _batch_create(api):
+    from rebill.domain.batch import service
+    from rebill.models import async_batches
+    return service, "/async_batches", {"batch_type": "discount_create"}, async_batches
+
+
+@pytest.mark.parametrize("request_of", [_address_create, _batch_create], ids=["events", "no-events"])
+def test_a_stopped_request_whose_key_was_taken_over_answers_409_over_http(api, monkeypatch, request_of):
+    """The same through the API (PostgreSQL, whose handlers run in threads: on SQLite the
+    stopped handler would hold the event loop), on creates with no unique field that would
+    refuse the second one anyway: an address (its write records events, whose flush marks the
+    key) and an async batch (its write records none: found by a review, it committed beside
+    the repeat). The first request's process says nothing for a minute (no heartbeat), the
+    repeat takes the key and creates; the first then goes on and is refused, and the key keeps
+    the repeat's answer."""
+    import threading
+
+    from rebill.api import idempotency
     if api.db.dialect == "sqlite":
         pytest.skip("on SQLite a handler on the event loop holds the loop while it is stopped")
-    customer = make_customer(api)
-    body = {"customer_id": customer.id, **us_fields()}
+    service, path, body, table = request_of(api)
     monkeypatch.setattr(idempotency.Lease, "hold", lambda self: None)  # a stopped process touches nothing
     real, started, go_on = service.create, threading.Event(), threading.Event()
 
@@ -361,7 +374,7 @@ def test_a_stopped_request_whose_key_was_taken_over_answers_409_over_http(api, m
     monkeypatch.setattr(service, "create", stopped)
 
     def send():
-        return api.post("/addresses", json=body, headers={"Idempotency-Key": "stopped-2"})
+        return api.post(path, json=body, headers={"Idempotency-Key": "stopped-2"})
     replies: dict[str, Any] = {}
     runner = threading.Thread(target=lambda: replies.setdefault("first", send()))
     runner.start()
@@ -375,8 +388,8 @@ def test_a_stopped_request_whose_key_was_taken_over_answers_409_over_http(api, m
     assert replies["first"].status_code == 409, replies["first"].text
     assert "taken over" in str(replies["first"].json()["errors"])
     with api.db.read() as conn:
-        assert conn.execute(select(func.count()).select_from(addresses).where(
-            addresses.c.customer_id == customer.id)).scalar() == 1
+        assert conn.execute(select(func.count()).select_from(table).where(
+            table.c.store_id == api.store.id)).scalar() == 1
     assert send().content == repeat.content
 
 

@@ -113,7 +113,10 @@ def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now
         # Expired, or its first request died: the key starts over for this request.
         # `created_at` starts again: it names this take, which the request that lost the key
         # must not match (its 24 hours start again too).
-        taken = conn.execute(update(table).where(*where, table.c.updated_at == row.updated_at).values(
+        # As read: no touch, and not marked applied meanwhile (found by a review: on PostgreSQL
+        # an UPDATE that waited for the row's lock matched a key the request had just marked).
+        taken = conn.execute(update(table).where(*where, table.c.updated_at == row.updated_at,
+                                                 table.c.state == row.state).values(
             fingerprint=print_, state="running", status=None, headers=None, body=None,
             created_at=now, updated_at=now)).rowcount
         if taken != 1:

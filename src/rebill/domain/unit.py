@@ -37,7 +37,7 @@ REQUEST_KEY: ContextVar[tuple[int, int, str, datetime] | None] = ContextVar("reb
 
 class KeyTakenOver(Conflict):
     default = ("This request's Idempotency-Key was taken over by a repeat after a minute without news of it "
-               "(its process stopped): nothing of it was applied; the repeat's answer is the one to read")
+               "(its process stopped): none of its changes were recorded; the repeat's answer is the one to read")
 
 
 def _applied(conn: Connection, _recorded: Any) -> None:
@@ -110,17 +110,23 @@ class Unit:
     def __exit__(self, *exc: Any) -> bool | None:
         # The events and their deliveries go in before the transaction (or the loop writer's
         # savepoint) ends; a failed unit takes its events with it.
-        if self._recorded:
-            if exc[0] is None:
-                try:
-                    outbox.flush(self.conn)  # marks the request's key applied (_applied above)
-                except BaseException as failed:  # the transaction ends as for a failed unit
-                    outbox.discard(self.conn)
-                    if self._release is not None:
-                        self._release(type(failed), failed, failed.__traceback__)
-                    raise
-            else:
+        if exc[0] is not None:
+            if self._recorded:
                 outbox.discard(self.conn)
+        elif self._recorded or self._release is not None:
+            try:
+                if self._recorded:
+                    outbox.flush(self.conn)  # marks the request's key applied (_applied above)
+                else:
+                    # A request's write that records no event (an async batch's) marks it too
+                    # (found by a review: such a request, its key taken over, committed beside
+                    # the repeat).
+                    _applied(self.conn, None)
+            except BaseException as failed:  # the transaction ends as for a failed unit
+                outbox.discard(self.conn)
+                if self._release is not None:
+                    self._release(type(failed), failed, failed.__traceback__)
+                raise
         return None if self._release is None else self._release(*exc)
 
     @property

@@ -108,7 +108,11 @@ def _before_commit(conn: Connection) -> None:
             # back: the driver's own rollback, or the connection would go back to the pool
             # inside its transaction (SQLite's engine resets nothing on check-in).
             discard(conn)
-            conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+            if not conn.invalidated:  # a dropped connection has nothing to roll back
+                try:
+                    conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+                except Exception:  # noqa: BLE001 - the flush's own error is the one to answer
+                    pass
             raise
 
 
