@@ -960,6 +960,34 @@ def test_a_payment_whose_answer_was_lost_is_recorded_once_with_the_same_key(api,
     assert len(api.get("/charges", params={"status": "success"}).json()["charges"]) == 1
 
 
+def test_a_request_whose_key_was_taken_over_stops_at_an_abandoned_checkout_payment(api, monkeypatch):
+    """As for charges (tests/scenarios/test_billing_abandoned_race.py): a clock advance whose
+    Idempotency-Key a repeat took over is refused where it records the checkout's payment, and
+    stops there (found by a review: the refusal was taken for "no answer again")."""
+    from rebill.api import idempotency
+    from rebill.domain.unit import REQUEST_KEY, KeyTakenOver
+    from rebill.models import tokens
+    priced_store(api)
+    token = ready(api)["token"]
+    real = checkout_charge._record
+    monkeypatch.setattr(checkout_charge, "_record", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 500
+    monkeypatch.setattr(checkout_charge, "_record", real)
+    later = api.clock.now() + timedelta(seconds=61)
+    with api.db.read() as conn:
+        token_id = conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)).scalars().first()
+    owner = (api.store.id, token_id, "advance-2")
+    assert idempotency.begin(api.db, *owner, "print", later) is None
+    assert idempotency.begin(api.db, *owner, "print", later + 2 * idempotency.ABANDONED) is None  # the repeat's
+    marked = REQUEST_KEY.set((*owner, later))
+    try:
+        with pytest.raises(KeyTakenOver):
+            checkout_charge.finish_abandoned(api.db, api.client.app.services.gateway, api.store, later)
+    finally:
+        REQUEST_KEY.reset(marked)
+    assert api.get(f"/checkouts/{token}").json()["checkout"]["completed_at"] is None
+
+
 def test_the_billing_run_finishes_a_checkout_payment_nobody_asked_again(api, monkeypatch):
     from rebill.domain.billing import run
     priced_store(api)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import date
 
+import pytest
 from sqlalchemy import select, update
 
 from rebill.domain.billing import claim as claims
@@ -88,3 +89,32 @@ def test_a_stale_claim_still_held_is_finished_with_its_own_attempts_key(api, at)
             sandbox_payments.c.store_id == api.store.id,
             sandbox_payments.c.reference == f"charge {charge.id}")).scalars().all()
     assert asked == ["captured"]
+
+
+def test_a_clock_advance_whose_key_was_taken_over_stops_rather_than_finishing_the_next_claim(api, at):
+    """A request that runs the billing run (a clock advance) and whose Idempotency-Key a
+    repeat took over (its process stopped for a minute) is refused where it records: it stops
+    there with the refusal (found by a review: the refusal was taken for a claim "no answer
+    again" and the run went on to the next one). The charge stays for the repeat to finish."""
+    from rebill.api import idempotency
+    from rebill.domain.unit import REQUEST_KEY, KeyTakenOver
+    from rebill.models import tokens
+    at(START)
+    address, _ = subscriber(api, token="pm_ok", next_charge_scheduled_at=START)
+    [charge] = charges_of(api, address.id)
+    now = api.clock.now()
+    with api.db.write() as conn:
+        conn.execute(update(charges).where(charges.c.id == charge.id).values(
+            claimed_by=HOLDER, claimed_at=now - 2 * claims.STALE_AFTER))
+        token_id = conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)).scalars().first()
+    owner = (api.store.id, token_id, "advance-1")
+    assert idempotency.begin(api.db, *owner, "print", now) is None
+    assert idempotency.begin(api.db, *owner, "print", now + 2 * idempotency.ABANDONED) is None  # the repeat's
+    marked = REQUEST_KEY.set((*owner, now))
+    try:
+        with pytest.raises(KeyTakenOver):
+            billing.finish_abandoned(api.db, SandboxGateway(api.db, api.clock.now), api.store, now)
+    finally:
+        REQUEST_KEY.reset(marked)
+    [after] = [c for c in charges_of(api, address.id) if c.id == charge.id]
+    assert after.status == "queued"

@@ -29,7 +29,7 @@ from ..money import minor_digits
 from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all, processor_name
 from ..schedule.reconcile import replan
 from ..store.model import Store
-from ..unit import Unit, before_the_call
+from ..unit import KeyTakenOver, Unit, before_the_call
 from . import claim as claims
 from . import sweep
 from .money_back import REFUND, _capture, _finish_dead_refund  # finish_abandoned: their own steps and keys
@@ -268,6 +268,8 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
                 finished += 1
             elif REFUND in claimed_by:
                 finished += _finish_dead_refund(db, gateway, store, charge_id, now) is not None
+        except KeyTakenOver:  # the request running this (a clock advance) lost its key: it stops
+            raise
         except ServiceError:  # no answer again, refused, or a request took it meanwhile: next run
             continue
     # Checkout payments too (a package of their own, which builds on this one's outcome).

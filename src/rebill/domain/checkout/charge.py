@@ -52,7 +52,7 @@ from ..store.model import Store
 from ..subscription import repository as items
 from ..subscription import service as subscription_service
 from ..subscription.model import EXPIRED, SUBSCRIPTION, PurchaseItem, SubscriptionCreate
-from ..unit import Unit, before_the_call
+from ..unit import KeyTakenOver, Unit, before_the_call
 from . import lines as checkout_lines
 from . import pricing, repository, service
 from .model import ChargeRequest, Checkout, CheckoutCharge
@@ -466,6 +466,8 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
             result = _pay(db, gateway, store, checkout, attempt, run)
             _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id))
             finished += result.succeeded
+        except KeyTakenOver:  # the request running this (a clock advance) lost its key: it stops
+            raise
         except ServiceError:  # no answer again, or a request took it meanwhile: the next run
             continue
     return finished
