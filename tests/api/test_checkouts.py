@@ -527,6 +527,31 @@ def test_a_stale_claim_with_the_code_still_counts_as_a_use(api):
     assert refused.status_code == 409, refused.text
 
 
+def test_an_authorized_checkout_payment_with_the_code_counts_as_a_use(api):
+    """Found by an audit: a one-use code's first checkout was authorized (its capture to come),
+    a second checkout then took the code too, and both captures counted it (`times_used` 2 of
+    1). The authorized charge carrying the code is a use its capture will count: the second
+    checkout is priced without it."""
+    from rebill.domain.store import repository as stores
+    with api.db.write() as conn:
+        stores.update_store(conn, api.store.id, {"plan_tier": "premium_a"})  # captures need tier A
+    priced_store(api)
+    code = make_discount(api, code="AUTH1", usage_limit=1)
+    first = ready(api, email="first@example.com", discount_code="AUTH1")
+    authorized = api.post(f"/checkouts/{first['token']}/charge", json={**CHARGE, "payment_token": "tok_authorize_only"})
+    assert authorized.json()["checkout_charge"]["status"] == "pending", authorized.text
+    second = ready(api, email="second@example.com", discount_code="AUTH1")
+    assert second["applied_discount"]["applicable"] is False
+    assert second["applied_discount"]["non_applicable_reason"] == "discount has reached its usage limit"
+    paid = api.post(f"/checkouts/{second['token']}/charge", json=CHARGE)
+    assert paid.status_code == 200, paid.text
+    charge_id = paid.json()["checkout_charge"]["charge_id"]
+    assert api.get(f"/charges/{charge_id}").json()["charge"]["discounts"] == []
+    captured = api.post(f"/charges/{authorized.json()['checkout_charge']['charge_id']}/capture_payment", json={})
+    assert captured.status_code == 200, captured.text
+    assert api.get(f"/discounts/{code}", version="2021-01").json()["discount"]["times_used"] == 1
+
+
 @pytest.mark.parametrize("limit", ["once_per_customer", "first_time"])
 def test_a_per_customer_code_taken_by_a_new_customer_meanwhile_answers_409(api, monkeypatch, limit):
     """Found by audits on PostgreSQL: checkouts of a new e-mail charged at once took a

@@ -160,7 +160,7 @@ def _hold_code(unit: Unit, checkout: Checkout, state: dict[str, Any]) -> None:
     others = repository.live_claims_with_code(unit.conn, unit.store_id, checkout.discount_id, checkout.id)
     mine = (checkout.email or "").strip().lower()
     per_customer = row.once_per_customer or row.first_time_customer_restriction == FIRST_TIME
-    if (row.usage_limit is not None and row.times_used + len(others) >= row.usage_limit) or \
+    if (row.usage_limit is not None and discount_rules.uses(unit, row) + len(others) >= row.usage_limit) or \
             (per_customer and (mine in others or _customer_took(unit, checkout, row))):
         raise Conflict("Another checkout is being charged with this discount code; try again in a moment")
 

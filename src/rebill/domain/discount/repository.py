@@ -160,6 +160,13 @@ def pending_codes(conn: Connection, store_id: int, address_ids: list[int]) -> li
     return [(a, when, d) for a, when, d in conn.execute(stmt)]
 
 
+def authorized_uses(conn: Connection, store_id: int, discount_id: int) -> int:
+    """How many authorized, uncaptured charges carry the code: uses its captures will count."""
+    stmt = select(func.count()).select_from(charges).where(
+        charges.c.store_id == store_id, charges.c.discount_id == discount_id, charges.c.status == "pending")
+    return conn.execute(stmt).scalar_one()
+
+
 # Discounts applied to one charge (a plan input) -------------------------------------------
 
 def open_charge_has_input(conn: Connection, address_id: int) -> bool:

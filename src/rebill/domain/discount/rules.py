@@ -33,6 +33,16 @@ def resolve(unit: Unit, field: str, discount_id: int | None, code: str | None, *
     return row
 
 
+def uses(unit: Unit, row: Any) -> int:
+    """NOTE: decisions §7.5, the code's uses a `usage_limit` counts: `times_used`, and the
+    authorized charges carrying it, whose captures will count theirs (found by an audit: a
+    one-use code applied to a second checkout while the first one's payment waited for its
+    capture, and both were captured with it)."""
+    if row.usage_limit is None or row.times_used >= row.usage_limit:
+        return row.times_used
+    return row.times_used + repository.authorized_uses(unit.conn, unit.store_id, row.id)
+
+
 def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, except_address: int | None = None,
             channel: str = "api") -> str | None:
     """Why the code cannot be applied now for this customer, or None. A buyer who is no
@@ -50,7 +60,7 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
     if not channels(row.channel_settings)[channel]["can_apply"]:
         return "discount cannot be applied through the API" if channel == "api" else \
             f"discount cannot be applied through the {channel.replace('_', ' ')}"
-    if row.usage_limit is not None and row.times_used >= row.usage_limit:
+    if row.usage_limit is not None and uses(unit, row) >= row.usage_limit:
         return "discount has reached its usage limit"
     if row.discount_type == "fixed_amount" and currency != unit.store.currency:
         return f"a fixed amount discount applies only to charges in {unit.store.currency}"
