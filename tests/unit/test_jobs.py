@@ -135,3 +135,39 @@ def test_a_batch_submitted_through_the_api_lends_its_request_to_no_background_jo
             events.c.store_id == api.store.id, events.c.topic == "discount/created")).scalars().all()
     assert [tuple(row) for row in paid] == [("billing_run", None)]
     assert tasks == ["batch"]
+
+
+def test_a_job_that_meets_a_busy_database_logs_one_warning_line_not_an_error(api, monkeypatch, caplog):
+    """Found by an audit: a job that met SQLite's busy timeout (another process holding the
+    write lock) logged an ERROR with a traceback, and went through at its next tick. A database
+    busy or away is a warning of one line (its store's, and the run's); any other failure stays
+    an error with its traceback."""
+    import logging
+    import sqlite3
+
+    import pytest
+    from sqlalchemy.exc import OperationalError
+
+    from rebill.domain.billing import run as billing
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.jobs import scheduler
+
+    def locked(*args, **kw):
+        raise OperationalError("BEGIN IMMEDIATE", {}, sqlite3.OperationalError("database is locked"))
+    monkeypatch.setattr(billing, "run_store", locked)
+    caplog.set_level(logging.WARNING, logger="rebill.jobs")
+    with pytest.raises(scheduler.StoresFailed) as failed:
+        bill_every_store(api.db, SandboxGateway(api.db, api.clock.now), api.clock, timedelta(seconds=60))
+    scheduler.log_failure("billing", failed.value)
+    # One line per store of the database (earlier tests' stores too), then the run's.
+    assert len(caplog.records) == len(failed.value.store_ids) + 1
+    assert {(r.levelname, r.exc_info is None) for r in caplog.records} == {("WARNING", True)}
+    assert "database is locked" in caplog.records[0].getMessage()
+    caplog.clear()
+    monkeypatch.setattr(billing, "run_store", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    with pytest.raises(scheduler.StoresFailed) as failed:
+        bill_every_store(api.db, SandboxGateway(api.db, api.clock.now), api.clock, timedelta(seconds=60))
+    scheduler.log_failure("billing", failed.value)
+    stores_told, run_told = caplog.records[:-1], caplog.records[-1]
+    assert {(r.levelname, r.exc_info is None) for r in stores_told} == {("ERROR", False)}  # with the traceback
+    assert (run_told.levelname, run_told.exc_info) == ("ERROR", None)

@@ -46,7 +46,7 @@ from starlette.concurrency import run_in_threadpool
 
 from rebill.api import idempotency
 from rebill.clock import Clock
-from rebill.db.engine import Database
+from rebill.db.engine import Database, unavailable
 from rebill.domain.batch import service as batches
 from rebill.domain.billing import inbound
 from rebill.domain.billing import run as billing
@@ -69,6 +69,20 @@ logger = logging.getLogger("rebill.jobs")
 logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
 
 
+def log_failure(what: str, exc: BaseException) -> None:
+    """A job's failure: an error with its traceback, but a database busy (SQLite's lock held by
+    another process past its busy timeout) or away, which the next tick meets no more, is a
+    warning of one line (found by an audit: it logged an ERROR with a traceback and the job
+    went through at its next tick)."""
+    if isinstance(exc, StoresFailed):  # each store was told already, with its traceback
+        (logger.warning if exc.busy else logger.error)("%s: %s", what, exc)
+    elif unavailable(exc):
+        logger.warning("%s: the database was busy or unreachable (%s); the next tick tries again", what,
+                       str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    else:
+        logger.error("%s failed", what, exc_info=exc)
+
+
 def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: timedelta,
                      stop: Callable[[], bool] | None = None) -> int:
     """One billing run over every store, each on its own clock; returns the charges processed.
@@ -78,34 +92,36 @@ def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: 
         found = stores.all_stores(conn)
     processed = 0
     failed: list[int] = []
+    busy = True  # whether every failure was the database's, busy or away
     for store in found:
         if stop is not None and stop():
             break
         try:
             summary = billing.run_store(db, gateway, store, store_clock.clock_for(store, clock.now),
                                         stale_after=stale_after, stop=stop)
-        except Exception:
+        except Exception as exc:
             # One store's failure must not keep the stores after it from being billed: it is
             # logged here, and the run ends failed once every other store had its turn.
-            logger.exception("billing run: store %s failed", store.id)
+            log_failure(f"billing run: store {store.id}", exc)
             failed.append(store.id)
+            busy = busy and unavailable(exc)
             continue
         record.billing_store(store.id, summary)  # issue 18: its figures and log line
         processed += summary.processed
     record.billing_run(time.monotonic() - began)
     if failed:
-        raise StoresFailed(failed, processed)
+        raise StoresFailed(failed, processed, busy)
     return processed
 
 
 class StoresFailed(Exception):
-    """Some stores of a billing run failed (each logged with its traceback); the others were
-    billed (``processed`` charges)."""
+    """Some stores of a billing run failed (each logged); the others were billed
+    (``processed`` charges). ``busy``: every failure was the database busy or away."""
 
-    def __init__(self, store_ids: list[int], processed: int) -> None:
+    def __init__(self, store_ids: list[int], processed: int, busy: bool = False) -> None:
         super().__init__(f"the billing run of {len(store_ids)} store(s) failed: {store_ids}; "
                          f"{processed} charge(s) of the others processed")
-        self.store_ids, self.processed = store_ids, processed
+        self.store_ids, self.processed, self.busy = store_ids, processed, busy
 
 
 class Jobs:
@@ -303,7 +319,7 @@ class Jobs:
             return
         failed = done.exception()
         if failed is not None:  # the next tick tries again; the database says what is still due
-            logger.error("%s failed", name, exc_info=failed)
+            log_failure(name, failed)
         record.finish_job(run, None if failed is not None else done.result(), failed is None)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
