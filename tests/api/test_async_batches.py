@@ -487,6 +487,30 @@ def test_a_batch_of_an_uninstalled_store_fails_and_its_tasks_answer_403(api):
                                                      "output": {"errors": "The store is not installed"}}
 
 
+def test_a_batch_whose_token_was_revoked_before_it_ran_fails_and_its_tasks_answer_401(api):
+    """Found by an audit: a batch submitted, then its token revoked (`rebill tokens revoke`)
+    while the batch waited for its turn, still ran every task, a leaked token's writes among
+    them. The runner looks at the token before each chunk: what is left answers as the edge
+    now would (401), and the batch is `failed`; nothing was created."""
+    from rebill.domain.store import repository as store_repo
+    from rebill.models import tokens
+    reader = api.token_with("read_batches", "read_discounts")
+    batch_id = new_batch(api)["id"]
+    add(api, batch_id, [{"code": "A", "value": "5", "value_type": "percentage"},
+                        {"code": "B", "value": "5", "value_type": "percentage"}])
+    submit(api, batch_id)
+    with api.db.write() as conn:
+        token_id = conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)
+                                .order_by(tokens.c.id)).scalars().first()
+        store_repo.revoke_token(conn, token_id, api.clock.now())
+    run(api)
+    done = batch_of(api, batch_id, token=reader)
+    assert (done["status"], done["fail_task_count"], done["success_task_count"]) == ("failed", 2, 0)
+    assert [t["result"] for t in tasks_of(api, batch_id, token=reader)] == [
+        {"status_code": 401, "output": {"errors": "Invalid or missing API token"}}] * 2
+    assert api.get("/discounts", token=reader).json()["discounts"] == []
+
+
 def test_results_are_stored_once_per_task(api):
     batch_id = new_batch(api)["id"]
     add(api, batch_id, [{"code": "A"}])

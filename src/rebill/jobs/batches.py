@@ -44,7 +44,7 @@ from rebill.domain.store import repository as stores
 from rebill.domain.store.model import Store
 from rebill.domain.unit import Unit
 from rebill.domain.webhook import repository as webhooks
-from rebill.errors import Forbidden, ServiceError
+from rebill.errors import Forbidden, ServiceError, Unauthorized
 from rebill.observability import record
 
 from .workers import worker_name
@@ -152,8 +152,9 @@ class BatchRunner:
             store = stores.get(conn, batch.store_id)
             assert store is not None  # the batch goes with its store
             at = store_clock.clock_for(store, self.real_now)()
-            if not store.installed:
-                self._fail_store(conn, batch, store, at)
+            refused = self._refused(conn, batch, store)
+            if refused is not None:
+                self._refuse_rest(conn, batch, store, at, refused)
                 return 0, False
             task_ids = work.claim_tasks(conn, batch_id, size, at)
             if not task_ids:
@@ -262,10 +263,23 @@ class BatchRunner:
         unit.record("async_batch/processed", batch.id, {"id": batch.id, "status": status})
         outbox.flush(conn)
 
-    def _fail_store(self, conn: Any, batch: AsyncBatch, store: Store, at: datetime) -> None:
-        """A store uninstalled before its batch ran: what is left answers as the edge would
-        (403) and the batch is `failed`."""
-        refused = {"status_code": Forbidden.status, "output": {"errors": "The store is not installed"}}
+    @staticmethod
+    def _refused(conn: Any, batch: AsyncBatch, store: Store) -> ServiceError | None:
+        """What the edge would now answer the batch's requests before any of them ran: its store
+        uninstalled (403), or its token revoked (401; found by an audit: a revoked token's batch,
+        waiting for its turn, still ran its tasks, a leaked token's writes among them). Looked
+        at before each chunk, so a batch stops within a chunk of the revocation."""
+        if not store.installed:
+            return Forbidden("The store is not installed")
+        if batch.token_id is not None:
+            token = stores.token_record(conn, batch.token_id)
+            if token is None or token.revoked_at is not None:
+                return Unauthorized()
+        return None
+
+    def _refuse_rest(self, conn: Any, batch: AsyncBatch, store: Store, at: datetime, error: ServiceError) -> None:
+        """What is left of the batch answers as the edge would, and the batch is `failed`."""
+        refused = {"status_code": error.status, "output": {"errors": error.errors}}
         left = work.claim_tasks(conn, batch.id, 1_000_000, at)
         work.record(conn, batch.id, [(task_id, FAILED, refused) for task_id in left], at)
         self._close(conn, batch, store, at, FAILED)
