@@ -464,3 +464,26 @@ def test_a_keyed_refund_whose_answer_was_lost_is_not_run_again(api, monkeypatch)
     again = shop.post(f"/charges/{charge['id']}/refund", json={"amount": "1.00"}, headers=keyed)
     assert again.status_code == 409, again.text
     assert _ledger(shop, "refund") == [Decimal(100)]
+
+
+def test_a_requests_read_marks_nothing_and_its_write_marks_its_key_even_without_events(api):
+    """A request's units (api/call.py): its reads never touch its key (a read that marked it
+    would leave a request refused after its read "applied", 409 "answer lost" for its repeat);
+    its write unit marks the key as it commits, events or not (an async batch's records none)."""
+    from rebill.api import idempotency
+    from rebill.domain.unit import REQUEST_KEY, Unit
+    owner = (api.store.id, _token_id(api), "units-1")
+    began = api.clock.now()
+    assert idempotency.begin(api.db, *owner, "print", began) is None
+    marked = REQUEST_KEY.set((*owner, began))
+    try:
+        opened = api.db.read()
+        with Unit(opened.__enter__(), api.store, began, opened.__exit__):
+            pass
+        assert _keys(api)["units-1"] == "running"
+        opened = api.db.write()
+        with Unit(opened.__enter__(), api.store, began, opened.__exit__, writes=True):
+            pass
+        assert _keys(api)["units-1"] == "applied"
+    finally:
+        REQUEST_KEY.reset(marked)

@@ -130,18 +130,18 @@ class Call:
         db = self.services.db
         if self.on_loop:
             # The dispatcher answers only once this write's transaction has committed.
-            unit = self._unit(db.loop_writer.open())  # type: ignore[union-attr]
+            unit = self._unit(db.loop_writer.open(), writes=True)  # type: ignore[union-attr]
             self.wrote = True
             return unit
-        return self._unit(db.write())
+        return self._unit(db.write(), writes=True)
 
     def now(self) -> datetime:
         """The store's time: the real one, or a sandbox store's test clock."""
         return store_clock.clock_for(self.store, self.services.clock.now)()
 
-    def _unit(self, opened: AbstractContextManager[Connection]) -> Unit:
+    def _unit(self, opened: AbstractContextManager[Connection], *, writes: bool = False) -> Unit:
         now = store_clock.clock_for(self.store, self.services.clock.now)
-        return Unit(opened.__enter__(), self.store, now, opened.__exit__)
+        return Unit(opened.__enter__(), self.store, now, opened.__exit__, writes=writes)
 
     # Requests ----------------------------------------------------------------------
 

@@ -80,16 +80,18 @@ def zone(name: str) -> ZoneInfo:
 
 
 class Unit:
-    __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id", "_recorded", "replans")
+    __slots__ = ("conn", "store", "_now", "_release", "origin", "token_id", "_recorded", "replans", "writes")
 
     def __init__(self, conn: Connection, store: Store, now: datetime | Callable[[], datetime],
                  release: Callable[..., bool | None] | None = None, *, origin: str | None = None,
-                 token_id: int | None = None) -> None:
+                 token_id: int | None = None, writes: bool = False) -> None:
         """``now`` is the time of the request, or the clock to read it from on first use
         (most reads never need it). ``release`` ends the transaction when the unit is used
         as a context manager: it is the ``__exit__`` of whatever opened the connection.
         ``origin`` and ``token_id`` say who made the changes (the `source` of their events),
-        unless a request is running: then they are the request's (``REQUEST_SOURCE``)."""
+        unless a request is running: then they are the request's (``REQUEST_SOURCE``).
+        ``writes``: a request's write unit (api/call.py), which marks the request's key as it
+        commits even when it records no event."""
         self.conn = conn
         self.store = store
         self._now = now
@@ -100,6 +102,7 @@ class Unit:
         self.origin = origin or "system"
         self.token_id = token_id
         self._recorded = False  # whether this unit buffered events (reads never do)
+        self.writes = writes
         # Addresses whose replan the unit's owner runs later, once for many changes (a chunk of
         # an async batch's tasks, jobs/batches.py); None: every replan runs at once.
         self.replans: set[int] | None = None
@@ -113,7 +116,7 @@ class Unit:
         if exc[0] is not None:
             if self._recorded:
                 outbox.discard(self.conn)
-        elif self._recorded or self._release is not None:
+        elif self._recorded or self.writes:
             try:
                 if self._recorded:
                     outbox.flush(self.conn)  # marks the request's key applied (_applied above)
