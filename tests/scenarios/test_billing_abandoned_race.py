@@ -118,3 +118,35 @@ def test_a_clock_advance_whose_key_was_taken_over_stops_rather_than_finishing_th
         REQUEST_KEY.reset(marked)
     [after] = [c for c in charges_of(api, address.id) if c.id == charge.id]
     assert after.status == "queued"
+
+
+def test_an_abandoned_payment_whose_method_was_deleted_since_is_what_the_processor_made(api, at):
+    """Found by an audit (on Stripe; the sandbox alike): a run died after the processor charged,
+    the customer's method was deleted, and the run finishing the stale claim recorded "no
+    payment method" without asking: the next attempt, with a new card, charged again. Asked
+    what the attempt's key made, it records that payment."""
+    from rebill.domain.payment_method import service as methods
+    from rebill.domain.unit import Unit
+    at(START)
+    address, _ = subscriber(api, token="pm_ok", next_charge_scheduled_at=START)
+    [charge] = charges_of(api, address.id)
+    now = api.clock.now()
+    gateway = SandboxGateway(api.db, api.clock.now)
+    gateway.charge(Payment(store_id=api.store.id, idempotency_key=billing.idempotency_key(charge.id, 1),
+                           reference=f"charge {charge.id}", amount_minor=int(charge.total_price * 100),
+                           currency=charge.currency, customer_token=None, payment_method_token="pm_ok",
+                           payment_type="CREDIT_CARD"))  # the dead run's payment, never recorded
+    with api.db.write() as conn:
+        conn.execute(update(charges).where(charges.c.id == charge.id).values(
+            claimed_by=HOLDER, claimed_at=now - 2 * claims.STALE_AFTER))
+        for method_id in conn.execute(select(payment_methods.c.id).where(
+                payment_methods.c.customer_id == charge.customer_id)).scalars().all():
+            methods.delete(Unit(conn, api.store, now), method_id)
+    assert billing.finish_abandoned(api.db, gateway, api.store, now) == 1
+    [after] = [c for c in charges_of(api, address.id) if c.id == charge.id]
+    assert (after.status, after.charge_attempts) == ("success", 1)
+    with api.db.read() as conn:
+        asked = conn.execute(select(sandbox_payments.c.outcome).where(
+            sandbox_payments.c.store_id == api.store.id,
+            sandbox_payments.c.reference == f"charge {charge.id}")).scalars().all()
+    assert asked == ["captured"]

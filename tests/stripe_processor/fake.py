@@ -16,8 +16,8 @@ What the layer adds, as Stripe documents it:
   4000000000000069 (expired_card), 4000002760003184 (authentication_required),
   4000000000000119 (processing_error). They attach like 4242 and fail when charged, as in
   Stripe's test mode; 4242424242424242 pays.
-- **A customer's PaymentIntents** (``GET /v1/payment_intents?customer=``), which localstripe
-  does not filter.
+- **An account's or a customer's PaymentIntents** (``GET /v1/payment_intents[?customer=]``):
+  localstripe lists every account's and takes no customer filter.
 - **Ownership**: a PaymentIntent naming a customer and a payment method that is not attached
   to that customer (detached, or another customer's) is refused as Stripe refuses it.
 - ``GET /_config/rebill/log`` (every /v1 request: method, path, key, replayed, status) and
@@ -62,16 +62,23 @@ def _error(status: int, error: dict[str, Any]) -> web.Response:
 
 
 def _listed(request: web.Request) -> web.Response | None:
-    """A customer's PaymentIntents (localstripe lists PaymentIntents without that filter)."""
-    customer = request.query.get("customer")
-    if request.method != "GET" or request.path != "/v1/payment_intents" or not customer:
+    """The account's PaymentIntents, or a customer's, newest first, a page at a time
+    (``limit``, ``starting_after``), as Stripe lists them (localstripe lists every account's,
+    oldest first, and takes no customer filter)."""
+    if request.method != "GET" or request.path != "/v1/payment_intents":
         return None
+    customer = request.query.get("customer")
     account = server.get_api_key(request)
     data = [value._export() for key, value in resources.store.items() if key.startswith("payment_intent:")
-            and value.customer == customer and owners.get(value.id) == account]
+            and (not customer or value.customer == customer) and owners.get(value.id) == account]
     data.sort(key=lambda i: i["created"], reverse=True)
-    return web.json_response({"object": "list", "url": "/v1/payment_intents", "has_more": False,
-                              "data": data[:int(request.query.get("limit", 10))]})
+    after = request.query.get("starting_after")
+    if after:
+        ids = [i["id"] for i in data]
+        data = data[ids.index(after) + 1:] if after in ids else []
+    limit = int(request.query.get("limit", 10))
+    return web.json_response({"object": "list", "url": "/v1/payment_intents", "has_more": len(data) > limit,
+                              "data": data[:limit]})
 
 
 async def _emulated(request: web.Request) -> web.Response | None:

@@ -74,6 +74,49 @@ def test_a_timeout_on_a_manual_process_is_503_then_the_same_key_finishes_it(shop
     assert len(shop.intents()) == 1 and _executed(shop, f"rebill-charge-{due}-attempt-1") == 1
 
 
+def _method_of(shop, charge_id):
+    customer_id = _charge(shop, charge_id)["customer"]["id"]
+    [method] = shop.api.get("/payment_methods", params={"customer_id": customer_id}).json()["payment_methods"]
+    return method
+
+
+def test_a_lost_answer_whose_method_moved_to_another_stripe_customer_is_found_and_recorded_once(shop, due):
+    """Found by an audit: after a lost answer the method was given another Stripe customer and
+    card; the retry under the attempt's key was refused by Stripe as other parameters, and the
+    look-up searched the new customer's PaymentIntents only, so the charge stayed claimed for
+    good, its payment at Stripe never recorded. The account's are searched too."""
+    shop.fake.fault(CREATE, "drop_after", times=3)
+    assert shop.api.post(f"/charges/{due}/process", json={}).status_code == 503
+    shop.fake.clear_faults()
+    cus, pm = shop.customer_with_card()
+    moved = shop.api.put(f"/payment_methods/{_method_of(shop, due)['id']}",
+                         json={"processor_customer_token": cus, "processor_payment_method_token": pm})
+    assert moved.status_code == 200, moved.text
+    shop.api.clock.advance(timedelta(seconds=61))
+    response = shop.api.post(f"/charges/{due}/process", json={})
+    assert response.status_code == 200, response.text
+    assert (response.json()["charge"]["status"], response.json()["charge"]["charge_attempts"]) == ("success", 1)
+    assert len(shop.intents()) == 1
+
+
+def test_a_lost_answer_whose_method_was_deleted_is_the_payment_stripe_made_not_a_failure(shop, due):
+    """Found by an audit: after a lost answer the customer's only method was deleted; the retry
+    recorded "no payment method" (attempt 1 failed) without asking Stripe, whose PaymentIntent
+    had succeeded, and the dunning's next attempt with a new card charged the customer again.
+    The retry asks Stripe what the attempt's key made first."""
+    shop.fake.fault(CREATE, "drop_after", times=3)
+    assert shop.api.post(f"/charges/{due}/process", json={}).status_code == 503
+    shop.fake.clear_faults()
+    assert shop.api.delete(f"/payment_methods/{_method_of(shop, due)['id']}").status_code == 204
+    shop.api.clock.advance(timedelta(seconds=61))
+    response = shop.api.post(f"/charges/{due}/process", json={})
+    assert response.status_code == 200, response.text
+    charge = response.json()["charge"]
+    assert (charge["status"], charge["charge_attempts"]) == ("success", 1)
+    [intent] = shop.intents()
+    assert charge["external_transaction_id"]["payment_processor"] == intent["id"]
+
+
 def test_a_rate_limit_is_asked_again_at_once_as_the_same_attempt(shop, due):
     shop.fake.fault(CREATE, "rate_limit", times=1)
     assert _run(shop).paid == 1

@@ -26,7 +26,16 @@ from ..address import repository as address_repo
 from ..charge import repository as charge_repo
 from ..charge.model import ERROR, PENDING, QUEUED, Charge
 from ..money import minor_digits
-from ..payment.gateway import FAILED, Gateway, Payment, Result, charge_all, processor_name
+from ..payment.gateway import (
+    FAILED,
+    Gateway,
+    GatewayUnavailable,
+    Payment,
+    Result,
+    charge_all,
+    made_before,
+    processor_name,
+)
 from ..schedule.reconcile import replan
 from ..store.model import Store
 from ..unit import KeyTakenOver, Unit, before_the_call
@@ -86,7 +95,8 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     run = run or claims.run_name()
     for attempt in range(1, RECORD_TRIES + 1):
         try:
-            found, methods = _claim(db, store, charge_ids, run, now, stale_after, due_on, skip_locked, taking_over)
+            found, methods, unanswered = _claim(db, store, charge_ids, run, now, stale_after, due_on, skip_locked,
+                                                taking_over)
             break
         except DBAPIError as exc:
             # PostgreSQL gave the claim up in a deadlock (another transaction locking addresses
@@ -95,7 +105,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
             if attempt == RECORD_TRIES or not retryable(exc):
                 raise
     failpoints.hit("billing.after_claim")
-    answers = _pay(gateway, store, found, methods)
+    answers = _pay(gateway, store, found, methods, unanswered)
     failpoints.hit("billing.after_gateway")
     _mark_unanswered(db, store, run, {c.id for c in found} - {c.id for c, _, _ in answers})
     processor = processor_name(gateway, store.id)
@@ -120,15 +130,19 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
 
 def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: datetime, stale_after: timedelta,
            due_on: claims.DueOn | None, skip_locked: bool, taking_over: str | None
-           ) -> tuple[list[Charge], dict[int, dict[str, Any]]]:
-    """The claim's transaction (process): the charges claimed and the methods that pay them."""
+           ) -> tuple[list[Charge], dict[int, dict[str, Any]], set[int]]:
+    """The claim's transaction (process): the charges claimed, the methods that pay them, and
+    those of them whose claim this one took over (a run that died or got no answer: their
+    attempt may have been made)."""
     with before_the_call(), db.write() as conn:
         unit = Unit(conn, store, now, origin=ORIGIN)
         # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
         # read a charge before this claim must finish before the claim, or it could rewrite or
         # delete a charge this run is paying (and deadlock with it).
-        homes = dict(conn.execute(select(charges.c.id, charges.c.address_id).where(
-            charges.c.store_id == store.id, among(charges.c.id, charge_ids))).all())
+        rows = conn.execute(select(charges.c.id, charges.c.address_id, charges.c.claimed_by).where(
+            charges.c.store_id == store.id, among(charges.c.id, charge_ids))).all()
+        homes = {charge_id: address_id for charge_id, address_id, _ in rows}
+        held_before = {charge_id for charge_id, _, claimed_by in rows if claimed_by is not None}
         held = set(address_repo.lock(conn, store.id, sorted(set(homes.values())), skip_locked=skip_locked))
         if skip_locked:
             charge_ids = [i for i in charge_ids if homes.get(i) in held]
@@ -139,10 +153,10 @@ def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: dat
             replan(unit, waiting)
         claimed = claims.claim(conn, store.id, charge_ids, run, now, stale_after, due_on=due_on,
                                taking_over=taking_over)
-        rows = charge_repo.many(conn, store.id, claimed)
-        found = [rows[i] for i in claimed if i in rows]
+        by_id = charge_repo.many(conn, store.id, claimed)
+        found = [by_id[i] for i in claimed if i in by_id]
         methods = _methods(conn, store.id, found)
-    return found, methods
+    return found, methods, held_before & set(claimed)
 
 
 def _mark_unanswered(db: Database, store: Store, run: str, charge_ids: set[int]) -> None:
@@ -155,19 +169,32 @@ def _mark_unanswered(db: Database, store: Store, run: str, charge_ids: set[int])
                          .values(claimed_by=claims.unanswered(run)))
 
 
-def _pay(gateway: Gateway, store: Store, found: list[Charge],
-         methods: dict[int, dict[str, Any]]) -> list[tuple[Charge, Result, int | None]]:
+def _pay(gateway: Gateway, store: Store, found: list[Charge], methods: dict[int, dict[str, Any]],
+         unanswered: set[int]) -> list[tuple[Charge, Result, int | None]]:
     """Every payment of the batch. A charge whose answer is unknown (the gateway could not be
-    reached) stays claimed and out of the answers: a later run asks again with the same key."""
+    reached) stays claimed and out of the answers: a later run asks again with the same key.
+    Asked again, an attempt (``unanswered``) whose payment method has gone since is what the
+    processor made of its key, if anything, before it is "no payment method"; with a method,
+    the processor answers the key as it first did (the sandbox's ledger, Stripe's replay or the
+    PaymentIntent the key made)."""
     payments = []
     answers: list[tuple[Charge, Result, int | None]] = []
     for charge in found:
         method = methods.get(charge.id)
+        key = idempotency_key(charge.id, charge.charge_attempts + 1)
         if method is None:
+            if charge.id in unanswered:
+                try:
+                    made = made_before(gateway, store.id, key)
+                except GatewayUnavailable:
+                    continue  # still unknown: the claim stays, marked, for a later run
+                if made is not None:  # paid (or declined) by a method since removed
+                    answers.append((charge, made, None))
+                    continue
             answers.append((charge, NO_METHOD, None))
             continue
         payments.append((charge, method["id"], Payment(
-            store_id=store.id, idempotency_key=idempotency_key(charge.id, charge.charge_attempts + 1),
+            store_id=store.id, idempotency_key=key,
             reference=f"charge {charge.id}", amount_minor=int(charge.total_price.scaleb(minor_digits(charge.currency))),
             currency=charge.currency, customer_token=method["processor_customer_token"],
             payment_method_token=method["processor_payment_method_token"], payment_type=method["payment_type"])))

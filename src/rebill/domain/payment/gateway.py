@@ -86,6 +86,17 @@ class Gateway(Protocol):
         ...
 
 
+def made_before(gateway: Gateway, store_id: int, idempotency_key: str) -> Result | None:
+    """What the processor made of a payment ``idempotency_key`` an earlier try sent without an
+    answer coming back (a process that died, a lost answer), or None when it made nothing of it
+    (or cannot tell: a gateway without ``made``). Raises GatewayUnavailable when it cannot be
+    asked. A retry whose payment method has gone since asks this first (found by an audit: the
+    retry recorded "no payment method" without asking, and the dunning's next attempt charged
+    the customer a second time)."""
+    made = getattr(gateway, "made", None)
+    return None if made is None else made(store_id, idempotency_key)
+
+
 def processor_name(gateway: Gateway, store_id: int) -> str:
     """The name a payment of ``store_id`` records as its charge's ``payment_processor``."""
     name_for = getattr(gateway, "name_for", None)

@@ -19,7 +19,7 @@ from typing import Any
 from rebill.db.engine import Database
 
 from . import processors
-from .gateway import CAPTURED, Gateway, GatewayUnavailable, Payment, Result, charge_all
+from .gateway import CAPTURED, Gateway, GatewayUnavailable, Payment, Result, charge_all, made_before
 from .sandbox import SandboxGateway
 from .vault import Vault, VaultError
 
@@ -101,6 +101,9 @@ class ProcessorRouter:
             for index, result in zip(indexes, charge_all(gateway, [payments[i] for i in indexes])):
                 results[index] = result
         return results
+
+    def made(self, store_id: int, idempotency_key: str) -> Result | None:
+        return made_before(self.for_store(store_id), store_id, idempotency_key)
 
     def capture(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
                 currency: str) -> Result:

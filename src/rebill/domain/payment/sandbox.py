@@ -103,6 +103,10 @@ class SandboxGateway:
                 return [self.charge(p) for p in payments]
         return [earlier.get(p.idempotency_key) or fresh[p.idempotency_key] for p in payments]
 
+    def made(self, store_id: int, idempotency_key: str) -> Result | None:
+        """The ledger's answer to a payment key (gateway.made_before)."""
+        return self._answered(store_id, idempotency_key)
+
     def capture(self, store_id: int, idempotency_key: str, transaction_id: str, amount_minor: int,
                 currency: str) -> Result:
         return self._once(store_id, idempotency_key, "capture", transaction_id, amount_minor, currency,

@@ -30,6 +30,11 @@ METHOD_TYPES = {"CREDIT_CARD": "card", "APPLE_PAY": "card", "GOOGLE_PAY": "card"
 RATE_LIMIT_PAUSES = (0.5, 1.0)
 
 
+# How far back a payment's PaymentIntent is looked for: Stripe lists newest first, and a retry
+# comes within minutes of its first try (a billing run's batch makes 500 between).
+INTENT_PAGES = 10
+
+
 class StripeGateway:
     name = "stripe"
 
@@ -126,20 +131,40 @@ class StripeGateway:
                           error=f"Stripe refused the refund ({refund.get('failure_reason') or refund.get('status')}).")
         return Result(REFUNDED, transaction_id=refund["id"])
 
+    def made(self, store_id: int, idempotency_key: str) -> Result | None:
+        """What a payment key made, if anything (gateway.made_before): the account's recent
+        PaymentIntent whose metadata names it."""
+        intent = self._intent_of(idempotency_key, None)
+        return None if intent is None else charge_result(intent)
+
     def _made_by(self, payment: Payment) -> Any:
         """The recent PaymentIntent whose metadata names this payment's key: the customer's, or
         for a payment that names none (a checkout's), the account's (found by an audit: a
-        checkout paid behind a 500 was answered 422, and the buyer's retry paid again)."""
+        checkout paid behind a 500 was answered 422, and the buyer's retry paid again). A key
+        the customer's list does not show is looked for in the account's too (found by an
+        audit: a retry after a lost answer, its payment method since moved to another Stripe
+        customer, was refused as another request under the key, and never found its payment)."""
+        found = self._intent_of(payment.idempotency_key, payment.customer_token) if payment.customer_token else None
+        return found if found is not None else self._intent_of(payment.idempotency_key, None)
+
+    def _intent_of(self, idempotency_key: str, customer: str | None) -> Any:
+        """The PaymentIntent among the customer's (or the account's) most recent ones,
+        ``INTENT_PAGES`` pages of 100 at most, whose metadata names the key."""
         where: dict[str, Any] = {"limit": 100}
-        if payment.customer_token:
-            where["customer"] = payment.customer_token
-        try:
-            recent = self._call(lambda: self.client.v1.payment_intents.list(where).to_dict())
-        except stripe.StripeError:
-            raise GatewayUnavailable("Stripe could not say whether the payment was made") from None
-        for intent in recent.get("data", []):
-            if (intent.get("metadata") or {}).get("rebill_idempotency_key") == payment.idempotency_key:
-                return intent
+        if customer:
+            where["customer"] = customer
+        for _ in range(INTENT_PAGES):
+            try:
+                page = self._call(lambda: self.client.v1.payment_intents.list(dict(where)).to_dict())
+            except stripe.StripeError:
+                raise GatewayUnavailable("Stripe could not say whether the payment was made") from None
+            data = page.get("data", [])
+            for intent in data:
+                if (intent.get("metadata") or {}).get("rebill_idempotency_key") == idempotency_key:
+                    return intent
+            if not page.get("has_more") or not data:
+                return None
+            where["starting_after"] = data[-1]["id"]
         return None
 
     def _refund_made(self, intent_id: str, idempotency_key: str) -> Any:
