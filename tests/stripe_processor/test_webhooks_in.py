@@ -245,6 +245,31 @@ def test_a_payment_intent_whose_metadata_is_no_object_is_not_rebills_and_is_igno
     assert (response.status_code, response.json()["result"]) == (200, "ignored"), response.text
 
 
+@pytest.mark.parametrize("odd", [{"card": "x"}, {"billing_details": "x"}, {"type": ["card"]},
+                                 {"card": {"brand": ["visa"], "last4": {"x": 1}}}])
+def test_a_method_event_with_fields_of_shapes_stripe_never_sends_answers_no_500(shop, odd):
+    """Found by an audit: signed `payment_method.updated` events with a string for `card` or
+    `billing_details`, or a list for `type`, answered 500 (Stripe retries those for 3 days).
+    What has no shape Stripe sends is not taken: the details keep what they were."""
+    _, method, _ = shop.subscriber(on=START)
+    before = _method(shop, method["id"])["payment_details"]
+    card = shop.client.v1.payment_methods.retrieve(method["processor_payment_method_token"]).to_dict()
+    response = send(shop, "payment_method.updated", {**card, **odd})
+    assert response.status_code == 200, response.text
+    after = _method(shop, method["id"])["payment_details"]
+    assert all(isinstance(v, (str, int)) for v in after.values())
+    assert after.get("last4") in (before.get("last4"), None)
+
+
+def test_a_failed_payment_event_whose_error_is_no_object_answers_no_500(timed_out):
+    """The same audit: `last_payment_error` as a string answered 500. The failure is taken
+    without Stripe's detail."""
+    shop, charge_id, intent = timed_out
+    failed = {**intent, "status": "requires_payment_method", "last_payment_error": "x"}
+    response = send(shop, "payment_intent.payment_failed", failed)
+    assert response.status_code == 200, response.text
+
+
 # Payments whose answer never came ---------------------------------------------------------------
 
 @pytest.fixture

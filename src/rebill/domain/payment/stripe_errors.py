@@ -56,9 +56,13 @@ def charge_result(intent: Any) -> Result:
         return Result(FAILED, error_type=CUSTOMER_NEEDS_TO_UPDATE_CARD, error=NEEDS_AUTHENTICATION)
     if status == "processing":
         raise GatewayUnavailable("the payment is still processing at Stripe")
-    failure = intent.get("last_payment_error") or {}
-    return _failure(failure.get("code"), failure.get("decline_code"), failure.get("message")
-                    or f"Stripe left the payment {status}.")
+    failure = intent.get("last_payment_error")
+    failure = failure if isinstance(failure, dict) else {}  # a shape Stripe never sends: no detail
+
+    def text(name: str) -> str | None:
+        value = failure.get(name)
+        return value if isinstance(value, str) else None
+    return _failure(text("code"), text("decline_code"), text("message") or f"Stripe left the payment {status}.")
 
 
 def error_result(exc: stripe.StripeError, *, charging: bool, store_id: int | None = None) -> Result:

@@ -99,15 +99,22 @@ def method_details(method: dict[str, Any]) -> dict[str, Any]:
     """NOTE: issue 16, `payment_details` from a Stripe PaymentMethod: brand, last4, expiry (and
     funding, the cardholder's name)."""
     kind = method.get("type")
-    if kind == "card" and method.get("card"):
-        info = method["card"]
+    kind = kind if isinstance(kind, str) else None
+    info = _object(method.get(kind)) if kind else {}
+    if kind == "card" and info:
         details = {"brand": info.get("brand"), "last4": info.get("last4"), "exp_month": info.get("exp_month"),
                    "exp_year": info.get("exp_year"), "funding_type": info.get("funding")}
-    elif kind and isinstance(method.get(kind), dict) and method[kind].get("last4"):
-        details = {"last4": method[kind]["last4"]}
+    elif info.get("last4"):
+        details = {"last4": info["last4"]}
     else:
         details = {}
-    name = (method.get("billing_details") or {}).get("name")
+    name = _object(method.get("billing_details")).get("name")
     if name:
         details["cardholder_name"] = name
-    return {k: v for k, v in details.items() if v is not None}
+    # Only the scalars Stripe sends there (found by an audit: fields of shapes Stripe never
+    # sends, a string for `card`, a list for `type`, answered a signed event 500).
+    return {k: v for k, v in details.items() if isinstance(v, (str, int)) and not isinstance(v, bool)}
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
