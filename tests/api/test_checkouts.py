@@ -761,6 +761,24 @@ def test_reads_need_read_orders_and_writes_write_orders(api):
         "errors": "This token lacks the scope this endpoint needs: read_orders"}
 
 
+def test_a_charge_keeps_a_payment_token_so_it_needs_write_payment_methods_too(api):
+    """Spec 02 Customers: a write permission on payments where payment token data is created
+    (found by an audit: an orders-only token's checkout charge stored a processor token on an
+    existing customer found by e-mail, and pointed the new address at it). Refused before
+    anything: no payment, no customer, no method."""
+    priced_store(api)
+    existing = make_customer(api, email="known@example.com")
+    token = ready(api, email="known@example.com")["token"]
+    orders_only = api.token_with("read_orders", "write_orders")
+    refused = api.post(f"/checkouts/{token}/charge", json=CHARGE, token=orders_only)
+    assert (refused.status_code, refused.json()) == (
+        403, {"errors": "This token lacks the scope this endpoint needs: write_payment_methods"})
+    assert count(api, sandbox_payments) == 0
+    assert api.get("/payment_methods", params={"customer_id": existing.id}).json()["payment_methods"] == []
+    both = api.token_with("write_orders", "write_payment_methods")
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, token=both).status_code == 200
+
+
 # Charge ------------------------------------------------------------------------------------
 
 def test_a_charge_makes_the_customer_address_subscription_charge_and_order_at_once(vapi):

@@ -42,6 +42,8 @@ def test_every_operation_is_in_the_scope_table_with_its_scope_and_versions(op):
         assert scope == "any valid token"
     else:
         assert scope.startswith(f"`{op.scope}`")
+        for also in op.also_needs:  # a second scope the endpoint needs, named in its row
+            assert f"and `{also}`" in scope
 
 
 def test_only_the_login_probes_need_no_scope():

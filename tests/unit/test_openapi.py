@@ -59,7 +59,7 @@ def test_every_route_of_the_version_and_nothing_else_is_in_the_document(version)
 def test_each_operation_carries_its_scope_path_parameters_and_replies(op):
     for version in op.versions:
         operation = _op(version, op.method, _template(op.path))
-        assert operation["security"] == [{"token": [op.scope] if op.scope else []}]
+        assert operation["security"] == [{"token": [op.scope, *op.also_needs] if op.scope else []}]
         params = _params(operation)
         for name, convertor in compile_path(op.path)[2].items():
             assert params[name]["in"] == "path" and params[name]["required"] is True

@@ -118,6 +118,13 @@ class Operation:
     # How deeply its body may nest: MAX_NESTING, unless the body wraps other endpoints' bodies
     # (an async batch's tasks), which then keep the whole depth an endpoint allows.
     body_nesting: int = MAX_NESTING
+    # Scopes it needs besides ``scope``, checked with it (a checkout's charge keeps a payment
+    # token: `write_payment_methods` too, docs/scopes.md).
+    also_needs: tuple[str, ...] = ()
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return ((self.scope,) if self.scope is not None else ()) + self.also_needs
 
     def said_in(self, version: Version, errors: Any, sent: Any) -> Any:
         """Domain errors, which name head fields, in this version's names and where the caller
@@ -145,14 +152,14 @@ class Endpoints:
               query: Mapping[str, QueryParser | tuple[str, QueryParser]] | None = None,
               extension: bool = False, errors: tuple[int, ...] = (),
               store_check: Callable[[Store], None] | None = None,
-              body_nesting: int = MAX_NESTING) -> Callable[[Handler], Handler]:
+              body_nesting: int = MAX_NESTING, also_needs: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
         declared = Body(body) if isinstance(body, str) else body
 
         def register(handler: Handler) -> Handler:
             self.operations.append(Operation(method, path, scope, frozenset(versions), handler, calls_out, runs_again,
                                              frozenset(deprecated_in), sunset, declared, replies(reply),
                                              tuple((query or {}).items()), extension, tuple(errors), store_check,
-                                             body_nesting))
+                                             body_nesting, tuple(also_needs)))
             return handler
         return register
 
@@ -444,8 +451,9 @@ class Api:
         else the call."""
         if ctx.version.name not in operation.versions:
             raise NotInThisVersion()
-        if operation.scope is not None and not ctx.token.allows(operation.scope):
-            raise Forbidden(f"This token lacks the scope this endpoint needs: {operation.scope}")
+        for needed in operation.scopes:
+            if not ctx.token.allows(needed):
+                raise Forbidden(f"This token lacks the scope this endpoint needs: {needed}")
         if operation.store_check is not None:
             operation.store_check(ctx.store)
         call = Call(scope, receive, ctx, self.services)

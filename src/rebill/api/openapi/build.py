@@ -216,7 +216,7 @@ class Builder:
         doc = inspect.getdoc(op.handler)
         if doc:
             out["description"] = doc
-        out["security"] = [{c.SCHEME: [op.scope] if op.scope else []}]
+        out["security"] = [{c.SCHEME: list(op.scopes)}]
         if op.extension:
             out[EXTENSION] = True
         deprecated = version.name in op.deprecated_in
