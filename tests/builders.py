@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -229,3 +231,23 @@ def while_row_locked(api: Any, table: Any, row_id: int, requests: list[tuple[str
     for sender in senders:
         sender.join(30)
     return [replies[n] for n in range(len(requests))]
+
+
+@contextmanager
+def key_taken_over(api: Any, taken: datetime) -> Iterator[None]:
+    """Runs the block as a request whose Idempotency-Key it took at ``taken`` and a repeat took
+    over a minute later (its process was stopped): its recording units are refused."""
+    from rebill.api import idempotency
+    from rebill.domain.unit import REQUEST_KEY
+    from rebill.models import tokens
+    with api.db.read() as conn:
+        token_id = conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)
+                                .order_by(tokens.c.id)).scalars().first()
+    owner = (api.store.id, token_id, f"taken-over-{next(_seq)}")
+    assert idempotency.begin(api.db, *owner, "print", taken) is None
+    assert idempotency.begin(api.db, *owner, "print", taken + 2 * idempotency.ABANDONED) is None  # the repeat's
+    marked = REQUEST_KEY.set((*owner, taken))
+    try:
+        yield
+    finally:
+        REQUEST_KEY.reset(marked)

@@ -21,7 +21,7 @@ from rebill.domain.unit import Unit
 from rebill.models import checkouts, customers, events, orders, sandbox_payments
 from tests.api.test_charges_totals import set_rates
 from tests.api.test_real_fields import ARR, BOOL, INT, NULL, OBJ, STR, field_problems
-from tests.builders import make_customer, make_discount
+from tests.builders import key_taken_over, make_customer, make_discount
 
 V01, V11 = "2021-01", "2021-11"
 NOT_FOUND = {"errors": "Not Found"}
@@ -1003,42 +1003,32 @@ def test_a_payment_whose_answer_was_lost_is_recorded_once_with_the_same_key(api,
     assert len(api.get("/charges", params={"status": "success"}).json()["charges"]) == 1
 
 
-def test_a_request_whose_key_was_taken_over_stops_at_an_abandoned_checkout_payment(api, monkeypatch):
-    """As for charges (tests/scenarios/test_billing_abandoned_race.py): a clock advance whose
-    Idempotency-Key a repeat took over is refused where it records the checkout's payment, and
-    stops there (found by a review: the refusal was taken for "no answer again")."""
-    from rebill.api import idempotency
-    from rebill.domain.unit import REQUEST_KEY, KeyTakenOver
-    from rebill.models import tokens
+def _payment_died_unrecorded(api, monkeypatch):
+    """A ready checkout whose charge's process died after the processor answered: its token."""
     priced_store(api)
     token = ready(api)["token"]
     real = checkout_charge._record
     monkeypatch.setattr(checkout_charge, "_record", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
     assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 500
     monkeypatch.setattr(checkout_charge, "_record", real)
+    return token
+
+
+def test_a_request_whose_key_was_taken_over_stops_at_an_abandoned_checkout_payment(api, monkeypatch):
+    """As for charges (tests/scenarios/test_billing_abandoned_race.py): a clock advance whose
+    Idempotency-Key a repeat took over is refused where it records the checkout's payment, and
+    stops there (found by a review: the refusal was taken for "no answer again")."""
+    from rebill.domain.unit import KeyTakenOver
+    token = _payment_died_unrecorded(api, monkeypatch)
     later = api.clock.now() + timedelta(seconds=61)
-    with api.db.read() as conn:
-        token_id = conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)).scalars().first()
-    owner = (api.store.id, token_id, "advance-2")
-    assert idempotency.begin(api.db, *owner, "print", later) is None
-    assert idempotency.begin(api.db, *owner, "print", later + 2 * idempotency.ABANDONED) is None  # the repeat's
-    marked = REQUEST_KEY.set((*owner, later))
-    try:
-        with pytest.raises(KeyTakenOver):
-            checkout_charge.finish_abandoned(api.db, api.client.app.services.gateway, api.store, later)
-    finally:
-        REQUEST_KEY.reset(marked)
+    with pytest.raises(KeyTakenOver), key_taken_over(api, later):
+        checkout_charge.finish_abandoned(api.db, api.client.app.services.gateway, api.store, later)
     assert api.get(f"/checkouts/{token}").json()["checkout"]["completed_at"] is None
 
 
 def test_the_billing_run_finishes_a_checkout_payment_nobody_asked_again(api, monkeypatch):
     from rebill.domain.billing import run
-    priced_store(api)
-    token = ready(api)["token"]
-    real = checkout_charge._record
-    monkeypatch.setattr(checkout_charge, "_record", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
-    assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 500
-    monkeypatch.setattr(checkout_charge, "_record", real)
+    token = _payment_died_unrecorded(api, monkeypatch)
     gateway = api.client.app.services.gateway
     assert run.finish_abandoned(api.db, gateway, api.store, api.clock.now()) == 0  # the claim is fresh
     later = api.clock.now() + timedelta(seconds=61)
@@ -1128,12 +1118,7 @@ def test_a_processor_that_does_not_answer_is_asked_again_with_the_same_key(api, 
 
 
 def test_an_abandoned_payment_taken_over_by_another_token_answers_409_once_recorded(api, monkeypatch):
-    priced_store(api)
-    token = ready(api)["token"]
-    real = checkout_charge._record
-    monkeypatch.setattr(checkout_charge, "_record", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
-    assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 500
-    monkeypatch.setattr(checkout_charge, "_record", real)
+    token = _payment_died_unrecorded(api, monkeypatch)
     api.clock.advance(timedelta(seconds=61))
     response = api.post(f"/checkouts/{token}/charge", json={**CHARGE, "payment_token": "tok_other"})
     assert (response.status_code, response.json()) == (409, {"errors": "An earlier payment of this checkout that "

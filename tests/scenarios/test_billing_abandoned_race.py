@@ -22,7 +22,7 @@ from rebill.domain.payment.gateway import Payment
 from rebill.domain.payment.sandbox import SandboxGateway
 from rebill.domain.store import repository as store_repo
 from rebill.models import charges, payment_methods, sandbox_payments, stores
-from tests.builders import charges_of
+from tests.builders import charges_of, key_taken_over
 from tests.scenarios.conftest import subscriber
 
 START = date(2027, 3, 10)
@@ -70,25 +70,11 @@ def test_a_stale_claim_still_held_is_finished_with_its_own_attempts_key(api, at)
     """What the takeover is for: a run that died after the processor charged is finished once,
     with the same key (the ledger answers what it did)."""
     at(START)
-    address, _ = subscriber(api, token="pm_ok", next_charge_scheduled_at=START)
-    [charge] = charges_of(api, address.id)
-    now = api.clock.now()
-    gateway = SandboxGateway(api.db, api.clock.now)
-    gateway.charge(Payment(store_id=api.store.id, idempotency_key=billing.idempotency_key(charge.id, 1),
-                           reference=f"charge {charge.id}", amount_minor=int(charge.total_price * 100),
-                           currency=charge.currency, customer_token=None, payment_method_token="pm_ok",
-                           payment_type="CREDIT_CARD"))  # the dead run's payment, never recorded
-    with api.db.write() as conn:
-        conn.execute(update(charges).where(charges.c.id == charge.id).values(
-            claimed_by=HOLDER, claimed_at=now - 2 * claims.STALE_AFTER))
+    address, charge, now, gateway = _paid_by_a_dead_run(api)
     assert billing.finish_abandoned(api.db, gateway, api.store, now) == 1
     [after] = [c for c in charges_of(api, address.id) if c.id == charge.id]
     assert (after.status, after.charge_attempts) == ("success", 1)
-    with api.db.read() as conn:
-        asked = conn.execute(select(sandbox_payments.c.outcome).where(
-            sandbox_payments.c.store_id == api.store.id,
-            sandbox_payments.c.reference == f"charge {charge.id}")).scalars().all()
-    assert asked == ["captured"]
+    assert _ledger(api, charge) == ["captured"]
 
 
 def test_a_clock_advance_whose_key_was_taken_over_stops_rather_than_finishing_the_next_claim(api, at):
@@ -96,26 +82,14 @@ def test_a_clock_advance_whose_key_was_taken_over_stops_rather_than_finishing_th
     repeat took over (its process stopped for a minute) is refused where it records: it stops
     there with the refusal (found by a review: the refusal was taken for a claim "no answer
     again" and the run went on to the next one). The charge stays for the repeat to finish."""
-    from rebill.api import idempotency
-    from rebill.domain.unit import REQUEST_KEY, KeyTakenOver
-    from rebill.models import tokens
+    from rebill.domain.unit import KeyTakenOver
     at(START)
     address, _ = subscriber(api, token="pm_ok", next_charge_scheduled_at=START)
     [charge] = charges_of(api, address.id)
     now = api.clock.now()
-    with api.db.write() as conn:
-        conn.execute(update(charges).where(charges.c.id == charge.id).values(
-            claimed_by=HOLDER, claimed_at=now - 2 * claims.STALE_AFTER))
-        token_id = conn.execute(select(tokens.c.id).where(tokens.c.store_id == api.store.id)).scalars().first()
-    owner = (api.store.id, token_id, "advance-1")
-    assert idempotency.begin(api.db, *owner, "print", now) is None
-    assert idempotency.begin(api.db, *owner, "print", now + 2 * idempotency.ABANDONED) is None  # the repeat's
-    marked = REQUEST_KEY.set((*owner, now))
-    try:
-        with pytest.raises(KeyTakenOver):
-            billing.finish_abandoned(api.db, SandboxGateway(api.db, api.clock.now), api.store, now)
-    finally:
-        REQUEST_KEY.reset(marked)
+    _stale_claim(api, charge, now)
+    with pytest.raises(KeyTakenOver), key_taken_over(api, now):
+        billing.finish_abandoned(api.db, SandboxGateway(api.db, api.clock.now), api.store, now)
     [after] = [c for c in charges_of(api, address.id) if c.id == charge.id]
     assert after.status == "queued"
 
@@ -128,6 +102,20 @@ def test_an_abandoned_payment_whose_method_was_deleted_since_is_what_the_process
     from rebill.domain.payment_method import service as methods
     from rebill.domain.unit import Unit
     at(START)
+    address, charge, now, gateway = _paid_by_a_dead_run(api)
+    with api.db.write() as conn:
+        for method_id in conn.execute(select(payment_methods.c.id).where(
+                payment_methods.c.customer_id == charge.customer_id)).scalars().all():
+            methods.delete(Unit(conn, api.store, now), method_id)
+    assert billing.finish_abandoned(api.db, gateway, api.store, now) == 1
+    [after] = [c for c in charges_of(api, address.id) if c.id == charge.id]
+    assert (after.status, after.charge_attempts) == ("success", 1)
+    assert _ledger(api, charge) == ["captured"]
+
+
+def _paid_by_a_dead_run(api):
+    """A charge due now whose run died after the processor charged it: its payment in the
+    ledger, never recorded, and the run's claim stale. (address, charge, now, gateway)."""
     address, _ = subscriber(api, token="pm_ok", next_charge_scheduled_at=START)
     [charge] = charges_of(api, address.id)
     now = api.clock.now()
@@ -135,18 +123,19 @@ def test_an_abandoned_payment_whose_method_was_deleted_since_is_what_the_process
     gateway.charge(Payment(store_id=api.store.id, idempotency_key=billing.idempotency_key(charge.id, 1),
                            reference=f"charge {charge.id}", amount_minor=int(charge.total_price * 100),
                            currency=charge.currency, customer_token=None, payment_method_token="pm_ok",
-                           payment_type="CREDIT_CARD"))  # the dead run's payment, never recorded
+                           payment_type="CREDIT_CARD"))
+    _stale_claim(api, charge, now)
+    return address, charge, now, gateway
+
+
+def _stale_claim(api, charge, now):
     with api.db.write() as conn:
         conn.execute(update(charges).where(charges.c.id == charge.id).values(
             claimed_by=HOLDER, claimed_at=now - 2 * claims.STALE_AFTER))
-        for method_id in conn.execute(select(payment_methods.c.id).where(
-                payment_methods.c.customer_id == charge.customer_id)).scalars().all():
-            methods.delete(Unit(conn, api.store, now), method_id)
-    assert billing.finish_abandoned(api.db, gateway, api.store, now) == 1
-    [after] = [c for c in charges_of(api, address.id) if c.id == charge.id]
-    assert (after.status, after.charge_attempts) == ("success", 1)
+
+
+def _ledger(api, charge):
     with api.db.read() as conn:
-        asked = conn.execute(select(sandbox_payments.c.outcome).where(
+        return conn.execute(select(sandbox_payments.c.outcome).where(
             sandbox_payments.c.store_id == api.store.id,
             sandbox_payments.c.reference == f"charge {charge.id}")).scalars().all()
-    assert asked == ["captured"]
