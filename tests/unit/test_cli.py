@@ -507,10 +507,15 @@ def test_stores_rates_takes_a_shipping_price_alone_and_refuses_a_tax_rate_given_
     assert alone.exit_code == 0, alone.output
     [rate] = _store(store_db, "acme").shipping_rates
     assert (rate["price"], rate["country_codes"]) == ("3.00", [])
-    twice = runner.invoke(cli, ["stores", "rates", "acme", "--tax-rate", "US:0.1:CA", "--tax-rate", "US:0.2:ca",
-                                "--database", store_db])
-    assert twice.exit_code == 2
-    assert "tax_rates.1.province: a rate for this country and province is given already" in twice.output
+    # One province under any of its names (found by an audit: `CA` with `California` or
+    # `US-CA` was taken, and the first silently applied).
+    for other in ("ca", "California", "US-CA", " california "):
+        twice = runner.invoke(cli, ["stores", "rates", "acme", "--tax-rate", "US:0.1:CA", "--tax-rate",
+                                    f"US:0.2:{other}", "--database", store_db])
+        assert twice.exit_code == 2, (other, twice.output)
+        assert "tax_rates.1.province: a rate for this country and province is given already" in twice.output
+    assert run("stores", "rates", "acme", "--tax-rate", "US:0.1:CA", "--tax-rate", "US:0.2:NY",
+               "--tax-rate", "US:0.05", "--database", store_db).exit_code == 0
     assert run("stores", "rates", "acme", "--clear-shipping", "--database", store_db).exit_code == 0
 
 
@@ -739,3 +744,34 @@ def test_ids_past_64_bits_and_moments_past_the_calendar_are_refused_in_one_line(
     result = runner.invoke(cli, [*command, "--database", store_db])
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+
+
+@pytest.mark.parametrize("command", [
+    ("stores", "update", "acme", "--installed", "--uninstalled"),
+    ("stores", "update", "acme", "--uninstalled", "--installed"),
+    ("stores", "rates", "acme", "--taxes-added", "--taxes-included"),
+    ("stores", "create", "both-ways", "--sandbox", "--no-sandbox"),
+])
+def test_opposite_flags_together_are_refused_and_change_nothing(store_db, command):
+    """Found by an audit: the last of two opposite flags won, exit 0 (a typo uninstalled a store,
+    made a live store, or re-priced every queued charge)."""
+    before = _store(store_db, "acme")
+    result = runner.invoke(cli, [*command, "--database", store_db])
+    assert result.exit_code == 2 and "not both" in result.output, result.output
+    after = _store(store_db, "acme")
+    assert (after.installed, after.taxes_included) == (before.installed, before.taxes_included)
+    assert _store(store_db, "both-ways") is None
+
+
+@pytest.mark.parametrize("ships_to", ["", " , ", ","])
+def test_a_store_that_would_ship_nowhere_is_refused(store_db, ships_to):
+    """Found by an audit: `--ships-to ''` made a store that could hold no address, and nothing
+    changes its countries later."""
+    result = runner.invoke(cli, ["stores", "create", "nowhere", "--ships-to", ships_to, "--database", store_db])
+    assert result.exit_code != 0 and "name at least one country" in result.output, result.output
+    assert _store(store_db, "nowhere") is None
+
+
+def test_a_country_given_twice_to_ship_to_is_listed_once(store_db):
+    assert run("stores", "create", "twice", "--ships-to", "us,gb,US, gb", "--database", store_db).exit_code == 0
+    assert _store(store_db, "twice").ships_to == ["US", "GB"]

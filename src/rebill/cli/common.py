@@ -150,6 +150,15 @@ def _flat(errors: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, list[
             yield f"{prefix}{name}", [str(m) for m in (said if isinstance(said, list) else [said])]
 
 
+def either(yes: bool, no: bool, yes_flag: str, no_flag: str) -> bool | None:
+    """A setting given by one of two opposite flags: True, False, or None when neither. Both is
+    refused (found by an audit: the last one won, so `--installed --uninstalled` uninstalled a
+    store, exit 0)."""
+    if yes and no:
+        raise typer.BadParameter(f"give one of {yes_flag} and {no_flag}, not both")
+    return True if yes else False if no else None
+
+
 def csv(value: str | None) -> list[str] | None:
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 

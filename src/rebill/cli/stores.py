@@ -16,7 +16,7 @@ from rebill.domain.store import repository as stores_repo
 from rebill.domain.store import service as store_service
 from rebill.errors import ValidationFailed
 
-from .common import DatabaseOption, csv, err, fail, open_database, out, print_table, settings_for, store_named
+from .common import DatabaseOption, csv, either, err, fail, open_database, out, print_table, settings_for, store_named
 
 app = typer.Typer(name="stores", help="Manage stores (tenants).", no_args_is_help=True)
 
@@ -37,7 +37,8 @@ def stores_create(
     plan_tier: str = typer.Option("standard", "--plan-tier", help="standard, premium_a or premium_b"),
     checkout_platform: str = typer.Option("custom", "--checkout-platform"),
     default_version: str = typer.Option("2021-01", "--default-version"),
-    sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox"),
+    sandbox: bool = typer.Option(False, "--sandbox", help="A sandbox store, with a test clock (the default)"),
+    live: bool = typer.Option(False, "--no-sandbox", help="A live store"),
     email: str = typer.Option("", "--email", help=EMAIL_HELP),
     phone: str = typer.Option("", "--phone", help=PHONE_HELP),
     checkout_logo_url: str = typer.Option("", "--checkout-logo-url", help=LOGO_HELP),
@@ -45,6 +46,7 @@ def stores_create(
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Create a store."""
+    sandbox = either(sandbox, live, "--sandbox", "--no-sandbox") is not False
     db = open_database(database, migrate=True)
     try:
         with db.write() as conn:
@@ -67,8 +69,9 @@ def stores_update(
     timezone: Optional[str] = typer.Option(None, "--timezone", help=TIMEZONE_HELP),
     plan_tier: Optional[str] = typer.Option(None, "--plan-tier", help="standard, premium_a or premium_b "
                                             "(decisions §6.6: processing and bundles need a tier)"),
-    installed: Optional[bool] = typer.Option(None, "--installed/--uninstalled",
-                                             help="An uninstalled store answers 403 to every token (decisions §1.3)"),
+    install: bool = typer.Option(False, "--installed", help="Installed again"),
+    uninstall: bool = typer.Option(False, "--uninstalled",
+                                   help="An uninstalled store answers 403 to every token (decisions §1.3)"),
     first_retry_days: Optional[int] = typer.Option(None, "--first-retry-days",
                                                    help="Days from a charge's first failure to its retry (1-365)"),
     retry_every_days: Optional[int] = typer.Option(None, "--retry-every-days",
@@ -82,6 +85,7 @@ def stores_update(
 ) -> None:
     """Change a store's contact settings, time zone, plan tier, installation and dunning
     settings (decisions §1.3, §6.4; GET /store, GET /shop); what is not given stays."""
+    installed = either(install, uninstall, "--installed", "--uninstalled")
     dunning = {key: value for key, value in (("first_retry_days", first_retry_days),
                                              ("retry_every_days", retry_every_days), ("max_attempts", max_attempts),
                                              ("on_max_retries", on_max_retries)) if value is not None}
@@ -139,11 +143,13 @@ def stores_rates(
         None, "--tax-rate", help="COUNTRY:RATE[:PROVINCE[:TITLE]], e.g. US:0.0725:CA:CA tax (repeatable)"),
     clear_shipping: bool = typer.Option(False, "--clear-shipping", help="Remove every shipping rate"),
     clear_tax: bool = typer.Option(False, "--clear-tax", help="Remove every tax rate"),
-    taxes_included: Optional[bool] = typer.Option(None, "--taxes-included/--taxes-added"),
+    included: bool = typer.Option(False, "--taxes-included", help="Prices include their taxes"),
+    added: bool = typer.Option(False, "--taxes-added", help="Taxes are added to prices"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Set a store's shipping and tax rates (decisions §5.9); its queued charges follow at once."""
     from rebill.domain.store.rates import update_rates
+    taxes_included = either(included, added, "--taxes-included", "--taxes-added")
     shipping = [] if clear_shipping else None
     if shipping_rate:
         shipping = []

@@ -55,9 +55,18 @@ def check_shipping(rates: list[dict[str, Any]], currency: str) -> list[dict[str,
     return clean
 
 
+def _province_key(code: str, province: str | None) -> str | None:
+    """The province as a rate names it, whatever the name given (its ISO code when known)."""
+    if province is None:
+        return None
+    found = find_province(code, province) if country(code) is not None else None
+    return found[0] if found is not None else province.casefold()
+
+
 def check_tax(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     errors: dict[str, Any] = {}
     clean = []
+    seen: set[tuple[str, str | None]] = set()
     for index, rate in enumerate(rates):
         value = _amount(rate.get("rate"), rate=True)
         code = str(rate.get("country_code") or "").upper()
@@ -71,10 +80,12 @@ def check_tax(rates: list[dict[str, Any]]) -> list[dict[str, Any]]:
             # A rate no address could match (found by an audit: `US:0.0725:XX` was kept). A
             # country without subdivision data takes any name, as its addresses do.
             add_error(errors, f"{index}.province", f"is not a province of {code}")
-        if any(c["country_code"] == code and (c["province"] or "").casefold() == (province or "").casefold()
-               for c in clean):
-            # Which of the two would apply? Refused (found by an audit).
+        where = (code, _province_key(code, province))
+        if where in seen:
+            # Which of the two would apply? Refused (found by audits: `CA` and `ca`, then `CA`
+            # and `California` or `US-CA`, one province under two names, the first one winning).
             add_error(errors, f"{index}.province", "a rate for this country and province is given already")
+        seen.add(where)
         clean.append({"country_code": code, "province": province, "rate": value,
                       "title": rate.get("title") or "Tax"})
     if errors:

@@ -53,10 +53,15 @@ def create_store(
     name = name.strip()  # " shop1 " is shop1, as every setting is trimmed (found by an audit)
     contact = {"email": email.strip(), "phone": phone.strip(), "checkout_logo_url": checkout_logo_url.strip()}
     errors = settings_problems(contact)
-    ships = [c.strip().upper() for c in (ships_to if ships_to is not None else ["US"]) if c.strip()]
+    # Each country once, in the order given (found by an audit: `us,gb,US` listed the US twice).
+    ships = list(dict.fromkeys(c.strip().upper() for c in (ships_to if ships_to is not None else ["US"]) if c.strip()))
     unknown = [c for c in ships if country(c) is None]
     if unknown:
         errors["ships_to"] = [f"unknown country codes: {', '.join(unknown)}"]
+    elif not ships:
+        # A store that ships nowhere could hold no address (spec 01), and nothing changes it
+        # later (found by an audit: `--ships-to ''` made one).
+        errors["ships_to"] = ["name at least one country"]
     _choice(errors, "plan_tier", plan_tier, PLAN_TIERS)
     _choice(errors, "checkout_platform", checkout_platform, CHECKOUT_PLATFORMS)
     _choice(errors, "default_api_version", default_api_version, API_VERSIONS)
