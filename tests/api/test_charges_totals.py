@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 
 from rebill.domain.store import rates
@@ -102,11 +103,35 @@ def test_the_store_rate_for_the_country_wins_over_the_rate_for_every_country(api
 
 
 def test_a_rate_for_another_currency_does_not_apply(api):
+    api = api.other_store(presentment_currencies=["EUR"])
     set_rates(api, shipping=[{"code": "eur", "title": "EU", "price": "3", "currency": "EUR"}])
     address = make_address(api)
     weekly(api, address, price="10.00")
     body = queued_body(api, address.id)
     assert body["shipping_lines"] == [] and body["total_price"] == "10.00"
+
+
+def test_a_rate_must_be_exact_in_every_currency_it_applies_in(api):
+    """Found by an audit: a rate naming no currency applies in every currency of the store as
+    written, and 4.99 was charged 5 on an address in yen (0.40: free shipping); the price was
+    checked in the store's currency only. Such a rate is refused, saying how to give it; a rate
+    naming a currency is checked in that one, which must be the store's."""
+    from rebill.errors import ValidationFailed
+    api = api.other_store(presentment_currencies=["JPY"])
+    for given, errors in (
+            ([{"price": "4.99"}], {"0.price": ["has too many decimal places for JPY (at most 0); a rate that names no "
+                                              "currency applies in every currency of the store: give this one a "
+                                              "currency, and another rate for JPY"]}),
+            ([{"price": "4.99", "currency": "jpy"}], {"0.price": ["has too many decimal places for JPY (at most 0)"]}),
+            ([{"price": "3", "currency": "EUR"}], {"0.currency": ["must be one of the store's currencies: JPY, USD"]})):
+        with pytest.raises(ValidationFailed) as refused:
+            set_rates(api, shipping=given)
+        assert refused.value.errors == {"shipping_rates": errors}
+    set_rates(api, shipping=[{"price": "4.99", "currency": "usd"}, {"price": "500", "currency": "JPY"}])
+    address = make_address(api, presentment_currency="JPY")
+    weekly(api, address, price="1000")
+    body = queued_body(api, address.id)
+    assert [line["price"] for line in body["shipping_lines"]] == ["500"] and body["total_price"] == "1500"
 
 
 def test_the_addresss_shipping_override_wins_over_the_store_rate(vapi):

@@ -775,3 +775,17 @@ def test_a_store_that_would_ship_nowhere_is_refused(store_db, ships_to):
 def test_a_country_given_twice_to_ship_to_is_listed_once(store_db):
     assert run("stores", "create", "twice", "--ships-to", "us,gb,US, gb", "--database", store_db).exit_code == 0
     assert _store(store_db, "twice").ships_to == ["US", "GB"]
+
+
+def test_a_shipping_rate_may_name_its_currency(store_db):
+    """A rate naming no currency applies in every currency of the store; cents on a store that
+    presents in yen are refused (found by an audit: 4.99 was charged 5 yen), a rate per currency
+    is taken."""
+    assert run("stores", "create", "yen", "--presentment-currencies", "JPY", "--database", store_db).exit_code == 0
+    refused = runner.invoke(cli, ["stores", "rates", "yen", "--shipping-rate", "4.99:US", "--database", store_db])
+    assert refused.exit_code == 2 and "give this one a currency" in refused.output, refused.output
+    taken = run("stores", "rates", "yen", "--shipping-rate", "4.99:US:std:Standard:USD",
+                "--shipping-rate", "500:US:std:Standard:jpy", "--database", store_db)
+    assert taken.exit_code == 0, taken.output
+    assert [(r["price"], r["currency"]) for r in _store(store_db, "yen").shipping_rates] == [
+        ("4.99", "USD"), ("500", "JPY")]

@@ -138,7 +138,8 @@ def _rate(text: str, names: tuple[str, ...], required: int) -> dict[str, str]:
 def stores_rates(
     name: str,
     shipping_rate: Optional[list[str]] = typer.Option(
-        None, "--shipping-rate", help="PRICE[:COUNTRIES[:CODE[:TITLE]]], e.g. 5.00:US,CA:std:Standard (repeatable)"),
+        None, "--shipping-rate", help="PRICE[:COUNTRIES[:CODE[:TITLE[:CURRENCY]]]], e.g. 5.00:US,CA:std:Standard, "
+                                      "or 500:US:std:Standard:JPY for charges in yen only (repeatable)"),
     tax_rate: Optional[list[str]] = typer.Option(
         None, "--tax-rate", help="COUNTRY:RATE[:PROVINCE[:TITLE]], e.g. US:0.0725:CA:CA tax (repeatable)"),
     clear_shipping: bool = typer.Option(False, "--clear-shipping", help="Remove every shipping rate"),
@@ -154,7 +155,7 @@ def stores_rates(
     if shipping_rate:
         shipping = []
         for text in shipping_rate:
-            rate = _rate(text, ("price", "country_codes", "code", "title"), 1)
+            rate = _rate(text, ("price", "country_codes", "code", "title", "currency"), 1)
             shipping.append({**rate, "country_codes": csv(rate.get("country_codes")) or []})
     tax = [] if clear_tax else None
     if tax_rate:

@@ -34,22 +34,33 @@ def _amount(value: Any, *, rate: bool) -> str | None:
     return format(number, "f")
 
 
-def check_shipping(rates: list[dict[str, Any]], currency: str) -> list[dict[str, Any]]:
-    """``currency``: the store's, the currency of a rate that names none."""
+def check_shipping(rates: list[dict[str, Any]], store: Store) -> list[dict[str, Any]]:
+    """A rate naming a currency applies to charges in it, one naming none to charges in any
+    currency of the store, as written (charge/rates.py): its price must be exact in each."""
     errors: dict[str, Any] = {}
     clean = []
     for index, rate in enumerate(rates):
         price = _amount(rate.get("price"), rate=False)
         countries = [c.upper() for c in rate.get("country_codes") or []]
-        if price is None:
+        named = str(rate.get("currency") or "").strip().upper() or None
+        if named is not None and named not in store.currencies:
+            add_error(errors, f"{index}.currency", f"must be one of the store's currencies: "
+                                                   f"{', '.join(sorted(store.currencies))}")
+        elif price is None:
             add_error(errors, f"{index}.price", "must be a non-negative amount")
-        elif problem := places_problem(Decimal(price), rate.get("currency") or currency):
-            # Never rounded silently when a charge is priced (found by an audit: 5.005 was 5.01).
-            add_error(errors, f"{index}.price", problem)
+        else:
+            # Never rounded silently when a charge is priced (found by audits: 5.005 was 5.01,
+            # and a rate of 4.99 with no currency was 5 on a charge in yen, 0.40 free shipping).
+            for currency in [named] if named else [store.currency, *sorted(store.presentment_currencies)]:
+                if problem := places_problem(Decimal(price), currency):
+                    add_error(errors, f"{index}.price", problem + ("" if named else (
+                        "; a rate that names no currency applies in every currency of the store: "
+                        "give this one a currency, and another rate for " + currency)))
+                    break
         if any(country(c) is None for c in countries):
             add_error(errors, f"{index}.country_codes", "must be 2-letter country codes")
         clean.append({"code": rate.get("code") or "standard", "title": rate.get("title") or "Shipping",
-                      "price": price, "country_codes": countries, "currency": rate.get("currency")})
+                      "price": price, "country_codes": countries, "currency": named})
     if errors:
         raise ValidationFailed({"shipping_rates": errors})
     return clean
@@ -97,7 +108,7 @@ def update_rates(conn: Connection, unit_now: Any, store: Store, *, shipping_rate
                  tax_rates: list[dict[str, Any]] | None = None, taxes_included: bool | None = None) -> Store:
     values: dict[str, Any] = {}
     if shipping_rates is not None:
-        values["shipping_rates"] = check_shipping(shipping_rates, store.currency)
+        values["shipping_rates"] = check_shipping(shipping_rates, store)
     if tax_rates is not None:
         values["tax_rates"] = check_tax(tax_rates)
     if taxes_included is not None:
