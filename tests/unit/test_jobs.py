@@ -171,3 +171,22 @@ def test_a_job_that_meets_a_busy_database_logs_one_warning_line_not_an_error(api
     stores_told, run_told = caplog.records[:-1], caplog.records[-1]
     assert {(r.levelname, r.exc_info is None) for r in stores_told} == {("ERROR", False)}  # with the traceback
     assert (run_told.levelname, run_told.exc_info) == ("ERROR", None)
+
+
+def test_an_uninstalled_store_is_not_billed_until_it_is_installed_again(api):
+    """Found by an audit: the billing run paid the due charges of an uninstalled store. They
+    wait; once installed again they are due and paid at the next run."""
+    from sqlalchemy import update
+
+    from rebill.domain.payment.sandbox import SandboxGateway
+    from rebill.domain.store import repository as stores
+    from rebill.models import stores as stores_table
+    address, charge = _due_charge(api)
+    gateway = SandboxGateway(api.db, api.clock.now)
+    for installed, status in ((False, "queued"), (True, "success")):
+        with api.db.write() as conn:
+            conn.execute(update(stores_table).where(stores_table.c.id == api.store.id).values(installed=installed))
+        bill_every_store(api.db, gateway, api.clock, timedelta(seconds=60))
+        assert {c.status for c in charges_of(api, address.id) if c.id == charge.id} == {status}
+    with api.db.read() as conn:
+        assert stores.get(conn, api.store.id).installed

@@ -245,6 +245,11 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
     summary = summary or Summary()
     stopping = stop or (lambda: False)
     finish_abandoned(db, gateway, store, now(), summary)
+    if not store.installed:
+        # An uninstalled store charges nobody (found by an audit: its due charges were paid,
+        # though its merchant took the service away): its payments in flight are recorded
+        # (above), its due charges wait for a reinstall, and are due then (docs/operations.md).
+        return summary
     with db.read() as conn:
         due = sweep.anything_due(Unit(conn, store, now()))
     if due:
