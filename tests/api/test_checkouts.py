@@ -761,6 +761,25 @@ def test_reads_need_read_orders_and_writes_write_orders(api):
         "errors": "This token lacks the scope this endpoint needs: read_orders"}
 
 
+def test_a_line_kept_before_a_cadence_rule_is_refused_before_any_payment(api):
+    """Found by a review: a weekly line with a `cutoff_day_of_month`, taken before cutoff days
+    were held to their unit, was paid and then refused as its subscription was made (422, the
+    money taken, the checkout never completed). The lines are checked by today's rules before
+    the payment."""
+    from sqlalchemy import update as sql_update
+    priced_store(api)
+    token = ready(api)["token"]
+    with api.db.write() as conn:  # as the earlier rules let it be kept
+        lines = conn.execute(select(checkouts.c.line_items).where(checkouts.c.token == token)).scalar()
+        weekly = next(i for i, line in enumerate(lines) if line["type"] == "subscription")
+        lines[weekly].update(order_interval_unit="week", cutoff_day_of_month=5)
+        conn.execute(sql_update(checkouts).where(checkouts.c.token == token).values(line_items=lines))
+    refused = api.post(f"/checkouts/{token}/charge", json=CHARGE)
+    assert (refused.status_code, refused.json()["errors"]) == (422, {"line_items": {str(weekly): {
+        "cutoff_day_of_month": ["applies to monthly intervals only"]}}}), refused.text
+    assert count(api, sandbox_payments) == 0
+
+
 def test_a_charge_keeps_a_payment_token_so_it_needs_write_payment_methods_too(api):
     """Spec 02 Customers: a write permission on payments where payment token data is created
     (found by an audit: an orders-only token's checkout charge stored a processor token on an

@@ -601,3 +601,19 @@ def test_an_external_product_id_of_another_type_answers_422(api, value):
     response = api.post("/subscriptions", json=body)
     assert response.status_code == 422
     assert list(response.json()["errors"]) == ["external_product_id"]
+
+
+def test_a_cutoff_day_kept_before_its_unit_rule_does_not_refuse_an_update_of_other_fields(api):
+    """Found by a review: a weekly subscription stored with a `cutoff_day_of_month` (taken
+    before cutoff days were held to their unit) answered every cadence update 422 naming that
+    field, which the caller never sent. Held to its unit only when sent."""
+    from sqlalchemy import update
+
+    from rebill.models import purchase_items
+    sub = create_sub(api, order_interval_unit="week")
+    with api.db.write() as conn:
+        conn.execute(update(purchase_items).where(purchase_items.c.id == sub["id"]).values(cutoff_day_of_month=5))
+    changed = api.put(f"/subscriptions/{sub['id']}", json={"expire_after_specific_number_of_charges": 12})
+    assert changed.status_code == 200, changed.text
+    sent = api.put(f"/subscriptions/{sub['id']}", json={"cutoff_day_of_month": 6})
+    assert errors_of(sent) == {"cutoff_day_of_month": ["applies to monthly intervals only"]}

@@ -198,7 +198,7 @@ def ready(unit: Unit, verifier: AddressVerifier, checkout: Checkout) -> dict[str
         if checked is not None:
             address, validations = checked
     ValidationFailed.collect(errors, service.check_currency, unit, checkout.currency)
-    ValidationFailed.collect(errors, checkout_lines.check_dates, checkout.line_items, unit.today)
+    ValidationFailed.collect(errors, checkout_lines.check_before_payment, checkout.line_items, unit.today)
     if errors:
         raise ValidationFailed(errors)
     state = {name: getattr(checkout, name) for name in service.WRITTEN}

@@ -94,12 +94,19 @@ def first_recurring_date(line: dict[str, Any], today: date) -> date:
     return intervals.first_date(line, today)
 
 
-def check_dates(lines: list[dict[str, Any]], today: date) -> None:
-    """Before any money moves: each subscription line's next date must have a date after it
-    (docs/api-choices.md, Hardening), as the subscription it becomes would ask."""
-    errors = {}
+def check_before_payment(lines: list[dict[str, Any]], today: date) -> None:
+    """Before any money moves, each subscription line as the subscription it becomes would ask:
+    its cadence by today's rules (a line kept before a rule, a weekly line's day of the month,
+    refused here rather than after the payment; found by a review), and a date after its next
+    one (docs/api-choices.md, Hardening)."""
+    errors: dict[str, Any] = {}
     for index, line in enumerate(lines):
         if line["type"] != SUBSCRIPTION:
+            continue
+        try:
+            intervals.check({name: line.get(name) for name in CADENCE})
+        except ValidationFailed as exc:
+            errors[str(index)] = exc.errors
             continue
         when = first_recurring_date(line, today)
         anchor = intervals.anchor_for(line["order_interval_unit"], when, line.get("order_day_of_month"),

@@ -3,6 +3,7 @@ fields go together, what they may hold, and where the next charge date falls."""
 
 from __future__ import annotations
 
+from collections.abc import Container
 from datetime import date
 from typing import Any
 
@@ -32,8 +33,11 @@ DAY_UNITS = {"order_day_of_month": "month", "cutoff_day_of_month": "month",
              "order_day_of_week": "week", "cutoff_day_of_week": "week"}
 
 
-def check(values: dict[str, Any]) -> dict[str, Any]:
-    """The cadence fields of ``values`` checked together; the unit lower-cased (decisions §5.16)."""
+def check(values: dict[str, Any], sent: Container[str] | None = None) -> dict[str, Any]:
+    """The cadence fields of ``values`` checked together; the unit lower-cased (decisions §5.16).
+    ``sent``: the fields the request sends (None: all, a create); a cutoff day is held to its
+    unit only when sent, so one stored before that rule (a weekly item's day of the month,
+    shown, moving no date) does not refuse an update of other fields (found by a review)."""
     errors: dict[str, list[str]] = {}
     unit = values.get("order_interval_unit")
     if isinstance(unit, str):
@@ -60,7 +64,9 @@ def check(values: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         if unit != belongs:
-            add_error(errors, name, f"applies to {belongs}ly intervals only")
+            # Order days always; a cutoff day when sent (``sent``).
+            if name.startswith("order_") or sent is None or name in sent:
+                add_error(errors, name, f"applies to {belongs}ly intervals only")
         elif not low <= value <= high:
             add_error(errors, name, "must be from 0 (Monday) to 6 (Sunday)" if belongs == "week"
                       else f"must be from {low} to {high}")

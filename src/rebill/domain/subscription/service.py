@@ -351,7 +351,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
                (*intervals.INTERVAL_FIELDS, "order_day_of_month", "order_day_of_week", "cutoff_day_of_month",
                 "cutoff_day_of_week", "expire_after_specific_number_of_charges")}
     if any(name in changes for name in cadence) and not any(name in errors for name in intervals.INTERVAL_FIELDS):
-        checked = ValidationFailed.collect(errors, intervals.check, cadence)
+        checked = ValidationFailed.collect(errors, intervals.check, cadence, changes)
         if checked is not None:
             cadence = checked
             changes.update({k: v for k, v in cadence.items() if k in changes})
