@@ -552,6 +552,20 @@ def test_an_authorized_checkout_payment_with_the_code_counts_as_a_use(api):
     assert api.get(f"/discounts/{code}", version="2021-01").json()["discount"]["times_used"] == 1
 
 
+def test_an_authorization_past_its_capture_window_is_no_use_of_the_code(api):
+    """Found by a review: an authorization nothing can capture any more (past its 7 days) held
+    a one-use code for good. It counts while it can be captured, no longer."""
+    from rebill.domain.charge.model import CAPTURE_WINDOW
+    priced_store(api)
+    make_discount(api, code="AUTH2", usage_limit=1)
+    first = ready(api, email="first@example.com", discount_code="AUTH2")
+    authorized = api.post(f"/checkouts/{first['token']}/charge", json={**CHARGE, "payment_token": "tok_authorize_only"})
+    assert authorized.json()["checkout_charge"]["status"] == "pending", authorized.text
+    assert ready(api, email="second@example.com", discount_code="AUTH2")["applied_discount"]["applicable"] is False
+    api.clock.advance(CAPTURE_WINDOW + timedelta(seconds=1))
+    assert ready(api, email="third@example.com", discount_code="AUTH2")["applied_discount"]["applicable"] is True
+
+
 @pytest.mark.parametrize("limit", ["once_per_customer", "first_time"])
 def test_a_per_customer_code_taken_by_a_new_customer_meanwhile_answers_409(api, monkeypatch, limit):
     """Found by audits on PostgreSQL: checkouts of a new e-mail charged at once took a

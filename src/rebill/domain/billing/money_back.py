@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +19,7 @@ from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
 from rebill.models import charges
 
 from ..charge import repository as charge_repo
-from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge
+from ..charge.model import CAPTURE_WINDOW, PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge
 from ..money import minor_digits, places_problem
 from ..payment.gateway import Gateway, GatewayUnavailable, Result
 from ..store.model import Store
@@ -29,7 +29,6 @@ from .access import TIER_A, require_tier, visible
 from .outcome import as_charged, count_use, items_of, make_orders
 
 # NOTE: decisions §6.7, §6.12: 7 x 24 hours, the end itself still allowed.
-CAPTURE_WINDOW = timedelta(days=7)
 
 
 def require_access(store: Store) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import msgspec
+
+# NOTE: decisions §6.7, an authorization is captured within 7 days, or never.
+CAPTURE_WINDOW = timedelta(days=7)
 
 QUEUED, SKIPPED, SUCCESS, ERROR = "queued", "skipped", "success", "error"
 REFUNDED, PARTIALLY_REFUNDED, PENDING = "refunded", "partially_refunded", "pending"

@@ -14,6 +14,7 @@ from rebill.db.prepared import Prepared
 from rebill.db.statements import insert_all, insert_row
 from rebill.models import addresses, charge_discounts, charges, discount_redemptions, discounts
 
+from ..charge.model import CAPTURE_WINDOW
 from ..filters import Filter, time_window, where
 from ..listing import ListQuery, PageResult, count, fetch_page
 from .model import COLLECTION, DISABLED, ENABLED, code_key, code_keys
@@ -160,10 +161,13 @@ def pending_codes(conn: Connection, store_id: int, address_ids: list[int]) -> li
     return [(a, when, d) for a, when, d in conn.execute(stmt)]
 
 
-def authorized_uses(conn: Connection, store_id: int, discount_id: int) -> int:
-    """How many authorized, uncaptured charges carry the code: uses its captures will count."""
+def authorized_uses(conn: Connection, store_id: int, discount_id: int, now: datetime) -> int:
+    """How many authorized, uncaptured charges carry the code: uses their captures will count.
+    An authorization past its capture window counts no more (found by a review: nothing
+    captures it, and it held a one-use code for good), unless a capture holds it now."""
     stmt = select(func.count()).select_from(charges).where(
-        charges.c.store_id == store_id, charges.c.discount_id == discount_id, charges.c.status == "pending")
+        charges.c.store_id == store_id, charges.c.discount_id == discount_id, charges.c.status == "pending",
+        or_(charges.c.authorized_at >= now - CAPTURE_WINDOW, charges.c.claimed_by.is_not(None)))
     return conn.execute(stmt).scalar_one()
 
 

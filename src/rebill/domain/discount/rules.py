@@ -40,7 +40,7 @@ def uses(unit: Unit, row: Any) -> int:
     capture, and both were captured with it)."""
     if row.usage_limit is None or row.times_used >= row.usage_limit:
         return row.times_used
-    return row.times_used + repository.authorized_uses(unit.conn, unit.store_id, row.id)
+    return row.times_used + repository.authorized_uses(unit.conn, unit.store_id, row.id, unit.now)
 
 
 def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, except_address: int | None = None,
