@@ -261,6 +261,18 @@ def test_a_method_event_with_fields_of_shapes_stripe_never_sends_answers_no_500(
     assert after.get("last4") in (before.get("last4"), None)
 
 
+@pytest.mark.parametrize("odd_id", [None, ["pi_x"], 7])
+def test_a_payment_intent_without_a_string_id_is_ignored(shop, odd_id):
+    """Found by a review: a signed `payment_intent.succeeded` whose object had no `id`, or a
+    list for it, answered 500."""
+    intent = {"object": "payment_intent", "status": "succeeded", "amount": 1250, "currency": "usd",
+              "metadata": {"rebill_idempotency_key": "rebill-charge-1-attempt-1", "rebill_store": "1"}}
+    if odd_id is not None:
+        intent["id"] = odd_id
+    response = send(shop, "payment_intent.succeeded", intent)
+    assert (response.status_code, response.json()["result"]) == (200, "ignored"), response.text
+
+
 def test_a_failed_payment_event_whose_error_is_no_object_answers_no_500(timed_out):
     """The same audit: `last_payment_error` as a string answered 500. The failure is taken
     without Stripe's detail."""

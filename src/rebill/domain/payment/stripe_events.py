@@ -59,8 +59,8 @@ def read(event: dict[str, Any]) -> InboundEvent:
 def _fact(kind: str, obj: dict[str, Any]) -> Fact | None:
     if kind.startswith("payment_intent."):
         metadata = obj.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            return None  # not an object Stripe sends (found by an audit: a 500)
+        if not isinstance(metadata, dict) or not isinstance(obj.get("id"), str):
+            return None  # not an object Stripe sends (found by an audit and a review: a 500)
         key = metadata.get("rebill_idempotency_key")
         if not isinstance(key, str):
             return None  # not a payment Rebill made

@@ -76,7 +76,7 @@ class StripeGateway:
         except (stripe.APIError, stripe.IdempotencyError) as exc:
             # NOTE: issue 16, Stripe calls the outcome of its 5xx indeterminate (and replays it
             # for the key): the PaymentIntent this key made, if any, is the answer.
-            found = self._made_by(payment)
+            found = self._made_by(payment, anywhere=isinstance(exc, stripe.IdempotencyError))
             if found is not None:
                 return charge_result(found)
             return error_result(exc, charging=True, store_id=self.store_id)
@@ -134,26 +134,35 @@ class StripeGateway:
     def made(self, store_id: int, idempotency_key: str) -> Result | None:
         """What a payment key made, if anything (gateway.made_before): the account's recent
         PaymentIntent whose metadata names it."""
-        intent = self._intent_of(idempotency_key, None)
+        intent = self._intent_of(idempotency_key, None, pages=INTENT_PAGES)
         return None if intent is None else charge_result(intent)
 
-    def _made_by(self, payment: Payment) -> Any:
-        """The recent PaymentIntent whose metadata names this payment's key: the customer's, or
-        for a payment that names none (a checkout's), the account's (found by an audit: a
-        checkout paid behind a 500 was answered 422, and the buyer's retry paid again). A key
-        the customer's list does not show is looked for in the account's too (found by an
-        audit: a retry after a lost answer, its payment method since moved to another Stripe
-        customer, was refused as another request under the key, and never found its payment)."""
-        found = self._intent_of(payment.idempotency_key, payment.customer_token) if payment.customer_token else None
-        return found if found is not None else self._intent_of(payment.idempotency_key, None)
+    def _made_by(self, payment: Payment, *, anywhere: bool) -> Any:
+        """The recent PaymentIntent whose metadata names this payment's key: the customer's 100
+        most recent, or for a payment that names none (a checkout's), the account's (found by an
+        audit: a checkout paid behind a 500 was answered 422, and the buyer's retry paid again).
+        ``anywhere`` (the key refused for other parameters: the method changed since the key's
+        first request) looks in the account's too (found by an audit: a retry after a lost
+        answer, its method since moved to another Stripe customer, never found its payment).
+        A 5xx of the same request looks at the customer's alone: one call, as in an outage
+        every payment may ask it."""
+        if payment.customer_token:
+            found = self._intent_of(payment.idempotency_key, payment.customer_token, pages=1)
+            if found is not None or not anywhere:
+                return found
+        return self._intent_of(payment.idempotency_key, None, pages=INTENT_PAGES)
 
-    def _intent_of(self, idempotency_key: str, customer: str | None) -> Any:
-        """The PaymentIntent among the customer's (or the account's) most recent ones,
-        ``INTENT_PAGES`` pages of 100 at most, whose metadata names the key."""
+    def _intent_of(self, idempotency_key: str, customer: str | None, *, pages: int) -> Any:
+        """The PaymentIntent among the customer's (or the account's) most recent ones, ``pages``
+        pages of 100 at most, whose metadata names the key; None when the list ends without
+        it, or when a customer's first page does (a customer's payments are few). Past the
+        account's pages nothing is known: GatewayUnavailable (found by a review: "made nothing"
+        there let a retry record "no payment method", and the next attempt charge again), and
+        the charge waits, claimed, for its event or a later look."""
         where: dict[str, Any] = {"limit": 100}
         if customer:
             where["customer"] = customer
-        for _ in range(INTENT_PAGES):
+        for _ in range(pages):
             try:
                 page = self._call(lambda: self.client.v1.payment_intents.list(dict(where)).to_dict())
             except stripe.StripeError:
@@ -165,7 +174,9 @@ class StripeGateway:
             if not page.get("has_more") or not data:
                 return None
             where["starting_after"] = data[-1]["id"]
-        return None
+        if customer:
+            return None
+        raise GatewayUnavailable("Stripe's recent PaymentIntents do not go back to this payment")
 
     def _refund_made(self, intent_id: str, idempotency_key: str) -> Any:
         """The PaymentIntent's refund whose metadata names this key, if Stripe made one."""
