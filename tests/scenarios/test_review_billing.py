@@ -266,10 +266,11 @@ def _authorized(api):
 def test_a_capture_that_died_after_the_processor_captured_is_finished_by_the_next_call(tier_a, at,
                                                                                       crashed_before_end):
     from rebill.domain.billing import money_back
+    from rebill.domain.charge.model import CAPTURE_WINDOW
     api = tier_a
     at(START)
     charge_id = _authorized(api)
-    api.clock.advance(money_back.CAPTURE_WINDOW - crashed_before_end)
+    api.clock.advance(CAPTURE_WINDOW - crashed_before_end)
     with pytest.raises(_Died):
         money_back.capture(api.db, _DiesAfter(_gateway(api), "capture"), api.store, charge_id, api.clock.now())
     assert _money_back_ledger(api, "capture") == [Decimal(1250)]
@@ -546,3 +547,35 @@ def test_the_billing_run_finishes_a_manual_process_of_a_later_charge_that_died(t
     assert [c.status for c in charges_of(api, address.id) if c.id == charge.id] == ["success"]
     assert _ledger(api) == Counter({f"charge {charge.id}": 1})  # the same key: charged once
     _consistent_money(api)
+
+
+def test_a_lapsed_authorization_holds_no_code_and_projects_no_delivery(tier_a, at):
+    """Found by an audit: an authorization past its 7 days (nothing can capture it) still held
+    its once-per-customer code against the customer's other addresses, kept a single-use code
+    spent on its address's next charge, and its prepaid deliveries stayed in the delivery
+    schedule. Within the window it holds them all; past it, none."""
+    from rebill.domain.charge.model import CAPTURE_WINDOW
+    api = tier_a
+    at(START)
+    once = make_discount(api, code="ONCE1", once_per_customer=True)
+    customer, address, _ = _subscriber(api, token="authorize_only", charge_interval_frequency=3,
+                                       order_interval_frequency=1, order_interval_unit="month")
+    other = make_address(api, customer)
+    assert api.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "ONCE1"},
+                    version="2021-01").status_code == 200
+    [charge] = charges_of(api, address.id)
+    _bill(api)
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["status"] == "pending"
+    assert api.post(f"/addresses/{address.id}/remove_discount", json={}, version="2021-01").status_code == 200
+
+    def apply_elsewhere():
+        return api.post(f"/addresses/{other.id}/apply_discount", json={"discount_code": "ONCE1"}, version="2021-01")
+
+    def scheduled():
+        schedule = api.get(f"/customers/{customer.id}/delivery_schedule", params={"future_interval_days": 120})
+        return [d["date"] for d in schedule.json()["deliveries"]]
+    assert apply_elsewhere().status_code == 422  # the authorized charge holds it, while capturable
+    assert "2027-04-10" in scheduled()  # its second prepaid delivery, made at the capture
+    api.clock.advance(CAPTURE_WINDOW + timedelta(hours=1))
+    assert "2027-04-10" not in scheduled()
+    assert apply_elsewhere().status_code == 200, once

@@ -19,7 +19,7 @@ from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
 from rebill.models import charges
 
 from ..charge import repository as charge_repo
-from ..charge.model import CAPTURE_WINDOW, PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge
+from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge, capturable
 from ..money import minor_digits, places_problem
 from ..payment.gateway import Gateway, GatewayUnavailable, Result
 from ..store.model import Store
@@ -46,7 +46,7 @@ def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
     # A pending charge still claimed is a capture whose answer was never recorded (only a
     # capture claims a pending charge): it is finished with the same key whatever the time,
     # since the processor may have captured inside the window (decisions §6.5: no lost outcome).
-    if now - charge.authorized_at > CAPTURE_WINDOW and charge.claimed_by is None:
+    if not capturable(charge.authorized_at, charge.claimed_by, now):
         raise ValidationFailed.field("status", "the authorization is more than 7 days old and can no longer be "
                                                "captured")
     return _capture(db, gateway, store, charge_id, now)

@@ -112,7 +112,7 @@ def recompute(unit: Unit, charge_ids: list[int], *, leaving: Collection[int] = (
     # the charge alone stayed on after its items changed.
     computing = {c.id for c in found}
     others = [c for c in repository.open_of(unit.conn, unit.store_id, list(places)) if c.id not in computing]
-    offers = discount_inputs.load(unit.conn, unit.store_id, places, others)
+    offers = discount_inputs.load(unit.conn, unit.store_id, places, others, unit.now)
     billing = customers.billing_addresses(unit.conn, unit.store_id, [c.customer_id for c in found])
     held = items.many(unit.conn, unit.store_id,  # every item of every charge: one query
                       sorted({i for c in found for i in c.purchase_item_ids if i not in leaving}))

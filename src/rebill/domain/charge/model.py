@@ -11,6 +11,14 @@ import msgspec
 # NOTE: decisions §6.7, an authorization is captured within 7 days, or never.
 CAPTURE_WINDOW = timedelta(days=7)
 
+
+def capturable(authorized_at: datetime | None, claimed_by: str | None, now: datetime) -> bool:
+    """Whether a pending charge may still be captured: within its window, or by a capture that
+    claimed it (one whose answer was lost is finished whatever the time: decisions §6.5).
+    A lapsed one makes no orders and uses no code (found by audits: it held a one-use code for
+    good and its prepaid deliveries stayed in the delivery schedule)."""
+    return claimed_by is not None or (authorized_at is not None and now - authorized_at <= CAPTURE_WINDOW)
+
 QUEUED, SKIPPED, SUCCESS, ERROR = "queued", "skipped", "success", "error"
 REFUNDED, PARTIALLY_REFUNDED, PENDING = "refunded", "partially_refunded", "pending"
 STATUSES = (SUCCESS, ERROR, QUEUED, SKIPPED, REFUNDED, PARTIALLY_REFUNDED, "pending_manual_payment", PENDING)

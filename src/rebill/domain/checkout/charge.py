@@ -174,7 +174,7 @@ def _customer_took(unit: Unit, checkout: Checkout, row: Any) -> bool:
     customer_id = service.customer_of(unit, checkout.email)
     if customer_id is None:
         return False
-    if row.once_per_customer and discounts.customer_holds(unit.conn, unit.store_id, customer_id, row.id):
+    if row.once_per_customer and discounts.customer_holds(unit.conn, unit.store_id, customer_id, row.id, unit.now):
         return True
     return row.first_time_customer_restriction == FIRST_TIME and discount_rules.has_paid(unit, customer_id)
 

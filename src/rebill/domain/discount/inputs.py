@@ -6,7 +6,7 @@ paid or retried that carry it)."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Connection
@@ -36,7 +36,7 @@ def collection_products(conn: Connection, store_id: int, rows: Any) -> dict[int,
 
 
 def load(conn: Connection, store_id: int, found: dict[int, Address],
-         open_charges: list[Charge]) -> dict[int, AddressDiscounts]:
+         open_charges: list[Charge], now: datetime) -> dict[int, AddressDiscounts]:
     with_basis = repository.charge_inputs(conn, list(found), with_basis=True)
     by_date = {a: {when: d for when, (d, _) in dates.items()} for a, dates in with_basis.items()}
     wanted = {a.discount_id for a in found.values() if a.discount_id is not None}
@@ -60,7 +60,7 @@ def load(conn: Connection, store_id: int, found: dict[int, Address],
     # to it alone stays recorded until then, so that its capture counts it as the charge's use.
     holders = sorted({a for a, _ in limited} | set(by_date))
     pending: dict[int, set[date]] = {}
-    for address_id, when, discount_id in repository.pending_codes(conn, store_id, holders):
+    for address_id, when, discount_id in repository.pending_codes(conn, store_id, holders, now):
         pending.setdefault(address_id, set()).add(when)
         if by_date.get(address_id, {}).get(when) != discount_id:
             key = (address_id, discount_id)

@@ -125,7 +125,13 @@ def clear_addresses(conn: Connection, store_id: int, discount_id: int, now: date
                  .values(discount_id=None, updated_at=now, lock_version=addresses.c.lock_version + 1))
 
 
-def customer_holds(conn: Connection, store_id: int, customer_id: int, discount_id: int, *,
+def _capturable(now: datetime) -> Any:
+    """The pending charges that may still be captured (charge/model.py ``capturable``)."""
+    return and_(charges.c.status == "pending",
+                or_(charges.c.authorized_at >= now - CAPTURE_WINDOW, charges.c.claimed_by.is_not(None)))
+
+
+def customer_holds(conn: Connection, store_id: int, customer_id: int, discount_id: int, now: datetime, *,
                    except_address: int | None = None) -> bool:
     """NOTE: decisions §7.5 once_per_customer, an address or open charge of the customer holds
     the code, or a successful charge of the customer used it."""
@@ -133,10 +139,11 @@ def customer_holds(conn: Connection, store_id: int, customer_id: int, discount_i
                                               addresses.c.customer_id == customer_id,
                                               addresses.c.discount_id == discount_id,
                                               addresses.c.id != (except_address or 0)).limit(1)
-    # A pending (authorized) charge becomes a use when it is captured: it holds the code too.
+    # A pending (authorized) charge becomes a use when it is captured: it holds the code too,
+    # while it can be captured.
     on_charge = select(charges.c.id).where(charges.c.store_id == store_id, charges.c.customer_id == customer_id,
                                            charges.c.discount_id == discount_id,
-                                           charges.c.status.in_(("queued", "error", "pending"))).limit(1)
+                                           or_(charges.c.status.in_(("queued", "error")), _capturable(now))).limit(1)
     used = select(discount_redemptions.c.id).where(discount_redemptions.c.discount_id == discount_id,
                                                    discount_redemptions.c.customer_id == customer_id).limit(1)
     return any(conn.execute(stmt).first() is not None for stmt in (on_address, on_charge, used))
@@ -150,13 +157,15 @@ def customer_paid(conn: Connection, store_id: int, customer_id: int) -> bool:
     return conn.execute(stmt).first() is not None
 
 
-def pending_codes(conn: Connection, store_id: int, address_ids: list[int]) -> list[tuple[int, date, int]]:
+def pending_codes(conn: Connection, store_id: int, address_ids: list[int],
+                  now: datetime) -> list[tuple[int, date, int]]:
     """(address, date, discount) of the authorized, uncaptured charges of these addresses that
-    carry a code: uses in flight (decisions §7.5), counted once captured."""
+    carry a code and may still be captured: uses in flight (decisions §7.5), counted once
+    captured."""
     if not address_ids:
         return []
     stmt = select(charges.c.address_id, charges.c.scheduled_at, charges.c.discount_id).where(
-        charges.c.store_id == store_id, among(charges.c.address_id, address_ids), charges.c.status == "pending",
+        charges.c.store_id == store_id, among(charges.c.address_id, address_ids), _capturable(now),
         charges.c.discount_id.is_not(None))
     return [(a, when, d) for a, when, d in conn.execute(stmt)]
 
@@ -166,8 +175,7 @@ def authorized_uses(conn: Connection, store_id: int, discount_id: int, now: date
     An authorization past its capture window counts no more (found by a review: nothing
     captures it, and it held a one-use code for good), unless a capture holds it now."""
     stmt = select(func.count()).select_from(charges).where(
-        charges.c.store_id == store_id, charges.c.discount_id == discount_id, charges.c.status == "pending",
-        or_(charges.c.authorized_at >= now - CAPTURE_WINDOW, charges.c.claimed_by.is_not(None)))
+        charges.c.store_id == store_id, charges.c.discount_id == discount_id, _capturable(now))
     return conn.execute(stmt).scalar_one()
 
 

@@ -78,7 +78,8 @@ def refusal(unit: Unit, row: Any, *, customer_id: int | None, currency: str, exc
         # code (checkout/charge.py ``_hold_code``), and a read must not wait for a writer.
         customers.exists_in_store(unit.conn, unit.store_id, customer_id, lock="update")
     if row.once_per_customer and \
-            repository.customer_holds(unit.conn, unit.store_id, customer_id, row.id, except_address=except_address):
+            repository.customer_holds(unit.conn, unit.store_id, customer_id, row.id, unit.now,
+                                      except_address=except_address):
         return "discount can be used once per customer"
     if row.first_time_customer_restriction == FIRST_TIME and has_paid(unit, customer_id):
         return "discount is for first-time customers only"

@@ -33,7 +33,7 @@ import msgspec
 from ..address import repository as addresses
 from ..address.model import Address
 from ..charge import repository as charges
-from ..charge.model import PENDING, QUEUED, SKIPPED
+from ..charge.model import PENDING, QUEUED, SKIPPED, capturable
 from ..customer.model import Customer
 from ..order import repository as orders
 from ..order.model import Order
@@ -253,7 +253,7 @@ def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int
                   for line in charge.line_items}
     authorized: dict[int, list[date]] = defaultdict(list)
     for charge in held:
-        if charge.status == PENDING:
+        if charge.status == PENDING and capturable(charge.authorized_at, charge.claimed_by, unit.now):
             for line in charge.line_items:
                 authorized[line["purchase_item_id"]].append(charge.scheduled_at)
     # Orders already made and queued (a paid prepaid charge's later orders, clones), as stored,

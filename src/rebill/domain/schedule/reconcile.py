@@ -102,7 +102,7 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
     if held_items is None:
         held_items = held(open_charges, unit.today)[1]
     # NOTE: design guide, discounts are inputs of the plan, never patches on stored charges.
-    offers = discount_inputs.load(unit.conn, unit.store_id, found, open_charges)
+    offers = discount_inputs.load(unit.conn, unit.store_id, found, open_charges, unit.now)
     if offers_out is not None:
         offers_out.update(offers)
     billing = customers.billing_addresses(unit.conn, unit.store_id, [a.customer_id for a in found.values()])
