@@ -151,6 +151,7 @@ def test_a_job_that_meets_a_busy_database_logs_one_warning_line_not_an_error(api
     from rebill.domain.billing import run as billing
     from rebill.domain.payment.sandbox import SandboxGateway
     from rebill.jobs import scheduler
+    from rebill.jobs.failures import log_failure
 
     def locked(*args, **kw):
         raise OperationalError("BEGIN IMMEDIATE", {}, sqlite3.OperationalError("database is locked"))
@@ -158,7 +159,7 @@ def test_a_job_that_meets_a_busy_database_logs_one_warning_line_not_an_error(api
     caplog.set_level(logging.WARNING, logger="rebill.jobs")
     with pytest.raises(scheduler.StoresFailed) as failed:
         bill_every_store(api.db, SandboxGateway(api.db, api.clock.now), api.clock, timedelta(seconds=60))
-    scheduler.log_failure("billing", failed.value)
+    log_failure(scheduler.logger, "billing", failed.value)
     # One line per store of the database (earlier tests' stores too), then the run's.
     assert len(caplog.records) == len(failed.value.store_ids) + 1
     assert {(r.levelname, r.exc_info is None) for r in caplog.records} == {("WARNING", True)}
@@ -167,7 +168,7 @@ def test_a_job_that_meets_a_busy_database_logs_one_warning_line_not_an_error(api
     monkeypatch.setattr(billing, "run_store", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(scheduler.StoresFailed) as failed:
         bill_every_store(api.db, SandboxGateway(api.db, api.clock.now), api.clock, timedelta(seconds=60))
-    scheduler.log_failure("billing", failed.value)
+    log_failure(scheduler.logger, "billing", failed.value)
     stores_told, run_told = caplog.records[:-1], caplog.records[-1]
     assert {(r.levelname, r.exc_info is None) for r in stores_told} == {("ERROR", False)}  # with the traceback
     assert (run_told.levelname, run_told.exc_info) == ("ERROR", None)
@@ -190,3 +191,32 @@ def test_an_uninstalled_store_is_not_billed_until_it_is_installed_again(api):
         assert {c.status for c in charges_of(api, address.id) if c.id == charge.id} == {status}
     with api.db.read() as conn:
         assert stores.get(conn, api.store.id).installed
+
+
+def test_the_webhook_deliverer_tells_a_busy_database_in_one_warning_line(api, monkeypatch, caplog):
+    """Found by a review: the deliverer's look, every half second, logged a busy database as an
+    ERROR with a traceback; a warning line now, as the scheduler's jobs (jobs/failures.py)."""
+    import asyncio
+    import logging
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    from rebill.jobs import deliver
+
+    runner = deliver.DeliveryRunner(api.db, api.clock.now, poll_seconds=0.01)
+
+    async def locked(*args, **kw):
+        raise OperationalError("BEGIN IMMEDIATE", {}, sqlite3.OperationalError("database is locked"))
+    monkeypatch.setattr(runner, "look", locked)
+    caplog.set_level(logging.WARNING, logger="rebill")
+
+    async def main():
+        task = asyncio.ensure_future(runner.run())
+        await asyncio.sleep(0.1)
+        runner._stopping = True
+        runner.nudge()
+        await asyncio.wait_for(task, 5)
+    asyncio.run(main())
+    told = [r for r in caplog.records if "webhook deliveries" in r.getMessage()]
+    assert told and {(r.levelname, r.exc_info is None) for r in told} == {("WARNING", True)}

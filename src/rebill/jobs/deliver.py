@@ -33,6 +33,7 @@ from rebill.domain.webhook.delivery import Outcome, Outgoing
 from rebill.domain.webhook.sender import HttpSender, Sender
 from rebill.observability import record
 
+from .failures import log_failure
 from .workers import worker_name
 
 logger = logging.getLogger("rebill.webhooks")
@@ -110,8 +111,8 @@ class DeliveryRunner:
                 try:
                     await self._record()
                     await self.look()
-                except Exception:  # the next look tries again; the database says what is due
-                    logger.exception("looking for due webhook deliveries failed")
+                except Exception as exc:  # the next look tries again; the database says what is due
+                    log_failure(logger, "looking for due webhook deliveries", exc)
                 try:
                     await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
                     await asyncio.sleep(SETTLE_SECONDS)
@@ -155,8 +156,8 @@ class DeliveryRunner:
             self._held.difference_update(unsent)
             try:
                 await run_in_threadpool(self._release, unsent)
-            except Exception:  # their leases lapse instead
-                logger.exception("releasing %d unsent webhook deliveries failed", len(unsent))
+            except Exception as exc:  # their leases lapse instead
+                log_failure(logger, f"releasing {len(unsent)} unsent webhook deliveries", exc)
         if self._tasks:
             await asyncio.wait(set(self._tasks))
         await self._record()
@@ -324,8 +325,8 @@ class DeliveryRunner:
             done, self._done = self._done, []
             try:
                 await run_in_threadpool(self._write, done)
-            except Exception:  # leases expire and the deliveries go out again: never lost
-                logger.exception("recording %d webhook attempts failed", len(done))
+            except Exception as exc:  # leases expire and the deliveries go out again: never lost
+                log_failure(logger, f"recording {len(done)} webhook attempts", exc)
             finally:
                 self._held.difference_update(o.id for o, _ in done)
 

@@ -60,6 +60,7 @@ from rebill.settings import Settings
 
 from .batches import BatchRunner
 from .deliver import DeliveryRunner
+from .failures import log_failure
 from .leader import CHECK_SECONDS, Locks, locks_for
 from .regenerate import run_due
 
@@ -67,20 +68,6 @@ logger = logging.getLogger("rebill.jobs")
 # A tick that finds the previous run of its job still going is skipped on purpose
 # (max_instances=1); APScheduler would warn about each one.
 logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
-
-
-def log_failure(what: str, exc: BaseException) -> None:
-    """A job's failure: an error with its traceback, but a database busy (SQLite's lock held by
-    another process past its busy timeout) or away, which the next tick meets no more, is a
-    warning of one line (found by an audit: it logged an ERROR with a traceback and the job
-    went through at its next tick)."""
-    if isinstance(exc, StoresFailed):  # each store was told already, with its traceback
-        (logger.warning if exc.busy else logger.error)("%s: %s", what, exc)
-    elif unavailable(exc):
-        logger.warning("%s: the database was busy or unreachable (%s); the next tick tries again", what,
-                       str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    else:
-        logger.error("%s failed", what, exc_info=exc)
 
 
 def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: timedelta,
@@ -102,7 +89,7 @@ def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: 
         except Exception as exc:
             # One store's failure must not keep the stores after it from being billed: it is
             # logged here, and the run ends failed once every other store had its turn.
-            log_failure(f"billing run: store {store.id}", exc)
+            log_failure(logger, f"billing run: store {store.id}", exc)
             failed.append(store.id)
             busy = busy and unavailable(exc)
             continue
@@ -178,8 +165,8 @@ class Jobs:
             await asyncio.sleep(CHECK_SECONDS)
             try:
                 await self._check()
-            except Exception:  # the next check tries again
-                logger.exception("background jobs: checking the jobs lock failed")
+            except Exception as exc:  # the next check tries again
+                log_failure(logger, "background jobs: checking the jobs lock", exc)
 
     async def _check(self) -> None:
         """``auto``: run the jobs while this process holds the jobs lock and no worker runs."""
@@ -319,7 +306,7 @@ class Jobs:
             return
         failed = done.exception()
         if failed is not None:  # the next tick tries again; the database says what is still due
-            log_failure(name, failed)
+            log_failure(logger, name, failed)
         record.finish_job(run, None if failed is not None else done.result(), failed is None)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

@@ -40,6 +40,7 @@ from rebill.db.migrate import alembic_config
 from rebill.observability.metrics import serve_worker
 from rebill.settings import Settings
 
+from .failures import log_failure
 from .leader import CHECK_SECONDS, Locks, locks_for
 from .scheduler import Jobs
 
@@ -122,5 +123,5 @@ async def _keep_marked(locks: Locks) -> None:
         await asyncio.sleep(CHECK_SECONDS)
         try:
             await run_in_threadpool(locks.mark_worker)
-        except Exception:  # the next check tries again
-            logger.exception("worker: keeping the workers mark failed")
+        except Exception as exc:  # the next check tries again
+            log_failure(logger, "worker: keeping the workers mark", exc)
