@@ -311,3 +311,22 @@ def test_hours_with_days_or_to_is_refused_naming_each(api, body):
 
 def test_hours_null_counts_as_not_sent(api):
     assert _advance(api, days=2, hours=None)["today"] == (api.clock.now() + timedelta(days=2)).date().isoformat()
+
+
+def test_a_keyed_advance_whose_answer_was_lost_is_not_run_again_with_nothing_due(api, monkeypatch):
+    """Found by an audit: a keyed advance with nothing due moved the clock in transactions that
+    never marked its key (no unit, no event), so after a lost answer the repeat, a minute on,
+    moved the clock a second time. The move marks it: the repeat answers 409, one day moved."""
+    from rebill.api import idempotency
+
+    async def lost(*args, **kwargs):
+        return None
+    keyed = {"Idempotency-Key": "advance-lost"}
+    with monkeypatch.context() as patched:
+        patched.setattr(idempotency, "finish_soon", lost)  # the process died before storing the answer
+        assert api.post("/store/clock/advance", json={"days": 1}, headers=keyed).status_code == 200
+    moved = _offset(api)
+    api.clock.advance(timedelta(seconds=61))
+    again = api.post("/store/clock/advance", json={"days": 1}, headers=keyed)
+    assert again.status_code == 409 and "answer was lost" in again.json()["errors"], again.text
+    assert _offset(api) == moved

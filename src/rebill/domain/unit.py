@@ -56,6 +56,14 @@ def _applied(conn: Connection, _recorded: Any) -> None:
 outbox.on_recorded(_applied)
 
 
+def mark_applied(conn: Connection) -> None:
+    """Marks (and checks) the running request's key in the transaction of ``conn``: for a write
+    of a request that goes through no unit of its own and records no event (a clock advance's
+    move; found by an audit: with nothing due, its key was never marked, and a repeat after a
+    lost answer moved the clock a second time)."""
+    _applied(conn, None)
+
+
 @contextmanager
 def before_the_call() -> Iterator[None]:
     """The units of a request that calls the payment processor, before its call (a claim, a
@@ -124,7 +132,7 @@ class Unit:
                     # A request's write that records no event (an async batch's) marks it too
                     # (found by a review: such a request, its key taken over, committed beside
                     # the repeat).
-                    _applied(self.conn, None)
+                    mark_applied(self.conn)
             except BaseException as failed:  # the transaction ends as for a failed unit
                 outbox.discard(self.conn)
                 if self._release is not None:

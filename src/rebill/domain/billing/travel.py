@@ -30,7 +30,7 @@ from ..payment.gateway import Gateway
 from ..store import clock as store_clock
 from ..store import repository as store_repo
 from ..store.model import Store
-from ..unit import Unit, zone
+from ..unit import Unit, mark_applied, zone
 from ..webhook import delivery
 from . import due, run
 
@@ -210,6 +210,7 @@ def _set(db: Database, store: Store, now: datetime, real_now: Callable[[], datet
                                                               else_=stores.c.clock_offset_seconds),
                                     clock_moving_until=real_now() + LEASE)).rowcount:
             raise Conflict("The store's test clock was taken over by another advance: this one stopped")
+        mark_applied(conn)  # a keyed advance's move is its outcome, whatever falls due after it
         fresh = store_repo.get(conn, store.id)
     store_clock.moved(store, seconds)
     assert fresh is not None
