@@ -26,7 +26,7 @@ test: $(STAMP)
 # far more cases per operation (docs/openapi.md, "Fuzzing"). REBILL_FUZZ_EXAMPLES=N changes how
 # many, REBILL_FUZZ_SEED=N the seed.
 fuzz: $(STAMP)
-	REBILL_FUZZ_EXAMPLES=$${REBILL_FUZZ_EXAMPLES:-100} $(BIN)/pytest tests/fuzz/test_schemathesis.py tests/fuzz/test_schemathesis_2021_11.py -s
+	REBILL_FUZZ_EXAMPLES=$${REBILL_FUZZ_EXAMPLES:-100} $(BIN)/pytest tests/fuzz/test_schemathesis.py -s
 
 # wrk is a C load generator from Debian's packages; the benchmark needs nothing else.
 # The PostgreSQL part (issue 18's targets: reads, two API processes, two workers) runs against

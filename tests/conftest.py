@@ -44,8 +44,7 @@ VERSIONS = ("2021-01", "2021-11")
 # soak (1 test) last: one worker ran them for minutes after the other had run out of files (a
 # clean run used 67 % of the two cores). Within a file the order is kept.
 LONGEST_FIRST = (
-    "tests/fuzz/test_schemathesis.py",  # 2021-01's run, and 2021-11's next, on another worker
-    "tests/fuzz/test_schemathesis_2021_11.py",
+    "tests/fuzz/test_schemathesis.py",
     "tests/scenarios/test_workers.py",
     "tests/api/test_edge_properties.py",
     "tests/scenarios/test_async_batch_crash.py",
