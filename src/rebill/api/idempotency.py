@@ -42,6 +42,7 @@ from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
 
 from rebill.db.engine import Database, unavailable
+from rebill.domain.unit import this_take
 from rebill.errors import Conflict, ValidationFailed
 from rebill.models import idempotency_keys
 
@@ -202,13 +203,6 @@ class Lease:
                 self.touched = time.monotonic()
             else:  # taken over after all (this process was silent for a minute): nothing to keep alive
                 self.ended = True
-
-
-def this_take(store_id: int, token_id: int, key: str, taken: datetime) -> tuple[Any, ...]:
-    """The key as the request that took it at ``taken`` holds it: not done, not taken over."""
-    table = idempotency_keys
-    return (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
-            table.c.created_at == taken, table.c.state.in_(("running", "applied")))
 
 
 _leases: set[Lease] = set()

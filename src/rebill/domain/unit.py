@@ -40,12 +40,27 @@ class KeyTakenOver(Conflict):
                "(its process stopped): none of its changes were recorded; the repeat's answer is the one to read")
 
 
-def _applied(conn: Connection, _recorded: Any) -> None:
-    """The request's key is applied in the transaction that writes its events: a unit's (its
-    exit) or one opened without a context (the billing run's record, a capture's, a refund's),
-    whose events are written as it commits (found by an audit: those never marked it). A key
-    taken over meanwhile refuses the transaction (found by an audit: a process stopped for
-    over a minute went on and committed beside the repeat that took its key, two records)."""
+def this_take(store_id: Any, token_id: Any, key: Any, taken: Any) -> tuple[Any, ...]:
+    """The key as the request that took it at ``taken`` holds it: not done, not taken over
+    (its `created_at` names its current take, api/idempotency.py). Values or bind parameters."""
+    table = idempotency_keys
+    return (table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
+            table.c.created_at == taken, or_(table.c.state == "running", table.c.state == "applied"))
+
+
+_APPLIED = Prepared(update(idempotency_keys).where(
+    *this_take(bindparam("store_id"), bindparam("token_id"), bindparam("key"), bindparam("taken"))
+).values(state="applied"))
+
+
+def mark_applied(conn: Connection) -> None:
+    """Marks the running request's key "applied" in the transaction of ``conn``, and refuses
+    that transaction when a repeat took the key over meanwhile (found by an audit: a process
+    stopped for over a minute went on and committed beside the repeat, two records). Run where
+    a request's changes are written: a unit's exit, the writing of events of a transaction
+    opened without a context (the billing run's record, a capture's, a refund's; found by an
+    audit: those never marked it), a clock advance's move (found by an audit: with nothing
+    due, a repeat after a lost answer moved the clock again)."""
     keyed = REQUEST_KEY.get()
     if keyed is not None:
         store_id, token_id, key, taken = keyed
@@ -53,15 +68,7 @@ def _applied(conn: Connection, _recorded: Any) -> None:
             raise KeyTakenOver()
 
 
-outbox.on_recorded(_applied)
-
-
-def mark_applied(conn: Connection) -> None:
-    """Marks (and checks) the running request's key in the transaction of ``conn``: for a write
-    of a request that goes through no unit of its own and records no event (a clock advance's
-    move; found by an audit: with nothing due, its key was never marked, and a repeat after a
-    lost answer moved the clock a second time)."""
-    _applied(conn, None)
+outbox.on_recorded(lambda conn, _recorded: mark_applied(conn))
 
 
 @contextmanager
@@ -76,10 +83,6 @@ def before_the_call() -> Iterator[None]:
         yield
     finally:
         REQUEST_KEY.reset(marked)
-_APPLIED = Prepared(update(idempotency_keys).where(
-    idempotency_keys.c.store_id == bindparam("store_id"), idempotency_keys.c.token_id == bindparam("token_id"),
-    idempotency_keys.c.key == bindparam("key"), idempotency_keys.c.created_at == bindparam("taken"),
-    or_(idempotency_keys.c.state == "running", idempotency_keys.c.state == "applied")).values(state="applied"))
 
 
 @lru_cache(maxsize=64)
@@ -127,7 +130,7 @@ class Unit:
         elif self._recorded or self.writes:
             try:
                 if self._recorded:
-                    outbox.flush(self.conn)  # marks the request's key applied (_applied above)
+                    outbox.flush(self.conn)  # marks the request's key applied (mark_applied above)
                 else:
                     # A request's write that records no event (an async batch's) marks it too
                     # (found by a review: such a request, its key taken over, committed beside

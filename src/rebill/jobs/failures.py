@@ -11,10 +11,19 @@ import logging
 from rebill.db.engine import unavailable
 
 
+class StoresFailed(Exception):
+    """Some stores of a billing run failed (each logged); the others were billed
+    (``processed`` charges). ``busy``: every failure was the database busy or away."""
+
+    def __init__(self, store_ids: list[int], processed: int, busy: bool = False) -> None:
+        super().__init__(f"the billing run of {len(store_ids)} store(s) failed: {store_ids}; "
+                         f"{processed} charge(s) of the others processed")
+        self.store_ids, self.processed, self.busy = store_ids, processed, busy
+
+
 def log_failure(logger: logging.Logger, what: str, exc: BaseException) -> None:
-    busy = getattr(exc, "busy", None)  # a billing run's stores failed (scheduler.StoresFailed), each told
-    if isinstance(busy, bool):
-        (logger.warning if busy else logger.error)("%s: %s", what, exc)
+    if isinstance(exc, StoresFailed):  # each store's failure was told already, with its own
+        (logger.warning if exc.busy else logger.error)("%s: %s", what, exc)
     elif unavailable(exc):
         logger.warning("%s: the database was busy or unreachable (%s); the next try goes on", what,
                        str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

@@ -60,7 +60,7 @@ from rebill.settings import Settings
 
 from .batches import BatchRunner
 from .deliver import DeliveryRunner
-from .failures import log_failure
+from .failures import StoresFailed, log_failure
 from .leader import CHECK_SECONDS, Locks, locks_for
 from .regenerate import run_due
 
@@ -99,16 +99,6 @@ def bill_every_store(db: Database, gateway: Gateway, clock: Clock, stale_after: 
     if failed:
         raise StoresFailed(failed, processed, busy)
     return processed
-
-
-class StoresFailed(Exception):
-    """Some stores of a billing run failed (each logged); the others were billed
-    (``processed`` charges). ``busy``: every failure was the database busy or away."""
-
-    def __init__(self, store_ids: list[int], processed: int, busy: bool = False) -> None:
-        super().__init__(f"the billing run of {len(store_ids)} store(s) failed: {store_ids}; "
-                         f"{processed} charge(s) of the others processed")
-        self.store_ids, self.processed, self.busy = store_ids, processed, busy
 
 
 class Jobs:

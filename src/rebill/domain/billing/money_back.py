@@ -28,8 +28,6 @@ from . import claim as claims
 from .access import TIER_A, require_tier, visible
 from .outcome import as_charged, count_use, items_of, make_orders
 
-# NOTE: decisions §6.7, §6.12: 7 x 24 hours, the end itself still allowed.
-
 
 def require_access(store: Store) -> None:
     """NOTE: decisions §6.6, plan tier A; asked by the router too (as ``manual.require_access``)."""

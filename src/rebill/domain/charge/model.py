@@ -8,7 +8,8 @@ from typing import Any
 
 import msgspec
 
-# NOTE: decisions §6.7, an authorization is captured within 7 days, or never.
+# NOTE: decisions §6.7, §6.12: an authorization is captured within 7 x 24 hours (the end itself
+# still allowed), or never.
 CAPTURE_WINDOW = timedelta(days=7)
 
 
@@ -18,6 +19,7 @@ def capturable(authorized_at: datetime | None, claimed_by: str | None, now: date
     A lapsed one makes no orders and uses no code (found by audits: it held a one-use code for
     good and its prepaid deliveries stayed in the delivery schedule)."""
     return claimed_by is not None or (authorized_at is not None and now - authorized_at <= CAPTURE_WINDOW)
+
 
 QUEUED, SKIPPED, SUCCESS, ERROR = "queued", "skipped", "success", "error"
 REFUNDED, PARTIALLY_REFUNDED, PENDING = "refunded", "partially_refunded", "pending"
