@@ -4,9 +4,10 @@ databases, for any number of ids, and keeps the column's index (SQLite)."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
-from rebill.db.among import among
+from rebill.db.among import among, among_bound
+from rebill.db.prepared import Prepared
 from rebill.models import customers
 from tests.builders import make_customer
 from tests.conftest import make_api
@@ -24,6 +25,21 @@ def test_among_answers_what_in_answers_for_empty_repeated_and_set_lists(client, 
             assert sorted(got) == sorted(old) == sorted(set(wanted) & set(made))
         # One statement, executed again with other ids: the value is not cached with the text.
         assert conn.execute(select(customers.c.id).where(mine, among(customers.c.id, made[:1]))).scalars().all() == made[:1]
+
+
+def test_among_bound_in_a_prepared_statement_answers_each_calls_ids(client, database, clock):
+    """The replan's reads of many addresses (an async batch's chunk) are prepared once with the
+    ids as their parameter: each call answers its own ids, as ``in_`` would."""
+    api = make_api(client, database, clock)
+    made = [make_customer(api).id for _ in range(4)]
+    prepared = Prepared(select(customers.c.id).where(customers.c.store_id == bindparam("store_id"),
+                                                     among_bound(customers.c.id, "ids")).order_by(customers.c.id))
+    with database.read() as conn:
+        for ids in (made[:2], made[1:], [made[3], made[3], 10**12], [], made):
+            assert [row[0] for row in prepared.all(conn, store_id=api.store.id, ids=ids)] == sorted(set(ids) & set(made))
+        assert prepared.all(conn, store_id=api.store.id + 1, ids=made) == []  # another store's ids
+        with pytest.raises(Exception, match="invalid literal for int"):
+            prepared.all(conn, store_id=api.store.id, ids=["1) OR (1=1"])
 
 
 def test_among_takes_more_ids_than_a_statement_may_bind(client, database, clock):

@@ -52,9 +52,11 @@ class _Among(ColumnElement[bool]):
     _traverse_internals = [("column", InternalTraversal.dp_clauseelement),
                            ("ids", InternalTraversal.dp_clauseelement)]
 
-    def __init__(self, column: ColumnElement[Any], ids: list[int]) -> None:
+    def __init__(self, column: ColumnElement[Any], ids: list[int] | str) -> None:
         self.column = column
-        self.ids = bindparam(None, ids, type_=_Ids(), unique=True)
+        # A name: the caller's parameter of a prepared statement, given at each call.
+        self.ids = bindparam(ids, type_=_Ids(), required=True) if isinstance(ids, str) \
+            else bindparam(None, ids, type_=_Ids(), unique=True)
 
 
 def among(column: ColumnElement[Any], ids: Iterable[int]) -> ColumnElement[bool]:
@@ -65,6 +67,14 @@ def among(column: ColumnElement[Any], ids: Iterable[int]) -> ColumnElement[bool]
     if len(wanted) == 1:
         return column == int(wanted[0])
     return _Among(column, wanted)
+
+
+def among_bound(column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+    """``among`` in a prepared statement (db/prepared.py): the ids are its parameter ``name``,
+    a list given at each call. For the reads a replan or a batch makes once for many
+    addresses (an async batch's chunk), where building the statement per call through
+    SQLAlchemy cost more than running it (docs/performance.md, the eighteenth session)."""
+    return _Among(column, name)
 
 
 @compiles(_Among)

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, exists, select, update
 
-from rebill.db.among import among, unindexed
+from rebill.db.among import among, among_bound, unindexed
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -49,6 +49,10 @@ _by_id = Prepared(_select.where(addresses.c.id == bindparam("id"), addresses.c.s
 # discount is on the nullable side of the join, which PostgreSQL does not lock.
 _by_id_locked = Prepared(_select.where(addresses.c.id == bindparam("id"), addresses.c.store_id == bindparam("store_id"))
                          .with_for_update(of=addresses))
+# Many at once (a replan of several addresses: an async batch's chunk); locks in id order.
+_many = Prepared(_select.where(addresses.c.store_id == bindparam("store_id"), among_bound(addresses.c.id, "ids")))
+_many_locked = Prepared(_select.where(addresses.c.store_id == bindparam("store_id"), among_bound(addresses.c.id, "ids"))
+                        .order_by(addresses.c.id).with_for_update(of=addresses))
 
 
 def to_address(*row: Any) -> Address:
@@ -135,10 +139,8 @@ def many(conn: Connection, store_id: int, ids: list[int], *, lock: bool = False)
     if len(ids) == 1:
         found = (locked if lock else get)(conn, store_id, ids[0])
         return {found.id: found} if found is not None else {}
-    stmt = _select.where(addresses.c.store_id == store_id, among(addresses.c.id, set(ids)))
-    if lock:
-        stmt = stmt.order_by(addresses.c.id).with_for_update(of=addresses)
-    return {row[0]: to_address(*row) for row in conn.execute(stmt)}
+    rows = (_many_locked if lock else _many).all(conn, store_id=store_id, ids=sorted(set(ids)))
+    return {row[0]: to_address(*row) for row in rows}
 
 
 def ids_of_store(conn: Connection, store_id: int) -> list[int]:

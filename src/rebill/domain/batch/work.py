@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, exists, null, or_, select, text, update
 from sqlalchemy.orm import aliased
 
+from rebill.db.among import among_bound
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.models import async_batch_tasks, async_batches
@@ -55,7 +56,7 @@ _next = Prepared(select(t.c.id).where(t.c.batch_id == bindparam("batch_id"), OPE
                  .order_by(t.c.id).limit(bindparam("limit")))
 _claim = Prepared(update(t).where(t.c.id == bindparam("task_id"), t.c.status == PENDING)
                   .values(status=PROCESSING, updated_at=bindparam("now")))
-_bodies = select(t.c.id, t.c.body)
+_bodies = Prepared(select(t.c.id, t.c.body).where(among_bound(t.c.id, "ids")).order_by(t.c.id))
 _result = Prepared(update(t).where(t.c.id == bindparam("task_id"))
                    .values(status=bindparam("status"), result=bindparam("result"), updated_at=bindparam("now")))
 _counted = Prepared(update(b).where(b.c.id == bindparam("id")).values(
@@ -115,8 +116,7 @@ def claim_tasks(conn: Connection, batch_id: int, limit: int, now: datetime) -> l
 
 
 def bodies(conn: Connection, task_ids: list[int]) -> list[tuple[int, dict[str, Any]]]:
-    rows = conn.execute(_bodies.where(t.c.id.in_(task_ids)).order_by(t.c.id))
-    return [(row[0], row[1]) for row in rows]
+    return [(row[0], row[1]) for row in _bodies.all(conn, ids=task_ids)]
 
 
 def record(conn: Connection, batch_id: int, results: list[tuple[int, str, dict[str, Any]]], now: datetime) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, String, and_, bindparam, case, delete, func, insert, literal, or_, select, update
 
 from rebill.db import statements
-from rebill.db.among import among
+from rebill.db.among import among, among_bound
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -162,6 +162,9 @@ _open_of_one = Prepared(_open.where(
     charges.c.store_id == bindparam("store_id"), charges.c.address_id == bindparam("address_id"),
     # Comparisons, not IN: an IN list is expanded per call, which a prepared statement cannot do.
     or_(*(charges.c.status == status for status in OPEN))))
+_open_of_many = Prepared(_open.where(charges.c.store_id == bindparam("store_id"),
+                                     among_bound(charges.c.address_id, "address_ids"),
+                                     or_(*(charges.c.status == status for status in OPEN))))
 
 
 def open_of(conn: Connection, store_id: int, address_ids: list[int]) -> list[OpenCharge]:
@@ -171,9 +174,7 @@ def open_of(conn: Connection, store_id: int, address_ids: list[int]) -> list[Ope
     if len(address_ids) == 1:  # prepared: every replan of one address
         rows = _open_of_one.all(conn, store_id=store_id, address_id=address_ids[0])
     else:
-        rows = list(conn.execute(_open.where(charges.c.store_id == store_id,
-                                             among(charges.c.address_id, set(address_ids)),
-                                             charges.c.status.in_(OPEN))))
+        rows = _open_of_many.all(conn, store_id=store_id, address_ids=sorted(set(address_ids)))
     return sorted((OpenCharge(*row) for row in rows), key=lambda c: c.id)
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, exists, func, or_, select, update
 
-from rebill.db.among import among
+from rebill.db.among import among, among_bound
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -158,6 +158,8 @@ def count_where(conn: Connection, store_id: int, filters: dict[str, Any]) -> int
 
 _billing = Prepared(select(customers.c.id, customers.c.billing_address).where(
     customers.c.id == bindparam("id"), customers.c.store_id == bindparam("store_id")))
+_billing_many = Prepared(select(customers.c.id, customers.c.billing_address).where(
+    customers.c.store_id == bindparam("store_id"), among_bound(customers.c.id, "ids")))
 
 
 def billing_addresses(conn: Connection, store_id: int, ids: list[int]) -> dict[int, Any]:
@@ -168,6 +170,4 @@ def billing_addresses(conn: Connection, store_id: int, ids: list[int]) -> dict[i
         return {row[0]: row[1]} if row else {}
     if not ids:
         return {}
-    stmt = select(customers.c.id, customers.c.billing_address).where(customers.c.store_id == store_id,
-                                                                      among(customers.c.id, ids))
-    return {row[0]: row[1] for row in conn.execute(stmt)}
+    return {row[0]: row[1] for row in _billing_many.all(conn, store_id=store_id, ids=sorted(ids))}

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
 
-from rebill.db.among import among
+from rebill.db.among import among, among_bound
 from rebill.db.prepared import Prepared
 from rebill.db.statements import insert_all, insert_row
 from rebill.models import addresses, charge_discounts, charges, discount_redemptions, discounts
@@ -221,6 +221,7 @@ _INPUT_COLUMNS = (charge_discounts.c.address_id, charge_discounts.c.scheduled_at
 # Prepared: every subscription write replans one address (building the statement per call
 # cost a fifth of a POST /subscriptions, docs/performance.md).
 _inputs_of_one = Prepared(select(*_INPUT_COLUMNS).where(charge_discounts.c.address_id == bindparam("address_id")))
+_inputs_of_many = Prepared(select(*_INPUT_COLUMNS).where(among_bound(charge_discounts.c.address_id, "ids")))
 
 
 def charge_inputs(conn: Connection, address_ids: list[int], *, with_basis: bool = False) -> dict[int, dict[date, Any]]:
@@ -231,7 +232,7 @@ def charge_inputs(conn: Connection, address_ids: list[int], *, with_basis: bool 
     if len(address_ids) == 1:
         rows: Any = _inputs_of_one.all(conn, address_id=address_ids[0])
     else:
-        rows = conn.execute(select(*_INPUT_COLUMNS).where(among(charge_discounts.c.address_id, address_ids)))
+        rows = _inputs_of_many.all(conn, ids=sorted(set(address_ids)))
     for address_id, when, discount_id, basis in rows:
         found.setdefault(address_id, {})[when] = (discount_id, basis) if with_basis else discount_id
     return found

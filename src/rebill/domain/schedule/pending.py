@@ -11,7 +11,7 @@ from sqlalchemy import Connection, bindparam, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from rebill.db.among import among
+from rebill.db.among import among_bound
 from rebill.db.prepared import Prepared
 from rebill.models import pending_regenerations
 
@@ -32,13 +32,14 @@ def defer(conn: Connection, store_id: int, address_id: int, now: datetime) -> No
 
 
 _clear_one = Prepared(delete(pending_regenerations).where(pending_regenerations.c.address_id == bindparam("id")))
+_clear_many = Prepared(delete(pending_regenerations).where(among_bound(pending_regenerations.c.address_id, "ids")))
 
 
 def clear(conn: Connection, address_ids: list[int]) -> None:
     if len(address_ids) == 1:  # prepared: every replan of one address
         _clear_one.run(conn, id=address_ids[0])
         return
-    conn.execute(delete(pending_regenerations).where(among(pending_regenerations.c.address_id, address_ids)))
+    _clear_many.run(conn, ids=sorted(set(address_ids)))
 
 
 def due(conn: Connection, now: datetime, *, store_id: int | None = None) -> list[tuple[int, int]]:

@@ -78,6 +78,7 @@ def token_by_raw(conn: Connection, raw: str) -> tuple[Token, Store] | None:
 
 
 _token_records = select(*columns_for(TokenRecord, tokens.c))
+_token_record = Prepared(_token_records.where(tokens.c.id == bindparam("id")))  # an async batch's every chunk
 
 
 def tokens_of_store(conn: Connection, store_id: int) -> list[TokenRecord]:
@@ -86,7 +87,7 @@ def tokens_of_store(conn: Connection, store_id: int) -> list[TokenRecord]:
 
 
 def token_record(conn: Connection, token_id: int) -> TokenRecord | None:
-    row = conn.execute(_token_records.where(tokens.c.id == token_id)).first()
+    row = _token_record.one(conn, id=token_id)
     return TokenRecord(*row) if row else None
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, exists, func, insert, or_, select, update
 
-from rebill.db.among import among, unindexed
+from rebill.db.among import among, among_bound, unindexed
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
@@ -102,6 +102,14 @@ _for_one_plan = Prepared(_plain.where(
     or_(purchase_items.c.status == ACTIVE, purchase_items.c.id.in_(
         select(skips.c.purchase_item_id).where(skips.c.address_id == bindparam("address_id")))))
     .order_by(purchase_items.c.id))
+_for_many_plan = Prepared(_plain.where(
+    unindexed(purchase_items.c.store_id) == bindparam("store_id"), among_bound(purchase_items.c.address_id, "ids"),
+    or_(purchase_items.c.status == ACTIVE, purchase_items.c.id.in_(
+        select(skips.c.purchase_item_id).where(among_bound(skips.c.address_id, "ids")))))
+    .order_by(purchase_items.c.id))
+_skips_of_many = Prepared(select(skips.c.address_id, skips.c.purchase_item_id, skips.c.date)
+                          .where(among_bound(skips.c.address_id, "ids"))
+                          .order_by(skips.c.date, skips.c.purchase_item_id))
 _skips_of_one = Prepared(select(skips.c.address_id, skips.c.purchase_item_id, skips.c.date)
                          .where(skips.c.address_id == bindparam("address_id"))
                          .order_by(skips.c.date, skips.c.purchase_item_id))
@@ -115,18 +123,15 @@ def for_plan(conn: Connection, store_id: int, address_ids: list[int]) -> list[Pu
     """What the plan of these addresses needs: their active items and every item with a skip."""
     if len(address_ids) == 1:  # prepared: one address is every subscription write
         return [PurchaseItem(*row) for row in _for_one_plan.all(conn, address_id=address_ids[0])]
-    skipped = select(skips.c.purchase_item_id).where(among(skips.c.address_id, address_ids))
-    stmt = _plain.where(unindexed(purchase_items.c.store_id) == store_id, among(purchase_items.c.address_id, address_ids),
-                        or_(purchase_items.c.status == ACTIVE, purchase_items.c.id.in_(skipped)))
-    return [PurchaseItem(*row) for row in conn.execute(stmt.order_by(purchase_items.c.id))]
+    rows = _for_many_plan.all(conn, store_id=store_id, ids=sorted(set(address_ids)))
+    return [PurchaseItem(*row) for row in rows]
 
 
 def skips_of(conn: Connection, address_ids: list[int]) -> list[tuple[int, int, date]]:
     """(address id, item id, date) of every skip on these addresses."""
     if len(address_ids) == 1:
         return [(r[0], r[1], r[2]) for r in _skips_of_one.all(conn, address_id=address_ids[0])]
-    stmt = select(skips.c.address_id, skips.c.purchase_item_id, skips.c.date).where(among(skips.c.address_id, address_ids))
-    return [(r[0], r[1], r[2]) for r in conn.execute(stmt.order_by(skips.c.date, skips.c.purchase_item_id))]
+    return [(r[0], r[1], r[2]) for r in _skips_of_many.all(conn, ids=sorted(set(address_ids)))]
 
 
 def skipped_dates(conn: Connection, item_id: int) -> list[date]:
