@@ -79,10 +79,14 @@ def make_payment_method(api: Any, customer: Any, **overrides: Any) -> int:
     return created.id
 
 
-def events_of(api: Any, resource_id: int | None = None) -> list[tuple[str, int]]:
+def events_of(api: Any, resource_id: int | None = None, resource: str | None = None) -> list[tuple[str, int]]:
+    """``resource`` ("charge", ...): ids are per table, so a charge may share its id with the
+    subscription the test made beside it."""
     stmt = select(events.c.topic, events.c.resource_id).where(events.c.store_id == api.store.id)
     if resource_id is not None:
         stmt = stmt.where(events.c.resource_id == resource_id)
+    if resource is not None:
+        stmt = stmt.where(events.c.resource == resource)
     with api.db.read() as conn:
         return [(r.topic, r.resource_id) for r in conn.execute(stmt.order_by(events.c.id))]
 
