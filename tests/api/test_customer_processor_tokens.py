@@ -115,13 +115,13 @@ def test_two_tokens_at_once_make_two_methods_the_first_processor_the_default_and
     methods = methods_of(api, made["id"])
     assert [(m["processor_name"], m["processor_customer_token"], m["default"], m["payment_type"])
             for m in methods] == [("stripe", "cus_two", True, "CREDIT_CARD"), ("paypal", "PAYER-2", False, "PAYPAL")]
-    assert events_of(api, made["id"]) == [("customer/created", made["id"]), (TOPIC, made["id"])]
+    assert events_of(api, made["id"], "customer") == [("customer/created", made["id"]), (TOPIC, made["id"])]
 
 
 def test_creating_with_a_token_records_the_payment_method_event_after_the_customer(api: Any) -> None:
     made = api.post("/customers", json=create_body(V01, braintree_customer_token="bt_1"), version=V01).json()
     customer_id = made["customer"]["id"]
-    assert events_of(api, customer_id) == [("customer/created", customer_id), (TOPIC, customer_id)]
+    assert events_of(api, customer_id, "customer") == [("customer/created", customer_id), (TOPIC, customer_id)]
 
 
 # Update ---------------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ def test_an_update_with_a_token_makes_the_first_method_the_default(api: Any, pro
     assert (method["processor_name"], method["processor_customer_token"], method["default"],
             method["payment_type"], method["status"]) == (processor, "tok_new", True, TYPES[processor], "unvalidated")
     # Only the payment method changed: no customer/updated, the customer's updated_at stays.
-    assert events_of(api, customer.id) == [("customer/created", customer.id), (TOPIC, customer.id)]
+    assert events_of(api, customer.id, "customer") == [("customer/created", customer.id), (TOPIC, customer.id)]
     assert updated["updated_at"] == customer01(api, customer.id)["updated_at"]
 
 
@@ -151,7 +151,7 @@ def test_an_update_replaces_the_token_of_the_processors_method_and_it_is_unvalid
                                     processor_payment_method_token="pm_kept", status="invalid",
                                     status_reason="card expired")
     assert customer01(api, customer.id)["has_valid_payment_method"] is False
-    before = len(events_of(api, customer.id))
+    before = len(events_of(api, customer.id, "customer"))
     api.clock.advance(minutes=5)
     response = api.put(f"/customers/{customer.id}", json={field(processor): "new", "first_name": "Grace"},
                        version=V01)
@@ -166,14 +166,14 @@ def test_an_update_replaces_the_token_of_the_processors_method_and_it_is_unvalid
     assert (method["processor_customer_token"], method["processor_payment_method_token"], method["status"],
             method["status_reason"], method["default"]) == ("new", "pm_kept", "unvalidated", None, True)
     assert method["payment_details"]["last4"] == "4242"
-    assert events_of(api, customer.id)[before:] == [("customer/updated", customer.id), (TOPIC, customer.id)]
+    assert events_of(api, customer.id, "customer")[before:] == [("customer/updated", customer.id), (TOPIC, customer.id)]
 
 
 def test_sending_the_token_the_method_holds_changes_nothing_and_needs_no_payment_scope(api: Any) -> None:
     customer = billed_customer(api)
     make_payment_method(api, customer, processor_name="stripe", processor_customer_token="cus_same")
     shown = customer01(api, customer.id)
-    before = len(events_of(api, customer.id))
+    before = len(events_of(api, customer.id, "customer"))
     [method] = methods_of(api, customer.id)
     api.clock.advance(minutes=5)
     # A client that sends back what it read, with a token that may not write payment methods
@@ -182,27 +182,27 @@ def test_sending_the_token_the_method_holds_changes_nothing_and_needs_no_payment
     assert response.status_code == 200, response.text
     assert tokens_shown(response.json()["customer"]) == tokens_shown(shown)
     assert methods_of(api, customer.id) == [method]
-    assert TOPIC not in [t for t, _ in events_of(api, customer.id)[before:]]
+    assert TOPIC not in [t for t, _ in events_of(api, customer.id, "customer")[before:]]
     # The token alone: nothing at all.
-    again = len(events_of(api, customer.id))
+    again = len(events_of(api, customer.id, "customer"))
     response = api.put(f"/customers/{customer.id}", json={"stripe_customer_token": "cus_same"}, version=V01,
                        token=customers_only(api))
     assert response.status_code == 200, response.text
     assert methods_of(api, customer.id) == [method]
-    assert len(events_of(api, customer.id)) == again
+    assert len(events_of(api, customer.id, "customer")) == again
 
 
 def test_null_gives_no_token_it_removes_none_and_needs_no_payment_scope(api: Any) -> None:
     customer = make_customer(api)
     make_payment_method(api, customer, processor_name="stripe", processor_customer_token="cus_kept")
     [method] = methods_of(api, customer.id)
-    before = len(events_of(api, customer.id))
+    before = len(events_of(api, customer.id, "customer"))
     body = {field(p): None for p in PROCESSORS}
     response = api.put(f"/customers/{customer.id}", json=body, version=V01, token=customers_only(api))
     assert response.status_code == 200, response.text
     assert tokens_shown(response.json()["customer"]) == {"stripe": "cus_kept", "braintree": None, "paypal": None}
     assert methods_of(api, customer.id) == [method]
-    assert len(events_of(api, customer.id)) == before
+    assert len(events_of(api, customer.id, "customer")) == before
     created = api.post("/customers", json=create_body(V01, **body), version=V01, token=customers_only(api))
     assert created.status_code == 200, created.text
     assert methods_of(api, created.json()["customer"]["id"]) == []
@@ -241,12 +241,12 @@ def test_another_customers_method_is_untouched(api: Any) -> None:
     first, second = make_customer(api), make_customer(api)
     make_payment_method(api, first, processor_name="stripe", processor_customer_token="cus_first")
     [theirs] = methods_of(api, first.id)
-    before = events_of(api, first.id)
+    before = events_of(api, first.id, "customer")
     api.clock.advance(minutes=5)
     response = api.put(f"/customers/{second.id}", json={"stripe_customer_token": "cus_first"}, version=V01)
     assert response.status_code == 200, response.text
     assert methods_of(api, first.id) == [theirs]
-    assert events_of(api, first.id) == before
+    assert events_of(api, first.id, "customer") == before
     [mine] = methods_of(api, second.id)
     assert (mine["customer_id"], mine["processor_customer_token"], mine["default"]) == (second.id, "cus_first", True)
 
@@ -393,7 +393,7 @@ def test_2021_11_customers_ignore_the_token_fields_as_before(api: Any) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["customer"]["first_name"] == "Grace"
     assert methods_of(api, made["id"]) == []
-    assert [t for t, _ in events_of(api, made["id"])] == ["customer/created", "customer/updated"]
+    assert [t for t, _ in events_of(api, made["id"], "customer")] == ["customer/created", "customer/updated"]
 
 
 def test_the_2021_01_document_declares_the_token_fields_and_2021_11_none(api: Any) -> None:

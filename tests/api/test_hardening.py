@@ -406,7 +406,7 @@ def test_a_customer_update_that_changes_nothing_records_no_event_and_keeps_updat
         api.clock.advance(seconds=-30)
     assert response.status_code == 200
     assert response.json()["customer"]["updated_at"] == customer.updated_at.isoformat()
-    assert [t for t, _ in events_of(api, customer.id)] == ["customer/created"]
+    assert [t for t, _ in events_of(api, customer.id, "customer")] == ["customer/created"]
 
 
 def test_deleting_a_customer_records_an_event_for_each_address_it_removes(api):

@@ -91,7 +91,7 @@ def test_create_takes_a_bare_body_too(vapi):
 
 def test_create_records_metafield_created_in_the_same_transaction(vapi):
     created = create(vapi, make_customer(vapi).id)
-    assert events_of(vapi, created["id"]) == [("metafield/created", created["id"])]
+    assert events_of(vapi, created["id"], "metafield") == [("metafield/created", created["id"])]
 
 
 def test_create_without_fields_names_every_required_one(vapi):
@@ -182,14 +182,14 @@ def test_update_changes_the_value_and_records_metafield_updated(vapi):
     updated = response.json()["metafield"]
     assert (updated["value"], updated["description"]) == ("platinum", "d")
     assert updated["updated_at"] != updated["created_at"]
-    assert events_of(vapi, metafield.id)[-1] == ("metafield/updated", metafield.id)
+    assert events_of(vapi, metafield.id, "metafield")[-1] == ("metafield/updated", metafield.id)
 
 
 def test_an_update_that_changes_nothing_records_no_event(vapi):
     metafield = make_metafield(vapi)
     response = vapi.put(f"/metafields/{metafield.id}", json={"metafield": {"value": "gold"}})
     assert response.status_code == 200
-    assert events_of(vapi, metafield.id) == [("metafield/created", metafield.id)]
+    assert events_of(vapi, metafield.id, "metafield") == [("metafield/created", metafield.id)]
 
 
 def test_update_ignores_namespace_and_key_which_name_the_metafield(vapi):
@@ -221,7 +221,7 @@ def test_delete_answers_204_in_2021_11_and_records_metafield_deleted(api):
     response = api.delete(f"/metafields/{metafield.id}")
     assert (response.status_code, response.content) == (204, b"")
     assert api.get(f"/metafields/{metafield.id}").status_code == 404
-    assert events_of(api, metafield.id)[-1] == ("metafield/deleted", metafield.id)
+    assert events_of(api, metafield.id, "metafield")[-1] == ("metafield/deleted", metafield.id)
 
 
 def test_delete_answers_200_empty_object_in_2021_01(api):

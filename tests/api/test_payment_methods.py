@@ -76,7 +76,7 @@ def defaults(api: Any, customer: Any) -> dict[int, bool]:
 
 
 def topics(api: Any, customer: Any) -> list[str]:
-    return [t for t, _ in events_of(api, customer.id) if t == TOPIC]
+    return [t for t, _ in events_of(api, customer.id, "customer") if t == TOPIC]
 
 
 def set_status(api: Any, payment_method_id: int, status: str, reason: str | None = None) -> None:
@@ -868,7 +868,7 @@ def test_the_write_scope_includes_the_read_scope(api):
 def test_create_update_and_delete_each_record_customer_payment_method_updated_for_the_customer(api):
     customer = make_customer(api)
     method = create(api, customer)
-    assert events_of(api, customer.id)[-1] == (TOPIC, customer.id)
+    assert events_of(api, customer.id, "customer")[-1] == (TOPIC, customer.id)
     api.put(f"/payment_methods/{method['id']}", json={"processor_name": "adyen"})
     api.delete(f"/payment_methods/{method['id']}")
     assert topics(api, customer) == [TOPIC] * 3
