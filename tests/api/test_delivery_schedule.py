@@ -148,6 +148,25 @@ def test_skipped_dates_are_deliveries_with_skipped_lines(api):
     assert body["deliveries"][0]["orders"][0]["charge_id"] == queued[days(api, 7)]
 
 
+def test_skips_on_two_addresses_each_show_on_their_own_address(api):
+    """A customer's addresses are read together (one statement for many addresses, prepared
+    with the ids as its parameter: db/among.py ``among_bound``), on each backend's read path."""
+    customer = make_customer(api)
+    first, second = make_address(api, customer), make_address(api, customer)
+    on_first, on_second = weekly(api, first, on=7), weekly(api, second, on=7)
+    for address, sub, day in ((first, on_first, 14), (second, on_second, 21)):
+        reply = api.post(f"/addresses/{address.id}/charges/skip",
+                         json={"date": days(api, day).isoformat(), "purchase_item_ids": [sub.id]})
+        assert reply.status_code == 200, reply.text
+
+    body = schedule(api, customer, delivery_count_future=4)
+
+    skipped = {(o["address_id"], d["date"]) for d in body["deliveries"] for o in d["orders"]
+               if all(line["is_skipped"] for line in o["line_items"])}
+    assert skipped == {(first.id, days(api, 14).isoformat()), (second.id, days(api, 21).isoformat())}
+    assert dates(body) == [days(api, n).isoformat() for n in (7, 14, 21, 28)]
+
+
 def test_a_prepaid_subscription_delivers_every_order_interval(api):
     customer = make_customer(api)
     address = make_address(api, customer)
