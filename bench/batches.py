@@ -11,7 +11,16 @@ the second, with the same bodies, so each side plans as many new charges. The se
 from 16 concurrent connections of one aiohttp client; then the batch's tasks are added through
 the API (1,000 a call) and it is submitted, and a progress bar follows its counters until it is
 completed. Its rate is the tasks over the time from the submit to the completed batch; the
-upload is timed too, apart."""
+upload is timed too, apart.
+
+    .venv/bin/python -m bench.batches --instructions [--tasks 1000]     # valgrind, repeatable
+
+counts one task's instructions instead, which repeat from run to run whatever else the machine
+does (a task's time through the server moves by a fifth from hour to hour): the same store with
+a submitted batch of N tasks and one of 2N, each run by a child process under callgrind that
+only runs the batch (`BatchRunner.run_due`, chunks of 200 with no time limit: under valgrind's
+slowdown the 0.2 s limit would cut them to a few tasks); (2N - N) / N is one task
+(docs/performance.md, the eighteenth session)."""
 
 from __future__ import annotations
 
@@ -160,11 +169,80 @@ def report(result: dict[str, Any]) -> str:
             f"{result['http_refused']} not 201)")
 
 
+def _submitted(url: str, token: str, bodies: list[dict[str, Any]]) -> None:
+    """A submitted `onetime_create` batch of ``bodies`` in the database at ``url``, through the
+    app in this process (no server, no job runner)."""
+    from starlette.testclient import TestClient
+
+    from rebill.app import create_app
+    from rebill.settings import Settings
+    settings = Settings.from_env({"REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off", "REBILL_BILL_EVERY": "0",
+                                  "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_REGENERATE_EVERY": "0",
+                                  "REBILL_PURGE_EVERY": "0", "REBILL_BATCH_EVERY": "0"})
+    app = create_app(settings)
+    headers = {"X-Service-Access-Token": token, "X-Service-Version": "2021-11"}
+    with TestClient(app) as client:
+        batch_id = client.post("/async_batches", json={"batch_type": "onetime_create"},
+                               headers=headers).json()["async_batch"]["id"]
+        for start in range(0, len(bodies), 1000):
+            added = client.post(f"/async_batches/{batch_id}/tasks", headers=headers,
+                                json={"tasks": [{"body": b} for b in bodies[start:start + 1000]]})
+            assert added.status_code < 300, added.text
+        assert client.post(f"/async_batches/{batch_id}/process", headers=headers).status_code < 300
+    app.services.db.dispose()
+
+
+def _child(url: str) -> None:
+    """Runs the submitted batch, as a worker's job would, and nothing else."""
+    from rebill import heap
+    from rebill.app import create_app
+    from rebill.jobs.batches import BatchRunner
+    from rebill.settings import Settings
+    app = create_app(Settings.from_env({"REBILL_DATABASE_URL": url, "REBILL_BATCH_EVERY": "0", "REBILL_BILL_EVERY": "0",
+                                        "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_REGENERATE_EVERY": "0",
+                                        "REBILL_PURGE_EVERY": "0"}))
+    heap.freeze()
+    assert BatchRunner(app.services, chunk_seconds=1e9).run_due() > 0
+
+
+def instructions(tasks: int) -> int:
+    """One `onetime_create` task's instructions: (a batch of 2 x ``tasks`` - one of ``tasks``) / ``tasks``."""
+    import re
+    import shutil
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="rebill-bench-batches-"))
+    try:
+        seeded = folder / "seeded.db"
+        token, address_ids = _seed(f"sqlite:///{seeded}", tasks)  # 2 x tasks addresses
+        day = (SystemClock().now().date() + timedelta(days=30)).isoformat()
+        counts = []
+        for n in (tasks, 2 * tasks):
+            copy = folder / f"batch-{n}.db"
+            shutil.copy(seeded, copy)
+            _submitted(f"sqlite:///{copy}", token, [_body(a, day) for a in address_ids[:n]])
+            out = folder / f"callgrind-{n}.out"
+            code = f"from bench.batches import _child; _child({f'sqlite:///{copy}'!r})"
+            print(f"async batches: counting the instructions of a {n:,}-task batch (valgrind)", flush=True)
+            # One hash seed: set and dict orders, and so the work, the same in every run.
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", code],
+                           check=True, capture_output=True, cwd=HERE.parent, env={**os.environ, "PYTHONHASHSEED": "0"})
+            counts.append(int(re.search(r"^summary: (\d+)", out.read_text(), re.M).group(1)))  # type: ignore[union-attr]
+        return (counts[1] - counts[0]) // tasks
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--database", help="PostgreSQL admin URL; default: a fresh SQLite file")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count one task's instructions with valgrind instead (SQLite; default 1,000 tasks)")
     args = parser.parse_args()
+    if args.instructions:
+        tasks = 1000 if args.tasks == 10_000 else args.tasks
+        print(f"async batches: {instructions(tasks):,} instructions a task (batches of {tasks:,} and {2 * tasks:,})")
+        return
     from bench.run import fresh_database
     url, cleanup = fresh_database(args.database)
     try:
