@@ -27,8 +27,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -40,7 +42,7 @@ import msgspec
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy import delete
 
-from bench import schedule
+from bench import callgrind, compile_sources, schedule
 from rebill.clock import SystemClock
 from rebill.db.engine import Database
 from rebill.models import purchase_items
@@ -92,9 +94,14 @@ async def _post_all(token: str, bodies: list[dict[str, Any]]) -> tuple[float, in
         return time.perf_counter() - began, refused
 
 
+def _settings(url: str) -> dict[str, str]:
+    """Rebill on ``url`` with no job but the batches' and no rate limit."""
+    return {"REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off", "REBILL_BILL_EVERY": "0",
+            "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_REGENERATE_EVERY": "0", "REBILL_PURGE_EVERY": "0"}
+
+
 def _server(url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off", "REBILL_BILL_EVERY": "0",
-           "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_REGENERATE_EVERY": "0", "REBILL_PURGE_EVERY": "0"}
+    env = {**os.environ, **_settings(url)}
     env.pop("REBILL_BATCH_EVERY", None)
     return subprocess.Popen([sys.executable, "-m", "uvicorn", "bench.app:app", "--port", str(PORT),
                              "--log-level", "warning", "--no-access-log"], env=env, cwd=HERE.parent)
@@ -176,10 +183,7 @@ def _submitted(url: str, token: str, bodies: list[dict[str, Any]]) -> None:
 
     from rebill.app import create_app
     from rebill.settings import Settings
-    settings = Settings.from_env({"REBILL_DATABASE_URL": url, "REBILL_RATE_LIMIT": "off", "REBILL_BILL_EVERY": "0",
-                                  "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_REGENERATE_EVERY": "0",
-                                  "REBILL_PURGE_EVERY": "0", "REBILL_BATCH_EVERY": "0"})
-    app = create_app(settings)
+    app = create_app(Settings.from_env({**_settings(url), "REBILL_BATCH_EVERY": "0"}))  # no job runner
     headers = {"X-Service-Access-Token": token, "X-Service-Version": "2021-11"}
     with TestClient(app) as client:
         batch_id = client.post("/async_batches", json={"batch_type": "onetime_create"},
@@ -198,18 +202,14 @@ def _child(url: str) -> None:
     from rebill.app import create_app
     from rebill.jobs.batches import BatchRunner
     from rebill.settings import Settings
-    app = create_app(Settings.from_env({"REBILL_DATABASE_URL": url, "REBILL_BATCH_EVERY": "0", "REBILL_BILL_EVERY": "0",
-                                        "REBILL_DELIVER_WEBHOOKS": "0", "REBILL_REGENERATE_EVERY": "0",
-                                        "REBILL_PURGE_EVERY": "0"}))
+    app = create_app(Settings.from_env({**_settings(url), "REBILL_BATCH_EVERY": "0"}))  # it runs the batch itself
     heap.freeze()
     assert BatchRunner(app.services, chunk_seconds=1e9).run_due() > 0
 
 
 def instructions(tasks: int) -> int:
     """One `onetime_create` task's instructions: (a batch of 2 x ``tasks`` - one of ``tasks``) / ``tasks``."""
-    import re
-    import shutil
-    import tempfile
+    compile_sources()
     folder = Path(tempfile.mkdtemp(prefix="rebill-bench-batches-"))
     try:
         seeded = folder / "seeded.db"
@@ -220,13 +220,9 @@ def instructions(tasks: int) -> int:
             copy = folder / f"batch-{n}.db"
             shutil.copy(seeded, copy)
             _submitted(f"sqlite:///{copy}", token, [_body(a, day) for a in address_ids[:n]])
-            out = folder / f"callgrind-{n}.out"
-            code = f"from bench.batches import _child; _child({f'sqlite:///{copy}'!r})"
             print(f"async batches: counting the instructions of a {n:,}-task batch (valgrind)", flush=True)
-            # One hash seed: set and dict orders, and so the work, the same in every run.
-            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", code],
-                           check=True, capture_output=True, cwd=HERE.parent, env={**os.environ, "PYTHONHASHSEED": "0"})
-            counts.append(int(re.search(r"^summary: (\d+)", out.read_text(), re.M).group(1)))  # type: ignore[union-attr]
+            counts.append(callgrind(f"from bench.batches import _child; _child({f'sqlite:///{copy}'!r})",
+                                    folder / f"callgrind-{n}.out"))
         return (counts[1] - counts[0]) // tasks
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -36,10 +36,7 @@ import cProfile
 import json
 import os
 import random
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -47,8 +44,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-import rebill
-from bench import UNFROZEN, floor, run, schedule
+from bench import UNFROZEN, callgrind, compile_sources, floor, run, schedule
 from rebill import heap
 
 WHEN = "2031-01-15"  # after every seeded date: the first create on an address inserts its charge
@@ -226,12 +222,7 @@ def _count(database: Path, seeded: dict[str, Any], kind: str, what: str, n: int,
         url = f"sqlite:///{folder}/bench.db"
         code = (f"from bench.writes import _child; _child({url!r}, {json.dumps(seeded)!r}, {kind!r}, {what!r}, "
                 f"{n}, {warm})")
-        out = folder / "callgrind.out"
-        # One hash seed: set and dict orders, and so the work, the same in every run.
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", code],
-                       check=True, capture_output=True, cwd=Path(__file__).parent.parent, env=env)
-        return int(re.search(r"^summary: (\d+)", out.read_text(), re.M).group(1))  # type: ignore[union-attr]
+        return callgrind(code, folder / "callgrind.out")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -253,10 +244,7 @@ def instructions(database: Path, seeded: dict[str, Any], kinds: list[str], creat
     the same n differ by 10-25 million instructions (start-up and warm-up): at n = 200, 1-3 %
     of a subscription create; the floor, ten times cheaper, runs ten times as many creates."""
     warm = 100
-    # Every module compiled beforehand: the first run would otherwise count the compiling of
-    # the sources it is the first to import (about a billion instructions).
-    root = Path(__file__).parent.parent
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "bench"), *rebill.__path__], check=True)
+    compile_sources()
     out: dict[str, Any] = {}
     for kind in kinds:
         figures = {}

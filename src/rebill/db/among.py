@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, String, bindparam
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 from sqlalchemy.types import TypeDecorator
 
@@ -52,11 +52,9 @@ class _Among(ColumnElement[bool]):
     _traverse_internals = [("column", InternalTraversal.dp_clauseelement),
                            ("ids", InternalTraversal.dp_clauseelement)]
 
-    def __init__(self, column: ColumnElement[Any], ids: list[int] | str) -> None:
+    def __init__(self, column: ColumnElement[Any], ids: BindParameter[Any]) -> None:
         self.column = column
-        # A name: the caller's parameter of a prepared statement, given at each call.
-        self.ids = bindparam(ids, type_=_Ids(), required=True) if isinstance(ids, str) \
-            else bindparam(None, ids, type_=_Ids(), unique=True)
+        self.ids = ids
 
 
 def among(column: ColumnElement[Any], ids: Iterable[int]) -> ColumnElement[bool]:
@@ -66,7 +64,7 @@ def among(column: ColumnElement[Any], ids: Iterable[int]) -> ColumnElement[bool]
     wanted = [i for i in ids if i is not None]  # a None matches nothing, as in an IN list
     if len(wanted) == 1:
         return column == int(wanted[0])
-    return _Among(column, wanted)
+    return _Among(column, bindparam(None, wanted, type_=_Ids(), unique=True))
 
 
 def among_bound(column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
@@ -74,7 +72,7 @@ def among_bound(column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
     a list given at each call. For the reads a replan or a batch makes once for many
     addresses (an async batch's chunk), where building the statement per call through
     SQLAlchemy cost more than running it (docs/performance.md, the eighteenth session)."""
-    return _Among(column, name)
+    return _Among(column, bindparam(name, type_=_Ids(), required=True))
 
 
 @compiles(_Among)
