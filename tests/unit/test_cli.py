@@ -174,6 +174,23 @@ def test_created_token_works_with_exactly_its_scopes(store_db):
         edge.services.db.dispose()
 
 
+def test_scopes_given_several_times_all_count(store_db):
+    """Found by an audit: `--scopes a --scopes b` made a token with b alone."""
+    result = run("tokens", "create", "--store", "acme", "--scopes", "read_customers",
+                 "--scopes", "read_orders, read_customers", "--scopes", "read_orders", "--database", store_db)
+    assert result.exit_code == 0, result.output
+    edge = create_app(Settings(database_url=store_db))
+    try:
+        with TestClient(edge) as client:
+            headers = {"X-Service-Access-Token": result.stdout.strip()}
+            info = client.get("/token_information", headers=headers).json()["token_information"]
+            assert sorted(info["scopes"]) == ["read_customers", "read_orders"]
+            assert client.get("/orders", headers=headers).status_code == 200
+            assert client.get("/customers", headers=headers).status_code == 200
+    finally:
+        edge.services.db.dispose()
+
+
 def test_all_scopes_token_can_write(store_db):
     result = run("tokens", "create", "--store", "acme", "--all-scopes", "--database", store_db)
     assert result.exit_code == 0, result.output
@@ -286,9 +303,14 @@ def test_schedule_check_exits_1_when_a_charge_disagrees_with_its_plan(store_db):
     from rebill.models import charges
     db, address_id = _seeded_subscription(store_db)
     with db.write() as conn:
-        conn.execute(update(charges).where(charges.c.address_id == address_id).values(total_price=Decimal("0")))
+        conn.execute(update(charges).where(charges.c.address_id == address_id)
+                     .values(total_price=Decimal("0"), note="a note the plan never wrote, " * 4))
     result = run("schedule", "check", "--store", "acme", "--database", store_db)
     assert result.exit_code == 1 and "total_price" in result.output
+    # Each difference whole on one line, however long (the runner's output is no terminal).
+    lines = [line for line in result.stdout.splitlines() if line]
+    assert lines and all(line.startswith("acme: ") for line in lines), result.stdout
+    assert any(len(line) > 80 for line in lines), lines
     assert run("schedule", "regenerate", "--store", "acme", "--database", store_db).exit_code == 0
     assert run("schedule", "check", "--store", "acme", "--database", store_db).exit_code == 0
     db.dispose()

@@ -9,7 +9,7 @@ import typer
 from rebill import heap
 from rebill.clock import SystemClock
 
-from .common import DatabaseOption, date_option, err, fail, open_database, out, settings_for, store_named
+from .common import DatabaseOption, date_option, err, fail, open_database, print_line, settings_for, store_named
 
 app = typer.Typer(name="clock", help="A sandbox store's test clock.", no_args_is_help=True)
 
@@ -58,5 +58,5 @@ def clock_advance(
     except ServiceError as exc:
         err.print(f"[red]{exc.errors}[/red]")
         raise typer.Exit(2) from None
-    out.print(f"{found.name}: now {now.isoformat()}; processed {summary.processed}, "
-              f"paid {summary.paid}, pending {summary.pending}, failed {summary.failed}")
+    print_line(f"{found.name}: now {now.isoformat()}; processed {summary.processed}, "
+               f"paid {summary.paid}, pending {summary.pending}, failed {summary.failed}")

@@ -112,6 +112,13 @@ def database_problem(exc: BaseException) -> str | None:
 WIDE = 1000
 
 
+def print_line(text: str) -> None:
+    """One line of a command's output on stdout, whole: never folded at a terminal's or a pipe's
+    width (found by an audit: `schedule check` split each difference across 80-column lines that
+    grep could not match), with no markup or highlighting taken from the data in it."""
+    out.print(text, soft_wrap=True, markup=False, highlight=False)
+
+
 def print_table(table: Table) -> None:
     """A table on stdout: fitted to a terminal's width, and at its natural width anywhere else
     (a pipe, a file), where folding it into 80 columns would split each row across lines that

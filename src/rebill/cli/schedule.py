@@ -9,7 +9,7 @@ import typer
 from rebill import heap
 from rebill.clock import SystemClock
 
-from .common import DatabaseOption, err, open_database, out, stores_named
+from .common import DatabaseOption, err, open_database, print_line, stores_named
 
 app = typer.Typer(name="schedule", help="The schedule of queued charges.", no_args_is_help=True)
 
@@ -66,7 +66,7 @@ def schedule_check(
             for start in range(0, len(ids), 500):
                 for line in differences(Unit(conn, found, now), ids[start:start + 500]):
                     found_any = True
-                    out.print(f"{found.name}: {line}")
+                    print_line(f"{found.name}: {line}")
     if found_any:
         raise typer.Exit(1)
     err.print("[green]the schedule agrees with its plan[/green]")

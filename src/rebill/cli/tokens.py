@@ -22,17 +22,20 @@ app = typer.Typer(name="tokens", help="Manage API tokens.", no_args_is_help=True
 @app.command("create")
 def tokens_create(
     store: str = typer.Option(..., "--store", help="Store name"),
-    scopes: Optional[str] = typer.Option(None, "--scopes", help="Comma-separated scopes"),
+    scopes: Optional[list[str]] = typer.Option(
+        None, "--scopes", help="Comma-separated scopes; given several times, all of them count"),
     all_scopes: bool = typer.Option(False, "--all-scopes", help="Every scope"),
     name: str = typer.Option("api", "--name", help="Token name"),
     contact_email: Optional[str] = typer.Option(None, "--contact-email"),
     database: Optional[str] = DatabaseOption,
 ) -> None:
     """Create a token and print it alone on stdout."""
-    if all_scopes == (scopes is not None):
+    # Every `--scopes` counts (found by an audit: given twice, the first list was dropped).
+    named = None if scopes is None else csv(",".join(scopes))
+    if all_scopes == (named is not None):
         # Both: an operator who meant a narrow token would get every scope (found by an audit).
         raise typer.BadParameter("give either --scopes a,b,c or --all-scopes")
-    if scopes is not None and not csv(scopes):
+    if named is not None and not named:
         # A token of no scope reaches nothing but `GET /` (found by an audit: `--scopes ''` made one).
         raise typer.BadParameter("name at least one scope, or give --all-scopes")
     db = open_database(database, migrate=True)
@@ -40,7 +43,7 @@ def tokens_create(
         with db.write() as conn:
             found = store_named(conn, store)
             raw = store_service.create_token(conn, SystemClock().now(), store=found,
-                                             scopes=None if all_scopes else csv(scopes), name=name,
+                                             scopes=None if all_scopes else named, name=name,
                                              contact_email=contact_email)
     except ValidationFailed as exc:
         fail(exc)
