@@ -349,6 +349,25 @@ def test_2021_01_status_is_taken_as_shown_and_another_is_refused(api):
     assert events_of(api)[told:] == []
 
 
+@pytest.mark.parametrize("version", [V01, V11])
+def test_an_update_moves_no_one_time_item_to_another_address(api, version):
+    """Found by an audit: `{"address_id": B}` answered 200 and the item stayed on A. The
+    address it is on, sent back as shown, passes."""
+    customer = make_customer(api)
+    address, other = make_address(api, customer), make_address(api, customer)
+    item = make_onetime(api, address)
+    path = f"/onetimes/{item.id}"
+    told = len(events_of(api))
+    refused = api.put(path, json={"address_id": other.id, "quantity": 2}, version=version)
+    assert (refused.status_code, refused.json()) == (422, {"errors": {"address_id": [
+        "is not changed by an update; a one-time item is deleted and made again on the other address"]}})
+    assert events_of(api)[told:] == []
+    shown = api.get(path, version=version).json()["onetime"]
+    assert (shown["address_id"], shown["quantity"]) == (address.id, item.quantity)
+    kept = api.put(path, json={"address_id": address.id, "quantity": 2}, version=version)
+    assert kept.status_code == 200 and kept.json()["onetime"]["quantity"] == 2
+
+
 def test_create_and_update_name_every_bad_field_at_once(api):
     """decisions §2.3 (found by an audit: a zero quantity, then the missing title, then a past
     date took a request each, where a subscription's create names them together)."""

@@ -174,6 +174,20 @@ def test_bulk_update_changes_each_subscription(api):
     assert topics(api).count("subscription/updated") == 2
 
 
+def test_a_bulk_update_moves_no_subscription_to_another_address(api):
+    """Found by an audit: an entry's other `address_id` answered 200 and moved nothing."""
+    customer = make_customer(api)
+    address, other = make_address(api, customer), make_address(api, customer)
+    sub = make_subscription(api, address)
+    before = events_of(api, resource="subscription")
+    response = bulk(api, "PUT", address.id, [{"id": sub.id, "quantity": 2, "address_id": other.id}])
+    assert errors_of(response) == {"subscriptions": {"0": {"address_id": [
+        f"is not changed by an update; POST /subscriptions/{sub.id}/change_address moves it"]}}}
+    assert events_of(api, resource="subscription") == before and stored(api, other.id) == []
+    same = bulk(api, "PUT", address.id, [{"id": sub.id, "quantity": 2, "address_id": address.id}])
+    assert same.status_code == 200 and same.json()["subscriptions"][0]["quantity"] == 2
+
+
 def test_one_bad_item_of_a_bulk_update_changes_nothing(api):
     address = make_address(api)
     s1, s2 = make_subscription(api, address), make_subscription(api, address)

@@ -25,7 +25,7 @@ from tests.api.test_subscriptions import (
     today,
     topics,
 )
-from tests.builders import charges_of, events_of, make_address, make_subscription
+from tests.builders import charges_of, events_of, make_address, make_customer, make_subscription
 
 # Update ------------------------------------------------------------------------------------------
 
@@ -79,6 +79,28 @@ def test_a_status_is_changed_by_its_actions_not_by_an_update(vapi):
     assert (shown["status"].lower(), shown["quantity"]) == ("active", 1) and events_of(vapi) == before
     assert vapi.put(f"/subscriptions/{sub['id']}", json={"status": shown["status"]}).status_code == 200
     assert errors_of(vapi.put(f"/subscriptions/{sub['id']}", json={"status": 5})) == {"status": ["must be a string"]}
+
+
+def test_an_address_is_changed_by_change_address_not_by_an_update(vapi):
+    """Found by an audit: `{"address_id": B}` answered 200 and the subscription stayed on A. The
+    address it is on, sent back as shown, passes."""
+    customer = make_customer(vapi)
+    address, other = make_address(vapi, customer), make_address(vapi, customer)
+    sub = create_sub(vapi, address)
+    before = events_of(vapi, resource="subscription")
+    reply = vapi.put(f"/subscriptions/{sub['id']}", json={"address_id": other.id, "quantity": 3})
+    assert errors_of(reply) == {"address_id": [
+        f"is not changed by an update; POST /subscriptions/{sub['id']}/change_address moves it"]}
+    shown = vapi.get(f"/subscriptions/{sub['id']}").json()["subscription"]
+    assert (shown["address_id"], shown["quantity"]) == (address.id, 1)
+    assert events_of(vapi, resource="subscription") == before and charges_of(vapi, other.id) == []
+    kept = vapi.put(f"/subscriptions/{sub['id']}", json={"address_id": address.id, "quantity": 2})
+    assert kept.status_code == 200, kept.text
+    assert (kept.json()["subscription"]["address_id"], kept.json()["subscription"]["quantity"]) == (address.id, 2)
+    assert errors_of(vapi.put(f"/subscriptions/{sub['id']}", json={"address_id": "x"})) == {
+        "address_id": ["must be an integer"]}
+    assert errors_of(vapi.put(f"/subscriptions/{sub['id']}", json={"address_id": None})) == {
+        "address_id": ["cannot be null"]}
 
 
 def test_a_cancelled_subscription_sent_back_as_shown_is_no_change(vapi):

@@ -149,6 +149,8 @@ SUBSCRIPTION_UPDATE = Schema(
     *SUBSCRIPTION_FLAGS,
     # The one it has, sent back, passes; another is refused (domain/subscription/service.update).
     Field("status", "str", nullable=False, max_length=32),
+    # Likewise: a move is POST /subscriptions/{id}/change_address (service.kept_address).
+    Field("address_id", "int", nullable=False),
 )
 ONETIME_CREATE = Schema(
     Field("address_id", "int", required=True, nullable=False),
@@ -156,8 +158,8 @@ ONETIME_CREATE = Schema(
     Field("next_charge_scheduled_at", "date", required=True, nullable=False),
 )
 ONETIME_UPDATE = Schema(*PRODUCT_FIELDS, Field("next_charge_scheduled_at", "date", nullable=False),
-                        # The one it has, sent back, passes; another is refused (domain/subscription/onetimes).
-                        Field("is_cancelled", "bool", nullable=False))
+                        # The ones it has, sent back, pass; others are refused (domain/subscription/onetimes).
+                        Field("is_cancelled", "bool", nullable=False), Field("address_id", "int", nullable=False))
 
 SERIALIZERS: dict[str, Serializer] = {"subscription": subscription, "onetime": onetime}
 SCHEMAS: dict[str, Schema] = {

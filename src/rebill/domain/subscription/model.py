@@ -154,6 +154,8 @@ class ItemUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     # None: sent null, what a cancelled or expired subscription shows (no change for one, 422
     # for one that has a date).
     next_charge_scheduled_at: date | None | UnsetType = UNSET
+    # Read-only: the address it is on, sent back, passes; another is refused (service.kept_address).
+    address_id: int | UnsetType = UNSET
 
     def changes(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__struct_fields__

@@ -22,6 +22,7 @@ from .service import (
     catalog_values,
     check_next_date,
     get,
+    kept_address,
     locked,
     price_problem,
     swap_values,
@@ -80,6 +81,7 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         # on its charge, to be billed. A one-time item goes by its delete.
         errors["is_cancelled"] = [f"is not changed by an update; DELETE /onetimes/{onetime_id} removes the "
                                   "one-time item"]
+    kept_address(errors, current, changes, "a one-time item is deleted and made again on the other address")
     if "quantity" in changes:
         ValidationFailed.collect(errors, _check_quantity, changes["quantity"])
     if changes.get("next_charge_scheduled_at", current.next_charge_scheduled_at) != current.next_charge_scheduled_at:

@@ -312,6 +312,15 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
     return repository.inserted(unit.conn, item_id, values)
 
 
+def kept_address(errors: dict[str, Any], current: PurchaseItem, changes: dict[str, Any], move: str) -> None:
+    """An update's `address_id`: the address the item is on, sent back (a GET body), is no
+    change; another is refused with where a move is made (found by an audit: it answered 200
+    and moved nothing, and the caller believed the item moved)."""
+    asked = changes.pop("address_id", None)
+    if asked is not None and asked != current.address_id:
+        errors["address_id"] = [f"is not changed by an update; {move}"]
+
+
 def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
     current = locked(unit, subscription_id)
     changes = command.changes()
@@ -329,6 +338,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         # active. A status changes through its actions, which do what goes with it.
         errors["status"] = [f"is changed by POST /subscriptions/{subscription_id}/cancel or /activate, "
                             "not by an update"]
+    kept_address(errors, current, changes, f"POST /subscriptions/{subscription_id}/change_address moves it")
     sent = [name for name in intervals.INTERVAL_FIELDS if name in changes]
     if sent and len(sent) != len(intervals.INTERVAL_FIELDS):
         # NOTE: decisions §5.3, the three interval fields change together or not at all.
