@@ -183,6 +183,10 @@ def test_twenty_refunds_at_once_answer_200_only_for_a_refund_made_and_409_to_the
 
 @pytest.mark.parametrize("body, field, message", [
     ({"amount": "0"}, "amount", "must be greater than 0"),
+    # Found by an audit: a negative zero was "must not be negative"; it is a zero.
+    ({"amount": "-0"}, "amount", "must be greater than 0"),
+    ({"amount": "-0.00"}, "amount", "must be greater than 0"),
+    ({"amount": -0.0}, "amount", "must be greater than 0"),
     ({"amount": "-1.00"}, "amount", None),
     ({"amount": "1.005"}, "amount", "too many decimal places"),
     ({"amount": "999.00"}, "amount", "more than what is left"),

@@ -116,6 +116,8 @@ def _number(value: Any, *, signs: str, decimals: int | None) -> tuple[Decimal | 
     if found is None:
         return None, NOT_DECIMAL
     sign, whole, places = found[1], found[2].lstrip("0"), (found[3] or "").rstrip("0")
+    if sign == "-" and not whole and not places:
+        sign = ""  # -0 is 0: its field's rule for zero says what is wrong (found by an audit)
     if sign and sign not in signs:
         return None, "must not be negative" if sign == "-" else NOT_DECIMAL
     if len(whole) > MAX_INTEGER_DIGITS:
