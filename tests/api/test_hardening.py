@@ -247,6 +247,19 @@ def test_invalid_utf8_inside_a_json_string_answers_422_naming_the_body(vapi, raw
     assert _errors(_post_raw(vapi, "/customers", raw)) == {"body": ["is not valid UTF-8"]}
 
 
+@pytest.mark.parametrize("query, name", [("email=a%FFZZ@ex.com", "email"), ("email=%ED%A0%80", "email"),
+                                         ("limit=5&em%FFail=x", "em\ufffdail"), ("email=%C3", "email")])
+def test_a_query_value_that_is_not_utf8_answers_422_naming_it(vapi, query, name):
+    """Found by an audit: the stray byte became U+FFFD, and the filter matched a customer whose
+    e-mail holds that character, instead of saying the value was wrong."""
+    customer = make_customer(vapi, email="a\ufffdZZ@ex.com")
+    assert customer.email == "a\ufffdZZ@ex.com"
+    assert _errors(vapi.get(f"/customers?{query}")) == {name: ["is not valid UTF-8"]}
+    found = vapi.get("/customers?email=a%EF%BF%BDZZ@ex.com&sort_by=id-asc")  # the character itself, in UTF-8
+    assert found.status_code == 200 and [c["id"] for c in found.json()["customers"]] == [customer.id]
+    assert vapi.get("/customers?email=caf%C3%A9%40ex.com").status_code == 200
+
+
 @pytest.mark.parametrize("raw", [b'{"email": "u@example.com", "first_name": "A\\ud83d"}',
                                  b'{"email": "u@example.com", "first_name": "\\udc00z"}',
                                  b'{"\\ud800": 1}', b'{"a": {"b": ["\\ud83d"]}}'])
