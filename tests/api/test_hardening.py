@@ -247,6 +247,23 @@ def test_invalid_utf8_inside_a_json_string_answers_422_naming_the_body(vapi, raw
     assert _errors(_post_raw(vapi, "/customers", raw)) == {"body": ["is not valid UTF-8"]}
 
 
+def test_free_form_json_comes_back_as_written_on_both_databases(api):
+    """Found by an audit: on PostgreSQL (jsonb) a GET listed an object's keys by length, at every
+    level, and wrote `1e16` as an integer of 17 digits; the create's answer and SQLite kept them."""
+    raw = (b'{"email": "order@example.com", "first_name": "A", "last_name": "B", "analytics_data": '
+           b'{"zzz": 1, "a": {"y": 2, "b": [3, {"q": 1, "c": 2}]}, "big": 1e16, "one": 1.5, '
+           b'"utm_params": [{"utm_source": "x", "utm_campaign": "y", "utm_medium": "e"}]}}')
+    made = _post_raw(api, "/customers", raw)
+    assert made.status_code in (200, 201), made.text
+    customer_id = made.json()["customer"]["id"]
+    got = api.get(f"/customers/{customer_id}")
+    text = got.content.decode()
+    assert '"zzz":1,"a":{"y":2,"b":[3,{"q":1,"c":2}]},"big":1e16,"one":1.5,' in text, text
+    assert '{"utm_source":"x","utm_campaign":"y","utm_medium":"e"}' in text, text
+    listed = api.get("/customers", params={"email": "order@example.com"}).json()["customers"]
+    assert listed[0]["analytics_data"] == got.json()["customer"]["analytics_data"]
+
+
 @pytest.mark.parametrize("query, name", [("email=a%FFZZ@ex.com", "email"), ("email=%ED%A0%80", "email"),
                                          ("limit=5&em%FFail=x", "em\ufffdail"), ("email=%C3", "email")])
 def test_a_query_value_that_is_not_utf8_answers_422_naming_it(vapi, query, name):

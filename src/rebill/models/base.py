@@ -12,7 +12,6 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, DateTime, ForeignKey, Integer, MetaData, String, TypeDecorator
-from sqlalchemy.dialects.postgresql import JSONB
 
 metadata = MetaData(
     naming_convention={
@@ -27,7 +26,9 @@ metadata = MetaData(
 # NOTE: decisions §1.2, ids are integers unique across the deployment (per table, never
 # reused: SQLite AUTOINCREMENT, PostgreSQL sequences).
 IdType = BigInteger().with_variant(Integer, "sqlite")
-JsonType = JSON().with_variant(JSONB(), "postgresql")
+# `json` on PostgreSQL too, not `jsonb`: it keeps the text as written (key order, numbers), as
+# SQLite does, so that both answer alike (migration 0027).
+JsonType = JSON()
 
 
 class UtcDateTime(TypeDecorator[datetime]):
