@@ -323,6 +323,32 @@ def test_the_code_filter_finds_the_paid_charges_of_a_deleted_discount(vapi, code
     assert other == [c.id for c in charges_of(vapi, other_address.id) if c.status == "success"]
 
 
+@pytest.mark.parametrize("code, variants", [
+    ("ΟΔΟΣ", ["ΟΔΟΣ", "οδος", "οδοσ", " Οδος "]),
+    ("İSTANBUL", ["İSTANBUL", "istanbul", "ISTANBUL", "i\u0307stanbul"]),
+])
+def test_a_deleted_discounts_code_finds_what_it_found_before_on_both_databases(api, code, variants):
+    """Found by an audit: after the delete, the charge line's code lower-cased by the database
+    matched `οδοσ` and `istanbul` on PostgreSQL (its locale's lower()) and `οδος` and
+    `i̇stanbul` on SQLite. Each spelling finds after the delete what it found before."""
+    discount_id = make_discount(api, code=code, value="10")
+    customer = make_customer(api)
+    make_payment_method(api, customer)
+    address = subscribed(api, customer)
+    charge = queued(api, address.id)
+    assert api.post(f"/charges/{charge.id}/apply_discount", json={"discount_code": code}).status_code == 200
+    assert pay(api, charge.id).status == "success"
+
+    def found() -> dict[str, list[int]]:
+        return {v: [c["id"] for c in api.get("/charges", params={"discount_code": v}).json()["charges"]]
+                for v in variants}
+    before = found()
+    assert before[code] == [charge.id]
+    assert api.put(f"/discounts/{discount_id}", json={"status": "fully_disabled"}).status_code == 200
+    assert api.delete(f"/discounts/{discount_id}").status_code == 204
+    assert found() == before
+
+
 def test_two_stored_fields_of_one_nested_key_are_both_said():
     """`duration` and `duration_usage_limit` are both `usage_limits.max_subsequent_redemptions`
     (found by a review: the second message was dropped)."""

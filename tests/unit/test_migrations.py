@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import pytest
@@ -295,5 +295,38 @@ def test_0023_marks_the_replays_not_sent_yet_and_the_downgrade_drops_the_column(
         assert {name: marks[row] for name, row in made.items()} == {"replay": 1, "new": 0, "retry": 0, "done": 0}
         command.downgrade(config, "0022")
         assert "replayed" not in _reflected(engine)["webhook_deliveries"].c
+    finally:
+        engine.dispose()
+
+
+def test_0027_makes_json_columns_json_and_0028_keeps_the_codes_of_deleted_discounts(fresh_url):
+    """0027: PostgreSQL's JSON columns keep the text as written (`json`, not `jsonb`); 0028 fills
+    `deleted_discounts` from the charges that name a discount no longer there, with the code
+    their discount line shows, as codes are matched (NFC, trimmed, lower-cased)."""
+    config = alembic_config(fresh_url)
+    command.upgrade(config, "0026")
+    engine = create_engine(normalize_url(fresh_url))
+    try:
+        old = _reflected(engine)
+        with engine.begin() as conn:
+            store = _insert(conn, old["stores"])
+            kept = _insert(conn, old["discounts"], store_id=store, code="KEPT", code_key="kept")
+            customer = _insert(conn, old["customers"], store_id=store)
+            address = _insert(conn, old["addresses"], store_id=store, customer_id=customer)
+            for discount_id, code in ((kept, "KEPT"), (kept + 7, " E\u0301TE\u0301 "), (kept + 7, "other"),
+                                      (kept + 9, "ΟΔΟΣ")):
+                _insert(conn, old["charges"], store_id=store, customer_id=customer, address_id=address,
+                        discount_id=discount_id, discounts=[{"code": code}], scheduled_at=date(2026, 1, 1))
+        command.upgrade(config, "0028")
+        new = _reflected(engine)
+        if engine.dialect.name == "postgresql":
+            assert {c.type.__class__.__name__ for t in new.values() for c in t.columns
+                    if isinstance(c.type, types.JSON)} == {"JSON"}
+        with engine.begin() as conn:
+            gone = set(conn.execute(select(new["deleted_discounts"].c.id, new["deleted_discounts"].c.store_id,
+                                           new["deleted_discounts"].c.code_key)).all())
+        assert gone == {(kept + 7, store, "\u00e9t\u00e9"), (kept + 9, store, "οδος")}
+        command.downgrade(config, "0026")
+        assert "deleted_discounts" not in _reflected(engine)
     finally:
         engine.dispose()

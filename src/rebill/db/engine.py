@@ -27,7 +27,6 @@ from sqlalchemy.pool import NullPool
 
 from .loop_writer import LoopWriter, WriterLock
 from .read_lanes import ReadLanes
-from .text import python_lower
 
 # Read connections a PostgreSQL API process keeps open on its event loop (db/read_lanes.py):
 # as many as it has reads in flight under load (wrk's 16 connections, a proxy's pool).
@@ -140,7 +139,6 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
         # changed pages, a few KiB.
         cursor.execute("PRAGMA temp_store=MEMORY")
         cursor.close()
-        dbapi_conn.create_function("rebill_lower", 1, python_lower, deterministic=True)  # db/text.py
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:

@@ -9,7 +9,7 @@ from .charge import charge_items, charges, pending_regenerations
 from .checkout import checkouts
 from .collection import collection_products, collections
 from .customer import customers
-from .discount import charge_discounts, discount_redemptions, discounts
+from .discount import charge_discounts, deleted_discounts, discount_redemptions, discounts
 from .event import events
 from .gateway import sandbox_payments
 from .idempotency import idempotency_keys
@@ -23,7 +23,7 @@ from .webhook import webhook_attempts, webhook_deliveries, webhook_payloads, web
 
 __all__ = ["metadata", "stores", "tokens", "events", "customers", "addresses", "discounts", "payment_methods",
            "products", "plans", "purchase_items", "skips", "charges", "charge_items", "pending_regenerations", "orders", "order_items", "sandbox_payments", "idempotency_keys",
-           "charge_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads", "checkouts",
+           "charge_discounts", "deleted_discounts", "discount_redemptions", "metafields", "revisions", "webhooks", "webhook_payloads", "checkouts",
            "webhook_deliveries", "webhook_attempts", "collections", "collection_products",
            "async_batches", "async_batch_tasks",
            "bundle_variants", "bundle_variant_collections", "bundle_selections", "bundle_selection_items",

@@ -74,3 +74,17 @@ discount_redemptions = Table(
     Index("ix_discount_redemptions_address_discount", "address_id", "discount_id"),
     sqlite_autoincrement=True,
 )
+
+# The code of each deleted discount, by the discount's id, as codes are matched (`code_key`): a
+# processed charge keeps the id of the discount it carried (decisions §7.5), and the charges'
+# `discount_code` filter finds those of a deleted discount by its code here (found by an audit:
+# the charge line's code lower-cased by the database matched other codes on PostgreSQL, whose
+# `lower()` is the locale's, than on SQLite outside ASCII). Written by the discount's delete.
+deleted_discounts = Table(
+    "deleted_discounts",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=False),
+    store_column(),
+    Column("code_key", String(255), nullable=False),
+    Index("ix_deleted_discounts_store_code_key", "store_id", "code_key"),
+)

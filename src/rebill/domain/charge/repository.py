@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import unicodedata
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, String, and_, bindparam, case, delete, func, insert, literal, or_, select, update
+from sqlalchemy import Connection, bindparam, case, delete, func, insert, or_, select, update
 
 from rebill.db import statements
 from rebill.db.among import among, among_bound
 from rebill.db.prepared import Prepared
 from rebill.db.rows import columns_for
 from rebill.db.statements import insert_row
-from rebill.db.text import unicode_lower
-from rebill.models import charge_items, charges, customers, discounts, orders
+from rebill.models import charge_items, charges, customers, deleted_discounts, discounts, orders
 
 from ..discount.model import code_keys
 from ..filters import Filter, time_window, where
@@ -57,17 +55,14 @@ def _items(column: Any) -> Any:
 
 def _with_code(code: str) -> Any:
     """Charges of the discount that has this code now, and processed charges of a deleted
-    discount whose line showed it (decisions §7.5: they keep their discount lines; found by an
-    audit: the filter by id found them, the filter by code did not). The stored line's code and
-    the code asked are lowered by one function, the database's: PostgreSQL's ``lower()`` and
-    Python's differ outside ASCII (found by an audit: `ΚΑΛΟΣ10` and `İSTANBUL` found nothing
-    there once deleted). The code in its one form (discount.model.code_key)."""
-    code = unicodedata.normalize("NFC", code)
-    of_deleted = and_(charges.c.discount_id.is_not(None), charges.c.discount_id.not_in(select(discounts.c.id)),
-                      unicode_lower(func.trim(charges.c.discounts[(0, "code")].as_string()))
-                      == unicode_lower(literal(code, String())))
-    return or_(charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code_key.in_(code_keys(code)))),
-               of_deleted)
+    discount that had it (decisions §7.5: they keep their discount lines; found by an audit: the
+    filter by id found them, the filter by code did not), as the codes are matched: by their key
+    (discount.model.code_keys), the deleted discount's kept in ``deleted_discounts`` (found by an
+    audit: lower-casing the charge line's code in SQL matched other codes on PostgreSQL than on
+    SQLite outside ASCII, `οδος` and `İSTANBUL`)."""
+    keys, gone = code_keys(code), deleted_discounts
+    return or_(charges.c.discount_id.in_(select(discounts.c.id).where(discounts.c.code_key.in_(keys))),
+               charges.c.discount_id.in_(select(gone.c.id).where(gone.c.code_key.in_(keys))))
 
 
 FILTERS: dict[str, Filter] = {

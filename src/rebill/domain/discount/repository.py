@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, or_, select, update
 
 from rebill.db.among import among, among_bound
 from rebill.db.prepared import Prepared
 from rebill.db.statements import insert_all, insert_row
-from rebill.models import addresses, charge_discounts, charges, discount_redemptions, discounts
+from rebill.models import addresses, charge_discounts, charges, deleted_discounts, discount_redemptions, discounts
 
 from ..charge.model import CAPTURE_WINDOW
 from ..filters import Filter, time_window, where
@@ -74,8 +74,10 @@ def update_discount(conn: Connection, store_id: int, discount_id: int, values: d
                  .values(**values))
 
 
-def delete_discount(conn: Connection, store_id: int, discount_id: int) -> None:
+def delete_discount(conn: Connection, store_id: int, discount_id: int, code_key: str) -> None:
+    """The discount goes; its code stays findable by its id (``deleted_discounts``)."""
     conn.execute(delete(discounts).where(discounts.c.id == discount_id, discounts.c.store_id == store_id))
+    conn.execute(insert(deleted_discounts).values(id=discount_id, store_id=store_id, code_key=code_key))
 
 
 def page(conn: Connection, store_id: int, query: ListQuery, build: Any) -> PageResult:

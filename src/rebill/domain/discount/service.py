@@ -272,5 +272,5 @@ def delete(unit: Unit, discount_id: int) -> None:
     if current.status != FULLY_DISABLED:
         # NOTE: spec 02 Discounts, the status must first be set to fully_disabled.
         raise ValidationFailed.field("status", "must be fully_disabled before the discount is deleted")
-    repository.delete_discount(unit.conn, unit.store_id, discount_id)
+    repository.delete_discount(unit.conn, unit.store_id, discount_id, code_key(current.code))
     unit.record("discount/deleted", discount_id, {"id": discount_id})
