@@ -134,6 +134,27 @@ def test_a_rate_must_be_exact_in_every_currency_it_applies_in(api):
     assert [line["price"] for line in body["shipping_lines"]] == ["500"] and body["total_price"] == "1500"
 
 
+def test_a_rate_in_the_charges_currency_wins_over_one_naming_none(api):
+    """Found by an audit: a plain `5` listed first beat the store's `700` yen rate for a charge in
+    yen, which paid 5 yen of shipping. The country still comes first: a rate for every country
+    in yen does not beat the country's own plain rate."""
+    api = api.other_store(presentment_currencies=["JPY"])
+    set_rates(api, shipping=[{"code": "plain", "title": "Plain", "price": "5", "country_codes": ["US"]},
+                             {"code": "yen", "title": "Yen", "price": "700", "country_codes": ["US"], "currency": "JPY"},
+                             {"code": "world", "title": "World", "price": "900", "currency": "JPY"}])
+    yen, dollars = make_address(api, presentment_currency="JPY"), make_address(api)
+    gb = make_address(api, presentment_currency="JPY", country_code="GB", province=None, zip="SW1A 1AA",
+                      city="London")
+    for address in (yen, dollars, gb):
+        weekly(api, address, price="1000")
+    assert [s["code"] for s in queued_body(api, yen.id)["shipping_lines"]] == ["yen"]
+    assert [s["code"] for s in queued_body(api, dollars.id)["shipping_lines"]] == ["plain"]
+    assert [s["code"] for s in queued_body(api, gb.id)["shipping_lines"]] == ["world"]
+    set_rates(api, shipping=[{"code": "plain", "title": "Plain", "price": "5", "country_codes": ["US"]},
+                             {"code": "world", "title": "World", "price": "900", "currency": "JPY"}])
+    assert [s["code"] for s in queued_body(api, yen.id)["shipping_lines"]] == ["plain"]
+
+
 def test_the_addresss_shipping_override_wins_over_the_store_rate(vapi):
     set_rates(vapi, shipping=[{"code": "std", "title": "Standard", "price": "5"}])
     address = make_address(vapi)
