@@ -291,3 +291,19 @@ def test_a_capture_dates_later_orders_from_the_charge_not_the_subscriptions_new_
     expected = [day.replace(month=day.month + k) if day.month + k <= 12 else
                 day.replace(year=day.year + 1, month=day.month + k - 12) for k in range(3)]
     assert [when for _, when in _orders_of(tier_a, charge.id)] == [d.isoformat() for d in expected]
+
+
+def test_a_refused_refund_or_capture_names_the_status_as_the_version_writes_it(tier_a):
+    """Found by an audit: 2021-01 said `this one is queued` in the message and `QUEUED` in the
+    charge (decisions §2.9: its statuses are upper case)."""
+    customer = make_customer(tier_a)
+    address = make_address(tier_a, customer)
+    make_subscription(tier_a, address)
+    [queued] = charges_of(tier_a, address.id)
+    word = "QUEUED" if tier_a.version == "2021-01" else "queued"
+    assert tier_a.get(f"/charges/{queued.id}").json()["charge"]["status"] == word
+    refused = tier_a.post(f"/charges/{queued.id}/refund", json={"amount": "1.00"})
+    assert refused.json() == {"errors": {"status": [f"only a paid charge can be refunded; this one is {word}"]}}
+    paid = _processed(tier_a)
+    refused = tier_a.post(f"/charges/{paid['id']}/capture_payment", json={})
+    assert refused.json()["errors"]["status"][0].endswith(f"this one is {paid['status']}")

@@ -244,13 +244,15 @@ def test_an_item_that_is_not_skippable_cannot_be_skipped(api):
 
 
 def test_a_skipped_charge_cannot_be_skipped_again_and_a_queued_one_cannot_be_unskipped(vapi):
+    # 2021-01 names a status in upper case, in messages too (decisions §2.9).
+    w = str.upper if vapi.version == "2021-01" else str
     address = make_address(vapi)
     weekly(vapi, address)
     row = only(vapi, address.id)
     assert errors_of(unskip(vapi, row.id)) == {
-        "status": ["only a skipped charge can be unskipped; this one is queued"]}
+        "status": [f"only a skipped charge can be unskipped; this one is {w('queued')}"]}
     skip(vapi, row.id)
-    assert errors_of(skip(vapi, row.id)) == {"status": ["only a queued charge can be skipped; this one is skipped"]}
+    assert errors_of(skip(vapi, row.id)) == {"status": [f"only a queued charge can be skipped; this one is {w('skipped')}"]}
 
 
 def test_a_processed_charge_cannot_be_skipped(api):

@@ -10,6 +10,7 @@ docstring that reads as a changelog line.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,10 @@ class Rename(Change):
         return {self.head: self.old}
 
 
+# The end of a domain message that names what a record's status is (a status value).
+_THIS_ONE = re.compile(r"(; this one is )([a-z_]+)$")
+
+
 @dataclass
 class Version:
     name: str
@@ -100,6 +105,10 @@ class Version:
     cursor_in_body: bool
     changes: tuple[Change, ...] = ()
     error_names: dict[str, str] = field(default_factory=dict)
+    # How this version writes a status value (2021-01: upper case, decisions §2.9), also where a
+    # domain message names one: "...; this one is queued" (found by an audit: 2021-01 said
+    # `queued` in the message and `QUEUED` in the charge).
+    status_word: Callable[[str], str] | None = None
     # The response shapes of this version's kinds (api/shapes.py), made on first use: the head
     # declares them, an older version derives them through its changes' response_shape.
     shape_source: Callable[[], dict[str, sh.Shape]] = dict
@@ -126,6 +135,10 @@ class Version:
         nested = {k: path for k, path in schema.nested_names.items()
                   if k not in sent and isinstance(sent.get(path[0]), Mapping)} \
             if schema is not None and isinstance(sent, Mapping) else {}
+        if self.status_word is not None and isinstance(errors, dict) and isinstance(errors.get("status"), list):
+            word = self.status_word
+            errors = {**errors, "status": [_THIS_ONE.sub(lambda m: m[1] + word(m[2]), said) if isinstance(said, str)
+                                           else said for said in errors["status"]]}
         if not isinstance(errors, dict) or not (self.error_names or sent_as or nested):
             return errors
         def inner(name: str) -> Any:  # what the caller sent under that name, for nested errors

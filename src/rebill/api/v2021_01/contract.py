@@ -70,3 +70,5 @@ VERSION.schemas["address.create"] = VERSION.schemas["address.create"].without("c
 # NOTE: decisions §5.16, bulk creates and one-time items name their address in the path.
 VERSION.schemas["subscription.bulk_create"] = VERSION.schemas["subscription.create"].without("address_id")
 VERSION.schemas["onetime.create"] = VERSION.schemas["onetime.create"].without("address_id")
+# NOTE: decisions §2.9, statuses in upper case: in the messages that name one too.
+VERSION.status_word = str.upper
