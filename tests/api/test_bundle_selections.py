@@ -8,6 +8,7 @@ stores' ids, scopes, the tier and events. Both databases (the `api` fixture)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlalchemy import select
 
 from rebill.domain.catalog import repository as catalog_repo
 from rebill.domain.catalog.model import VariantInput
+from rebill.domain.charge.model import item_ids
 from rebill.models import events
 from tests.api.test_bundle_variants import make_box, make_bundle, make_collection, topics
 from tests.api.test_edge_properties import JSON, _check
@@ -481,6 +483,42 @@ def test_a_dynamic_selection_keeps_its_contents_while_its_charge_waits_for_its_c
     assert captured.json()["charge"]["status"] == "success", captured.text
     again = bapi.put(f"/bundle_selections/{made['id']}", json={"items": [item("p-1"), item("p-2"), item("p-3")]})
     assert again.status_code == 200, again.text
+
+
+@pytest.mark.parametrize("removal", ["delete the selection", "move it away", "delete the subscription"])
+def test_no_contents_leave_an_item_whose_charge_waits_for_its_capture(bapi, world, removal):
+    """Found by an audit: deleting the selection, moving it to another item or deleting the
+    subscription while its charge was authorized answered 2xx, and the capture charged for an
+    order that carried no contents. Each is refused until the capture, then taken."""
+    _dynamic(bapi, world)
+    customer = make_customer(bapi)
+    make_payment_method(bapi, customer, processor_payment_method_token="authorize_only")
+    address = make_address(bapi, customer)
+    box = make_subscription(bapi, address, external_product_id="box", external_variant_id="box-1", price=None)
+    other = make_subscription(bapi, address, external_product_id="box", external_variant_id="box-1", price=None,
+                              next_charge_scheduled_at=bapi.clock.now().date() + timedelta(days=40))
+    made = create(bapi, box.id, item("p-1"), item("p-3"))
+    [charge] = [c for c in charges_of(bapi, address.id) if c.status == "queued" and box.id in item_ids(c.line_items)]
+    assert bapi.post(f"/charges/{charge.id}/process", json={}).json()["charge"]["status"] == "pending"
+
+    def remove():
+        if removal == "delete the selection":
+            return bapi.delete(f"/bundle_selections/{made['id']}"), "purchase_item_id", "delete the bundle selection"
+        if removal == "move it away":
+            return (bapi.put(f"/bundle_selections/{made['id']}", json={"purchase_item_id": other.id}),
+                    "purchase_item_id", "move the contents")
+        return bapi.delete(f"/subscriptions/{box.id}"), "id", "delete it"
+    reply, field, then = remove()
+    assert errors_of(reply) == {field: [f"its charge {charge.id} is authorized for its bundle's contents and waits "
+                                        f"for its capture: {then} once it is captured"]}
+    assert fetch(bapi, made["id"])["items"] == made["items"]
+    captured = bapi.post(f"/charges/{charge.id}/capture_payment", json={})
+    assert captured.json()["charge"]["status"] == "success", captured.text
+    [order] = [o for o in bapi.get("/orders", params={"charge_id": charge.id}).json()["orders"]]
+    lines = [line for line in order["line_items"] if line["purchase_item_id"] == box.id]
+    assert any(p["name"] == "_bundle_items" for p in lines[0]["properties"]), lines
+    reply, _, _ = remove()
+    assert reply.status_code in (200, 204), reply.text
 
 
 def test_a_selection_goes_with_its_subscription(bapi, world):

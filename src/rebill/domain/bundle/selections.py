@@ -32,7 +32,7 @@ from ..subscription import repository as purchase_items
 from ..subscription import service as subscriptions
 from ..subscription.model import ACTIVE, SUBSCRIPTION, OnetimeUpdate, PurchaseItem, SubscriptionUpdate
 from ..unit import Unit
-from . import contents, repository
+from . import authorized, contents, repository
 from .model import DYNAMIC, BundleSelection, BundleSelectionCreate, BundleSelectionUpdate, BundleVariant, ItemInput
 
 ITEM = "purchase_item_id"
@@ -207,6 +207,7 @@ def update(unit: Unit, selection_id: int, command: BundleSelectionUpdate) -> Bun
     _check_open(target)
     if target.id != current.purchase_item_id:
         _free(unit, target.id)
+        authorized.keep_contents(unit, held.id, ITEM, "move the contents")
     variant = _bundle_of(unit, target)
     plan = contents.plan_for(unit, variant, changes["plan_id"]) if "plan_id" in changes else \
         _current_plan(unit, current, variant)
@@ -231,5 +232,6 @@ def delete(unit: Unit, selection_id: int) -> None:
     held = _holder(unit, get(unit, selection_id))
     subscriptions.locked(unit, held.id, held.kind)
     _relocked(unit, selection_id, held.id)
+    authorized.keep_contents(unit, held.id, ITEM, "delete the bundle selection")
     repository.delete_selection(unit.conn, unit.store_id, selection_id)
     _record(unit, "bundle_selection/deleted", selection_id, held, data={"id": selection_id})

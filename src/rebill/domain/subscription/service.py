@@ -14,6 +14,7 @@ from rebill.errors import Conflict, NotFound, ValidationFailed
 from .. import analytics
 from ..address import repository as addresses
 from ..address.model import Address
+from ..bundle import authorized
 from ..bundle import repository as bundles
 from ..catalog import repository as catalog_repository
 from ..catalog import service as catalog
@@ -479,6 +480,8 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
 
 def delete(unit: Unit, subscription_id: int, kind: str = SUBSCRIPTION, *, replan_now: bool = True) -> None:
     current = locked(unit, subscription_id, kind)
+    # Its bundle selection goes with it (a cascade): not while a charge waits to capture it.
+    authorized.keep_contents(unit, subscription_id, "id", "delete it")
     # A charge in retry holding it must not take its money (domain/charge/errored.py).
     errored.recompute(unit, errored.holding(unit, subscription_id), leaving={subscription_id})
     repository.delete_item(unit.conn, unit.store_id, subscription_id)
