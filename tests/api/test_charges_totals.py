@@ -155,6 +155,29 @@ def test_a_rate_in_the_charges_currency_wins_over_one_naming_none(api):
     assert [s["code"] for s in queued_body(api, yen.id)["shipping_lines"]] == ["plain"]
 
 
+def test_a_four_digit_currency_keeps_its_four_digits(api):
+    """Found by an audit: ISO 4217's CLF (and UYW) have four minor digits; a CLF store refused a
+    price of `1.2345` ("at most 2") and showed amounts with two."""
+    api = api.other_store(currency="CLF")
+    set_rates(api, shipping=[{"code": "std", "title": "Standard", "price": "0.1234"}],
+              tax=[{"country_code": "US", "rate": "0.1"}])
+    address = make_address(api)
+    made = api.post("/subscriptions", json={"address_id": address.id, "product_title": "Index", "price": "1.2345",
+                                            "quantity": 1, "charge_interval_frequency": 1, "order_interval_frequency": 1,
+                                            "order_interval_unit": "month",
+                                            "next_charge_scheduled_at": str(days(api, 5))})
+    assert made.status_code == 201, made.text
+    assert made.json()["subscription"]["price"] == "1.2345"
+    body = queued_body(api, address.id)
+    assert (body["subtotal_price"], body["total_tax"], body["total_price"]) == ("1.2345", "0.1235", "1.4814")
+    refused = api.post("/subscriptions", json={**{k: v for k, v in made.json()["subscription"].items()
+                                                  if k in ("address_id", "product_title", "quantity")},
+                                               "price": "1.23456", "charge_interval_frequency": 1,
+                                               "order_interval_frequency": 1, "order_interval_unit": "month",
+                                               "next_charge_scheduled_at": str(days(api, 5))})
+    assert refused.json() == {"errors": {"price": ["has too many decimal places for CLF (at most 4)"]}}
+
+
 def test_the_addresss_shipping_override_wins_over_the_store_rate(vapi):
     set_rates(vapi, shipping=[{"code": "std", "title": "Standard", "price": "5"}])
     address = make_address(vapi)

@@ -92,6 +92,8 @@ def test_stores_create_rejects_unknown_countries(store_db):
 @pytest.mark.parametrize("args,field", [
     (("--currency", "ßßß"), "currency"), (("--currency", "ABC"), "currency"), (("--currency", "US"), "currency"),
     (("--presentment-currencies", "EUR,12,é€"), "presentment_currencies"),
+    # ISO 4217 codes no amount is kept in (no minor unit; found by an audit: taken as 2-digit).
+    (("--currency", "XAU"), "currency"), (("--presentment-currencies", "EUR,XXX"), "presentment_currencies"),
 ])
 def test_stores_create_takes_iso_currencies_only(store_db, args, field):
     """Found by an audit: "ßßß" passed the 3-letter check and was stored as "SSSSSS"; the

@@ -467,6 +467,8 @@ def test_country_name_and_lookup():
     ("12.5", "usd", "12.50"),
     ("12.5", "EUR", "12.50"),
     ("0", "USD", "0.00"),
+    # ISO 4217's four-digit units of account (found by an audit: taken as two-digit).
+    ("1.23456", "CLF", "1.2346"), ("0.12", "UYW", "0.1200"),
 ])
 def test_format_amount_uses_the_currency_minor_digits(amount, currency, expected):
     assert format_amount(Decimal(amount), currency) == expected
@@ -483,6 +485,7 @@ def test_format_amount_is_exact_not_float():
 
 def test_minor_digits():
     assert (minor_digits("USD"), minor_digits("JPY"), minor_digits("KWD"), minor_digits("krw")) == (2, 0, 3, 0)
+    assert (minor_digits("CLF"), minor_digits("uyw")) == (4, 4)
 
 
 # Clock -----------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from functools import lru_cache
 
 import pycountry
 
+from .money import NO_MINOR_UNIT
+
 # NOTE: decisions §4.1 (choice) COUNTRIES_REQUIRING_PROVINCE.
 COUNTRIES_REQUIRING_PROVINCE = frozenset(
     "US CA AU BR MX IN IT ES JP CN AR MY ID IE AE".split()
@@ -38,8 +40,10 @@ def _fold(text: str) -> str:
 
 @lru_cache(maxsize=512)
 def is_currency(code: str) -> bool:
-    """An ISO 4217 currency code (upper case, as stored)."""
-    return len(code) == 3 and code.isascii() and code.isupper() and pycountry.currencies.get(alpha_3=code) is not None
+    """An ISO 4217 currency code (upper case, as stored) that money is kept in: not one of the
+    codes with no minor unit (gold, `XXX`...; found by an audit: they were taken, as 2-digit)."""
+    return len(code) == 3 and code.isascii() and code.isupper() and code not in NO_MINOR_UNIT \
+        and pycountry.currencies.get(alpha_3=code) is not None
 
 
 def country(code: str) -> "pycountry.db.Country | None":
