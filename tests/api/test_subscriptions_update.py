@@ -103,6 +103,30 @@ def test_an_address_is_changed_by_change_address_not_by_an_update(vapi):
         "address_id": ["cannot be null"]}
 
 
+def test_a_presentment_currency_other_than_the_addresss_is_refused(vapi):
+    """Found by an audit: `"presentment_currency": "USD"` on an address in yen answered 201 (and
+    a PUT 200) in JPY. The address's currency, sent (back), passes."""
+    store = vapi.other_store(presentment_currencies=["JPY"])
+    store.version = vapi.version
+    address = make_address(store, presentment_currency="JPY")
+    body = {"address_id": address.id, "product_title": "Tea", "price": "1999", "quantity": 1,
+            "charge_interval_frequency": 1, "order_interval_frequency": 1, "order_interval_unit": "month"}
+    said = {"presentment_currency": ["must be the address's currency (JPY): an item is charged in it"]}
+    assert errors_of(store.post("/subscriptions", json={**body, "presentment_currency": "USD"})) == said
+    assert store.get("/subscriptions").json()["subscriptions"] == []
+    made = store.post("/subscriptions", json={**body, "presentment_currency": "jpy"})
+    assert made.status_code in (200, 201), made.text
+    sub = made.json()["subscription"]
+    assert errors_of(store.put(f"/subscriptions/{sub['id']}", json={"presentment_currency": "USD", "quantity": 2})) \
+        == said
+    kept = store.put(f"/subscriptions/{sub['id']}", json={"presentment_currency": "JPY", "quantity": 2})
+    assert kept.status_code == 200 and kept.json()["subscription"]["quantity"] == 2
+    onetime = {"address_id": address.id, "product_title": "Cup", "price": "500", "quantity": 1,
+               "next_charge_scheduled_at": str(vapi.clock.now().date() + timedelta(days=3))}
+    path = "/onetimes" if vapi.version == V11 else f"/addresses/{address.id}/onetimes"
+    assert errors_of(store.post(path, json={**onetime, "presentment_currency": "USD"})) == said
+
+
 def test_a_cancelled_subscription_sent_back_as_shown_is_no_change(vapi):
     """Found by an audit: its `next_charge_scheduled_at: null` sent back answered 422 `cannot be
     null`. A null over a date still does."""

@@ -103,6 +103,9 @@ PRODUCT_FIELDS = (
     Field("price", "money", nullable=False, decimals=None),
     Field("quantity", "int", nullable=False, domain_range=(1, MAX_QUANTITY)),
     Field("properties", "list", nullable=False, items=ATTRIBUTE),
+    # Read-only, shown: an item is charged in its address's currency; the one it has (or its
+    # address's), sent back, passes, another is refused (domain/subscription/service.same_currency).
+    Field("presentment_currency", "str", nullable=False, max_length=3, convert=str.upper),
 )
 CADENCE_FIELDS = (
     cadence("charge_interval_frequency", nullable=False),

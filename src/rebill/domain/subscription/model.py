@@ -116,6 +116,8 @@ class ItemCreate(msgspec.Struct, kw_only=True):
     price: Decimal | None = None
     quantity: int = 1
     properties: list[dict[str, Any]] = []
+    # Read-only: the address's, sent, passes; another is refused (service.same_currency).
+    presentment_currency: str | None = None
 
 
 class SubscriptionCreate(ItemCreate, kw_only=True):
@@ -156,6 +158,8 @@ class ItemUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     next_charge_scheduled_at: date | None | UnsetType = UNSET
     # Read-only: the address it is on, sent back, passes; another is refused (service.kept_address).
     address_id: int | UnsetType = UNSET
+    # Read-only: the currency it has, sent back, passes; another is refused (service.same_currency).
+    presentment_currency: str | UnsetType = UNSET
 
     def changes(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__struct_fields__

@@ -25,6 +25,7 @@ from .service import (
     kept_address,
     locked,
     price_problem,
+    same_currency,
     swap_values,
 )
 
@@ -37,8 +38,9 @@ def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
     ValidationFailed.collect(errors, _check_quantity, command.quantity)
     ValidationFailed.collect(errors, intervals.check_future, "next_charge_scheduled_at",
                              command.next_charge_scheduled_at, unit.today)
-    values = ValidationFailed.collect(errors, catalog_values, unit, msgspec.structs.asdict(command),
-                                      currency=address.presentment_currency)
+    given = msgspec.structs.asdict(command)
+    same_currency(errors, given.pop("presentment_currency"), address.presentment_currency)
+    values = ValidationFailed.collect(errors, catalog_values, unit, given, currency=address.presentment_currency)
     if errors:
         raise ValidationFailed(errors)
     values.update(
@@ -82,6 +84,7 @@ def update(unit: Unit, onetime_id: int, command: OnetimeUpdate) -> PurchaseItem:
         errors["is_cancelled"] = [f"is not changed by an update; DELETE /onetimes/{onetime_id} removes the "
                                   "one-time item"]
     kept_address(errors, current, changes, "a one-time item is deleted and made again on the other address")
+    same_currency(errors, changes.pop("presentment_currency", None), current.presentment_currency)
     if "quantity" in changes:
         ValidationFailed.collect(errors, _check_quantity, changes["quantity"])
     if changes.get("next_charge_scheduled_at", current.next_charge_scheduled_at) != current.next_charge_scheduled_at:

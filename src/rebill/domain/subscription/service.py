@@ -258,6 +258,7 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
     errors: dict[str, Any] = {}
     if command.status != ACTIVE:
         errors["status"] = ["a new subscription is active"]
+    same_currency(errors, values.pop("presentment_currency"), address.presentment_currency)
     ValidationFailed.collect(errors, _check_quantity, command.quantity)
     ValidationFailed.collect(errors, intervals.check, values)  # the unit lower-cased in place
     ValidationFailed.collect(errors, catalog_values, unit, values, currency=address.presentment_currency)
@@ -322,6 +323,14 @@ def kept_address(errors: dict[str, Any], current: PurchaseItem, changes: dict[st
         errors["address_id"] = [f"is not changed by an update; {move}"]
 
 
+def same_currency(errors: dict[str, Any], sent: str | None, currency: str) -> None:
+    """A `presentment_currency` sent to a create or an update: an item is charged in its
+    address's currency (decisions §5), so that one passes and another is refused, as an
+    address's own is (found by an audit: `"USD"` on an address in yen answered 201 in JPY)."""
+    if sent is not None and sent != currency:
+        errors["presentment_currency"] = [f"must be the address's currency ({currency}): an item is charged in it"]
+
+
 def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, replan_now: bool = True) -> PurchaseItem:
     current = locked(unit, subscription_id)
     changes = command.changes()
@@ -340,6 +349,7 @@ def update(unit: Unit, subscription_id: int, command: SubscriptionUpdate, *, rep
         errors["status"] = [f"is changed by POST /subscriptions/{subscription_id}/cancel or /activate, "
                             "not by an update"]
     kept_address(errors, current, changes, f"POST /subscriptions/{subscription_id}/change_address moves it")
+    same_currency(errors, changes.pop("presentment_currency", None), current.presentment_currency)
     sent = [name for name in intervals.INTERVAL_FIELDS if name in changes]
     if sent and len(sent) != len(intervals.INTERVAL_FIELDS):
         # NOTE: decisions §5.3, the three interval fields change together or not at all.
