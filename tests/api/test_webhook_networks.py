@@ -28,7 +28,9 @@ NOT_PUBLIC = rules.NOT_PUBLIC
 PRIVATE = ["https://10.0.0.5/hooks", "https://127.0.0.1:8443/hooks", "https://[::1]/hooks",
            "https://169.254.169.254/latest/meta-data", "https://192.168.1.20/x", "https://172.16.0.1/x",
            "https://100.64.0.1/x", "https://0.0.0.0/x", "https://[fc00::1]/x", "https://[fe80::1]/x",
-           "https://[::ffff:127.0.0.1]/x", "https://localhost/hooks", "https://app.localhost/hooks"]
+           "https://[::ffff:127.0.0.1]/x", "https://localhost/hooks", "https://app.localhost/hooks",
+           # The root's dot names the same host (found by an audit: these were saved on a live store).
+           "https://localhost./x", "https://a.localhost./x", "https://LocalHost.:8443/x"]
 
 
 @contextmanager

@@ -96,8 +96,9 @@ def webhooks_replay(
 ) -> None:
     """Send a delivery again, or every failed one since a time.
 
-    The same body and webhook-id, as a new series of attempts. The deliveries of a disabled
-    webhook wait for `webhooks enable`."""
+    The same body and webhook-id, as a new series of attempts. A disabled webhook's deliveries
+    are not replayed (one named answers why, exit 2; --failed-since passes over them): run
+    `webhooks enable` first, then replay them."""
     if delivery_id is not None and failed_since is not None:
         raise typer.BadParameter("give a DELIVERY_ID or --failed-since, not both")
     if delivery_id is None and failed_since is None:

@@ -28,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 
 from rebill import failpoints
 from rebill.db.engine import Database
+from rebill.domain.store import clock as store_clock
 from rebill.domain.webhook import delivery, fanout, rules, signing
 from rebill.domain.webhook.delivery import Outcome, Outgoing
 from rebill.domain.webhook.sender import HttpSender, Sender
@@ -44,6 +45,12 @@ DEEPER_SECONDS = 0.5
 # The most addresses of full receivers a look leaves out in SQL; candidates of any others are
 # still skipped when they come (a receiver serving thousands of webhook addresses).
 EXCLUDED_ADDRESSES = 256
+
+
+# A delivery claimed this long ago (it waited for a slot of its receiver) is looked at again
+# before its attempt: its webhook may have been deleted, disabled or given another address since
+# (delivery.still_to). One started at its claim goes out as claimed, as one already on the wire.
+QUEUED_LOOK_SECONDS = 0.5
 
 
 @lru_cache(maxsize=4096)
@@ -73,7 +80,8 @@ class DeliveryRunner:
         self._busy: Counter[Receiver] = Counter()  # attempts in flight, per receiver
         # Claimed and waiting for a slot of their receiver: a finished attempt starts the next
         # at once, without waiting for the database (the look that claims more runs beside).
-        self._queued: dict[Receiver, deque[tuple[Outgoing, list[str]]]] = defaultdict(deque)
+        # Each with the monotonic time it was claimed at (``_attempt`` looks again at an old one).
+        self._queued: dict[Receiver, deque[tuple[Outgoing, list[str], float]]] = defaultdict(deque)
         self._held: set[int] = set()  # claimed by this runner and not yet recorded
         # Receivers with queued attempts and a free slot of their own, waiting for a slot in
         # all (``in_flight`` taken), oldest first: the next attempt to end, whoever's, frees one.
@@ -148,7 +156,7 @@ class DeliveryRunner:
 
     async def stop(self) -> None:
         self._stopping = True
-        unsent = [outgoing.id for queue in self._queued.values() for outgoing, _ in queue]
+        unsent = [outgoing.id for queue in self._queued.values() for outgoing, _, _ in queue]
         for queue in self._queued.values():
             queue.clear()
         self._waiting.clear()
@@ -192,9 +200,10 @@ class DeliveryRunner:
         if not chosen:
             return 0
         claimed = await run_in_threadpool(self._claim, chosen)
+        at = time.monotonic()
         for outgoing, secrets in claimed:
             self._held.add(outgoing.id)
-            self._queued[receiver(outgoing.address)].append((outgoing, secrets))
+            self._queued[receiver(outgoing.address)].append((outgoing, secrets, at))
         for key in {receiver(o.address) for o, _ in claimed}:
             self._pump(key)
         return len(claimed)
@@ -237,9 +246,9 @@ class DeliveryRunner:
             if len(self._tasks) >= self.limit:
                 self._waiting.setdefault(key, None)  # keeps its place if it was waiting already
                 return
-            outgoing, secrets = queue.popleft()
+            outgoing, secrets, claimed_at = queue.popleft()
             self._busy[key] += 1
-            task = asyncio.ensure_future(self._attempt(key, outgoing, secrets))
+            task = asyncio.ensure_future(self._attempt(key, outgoing, secrets, claimed_at))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         self._waiting.pop(key, None)
@@ -283,7 +292,8 @@ class DeliveryRunner:
         keys = {store_id: signing.secrets_signing(store, now) for store_id, store in stores.items()}
         for store_id, store in stores.items():
             self._public_only[store_id] = not rules.private_allowed(self.private_policy, sandbox=store.sandbox)
-        return [(o, keys[o.store_id]) for o in claimed if o.store_id in keys]
+        return [(o._replace(offset=store_clock.offset(stores[o.store_id])), keys[o.store_id])
+                for o in claimed if o.store_id in keys]
 
     def _release(self, ids: list[int]) -> None:
         with self.db.write() as conn:
@@ -299,16 +309,19 @@ class DeliveryRunner:
 
     # One attempt ----------------------------------------------------------------------
 
-    async def _attempt(self, key: Receiver, outgoing: Outgoing, secrets: list[str]) -> None:
-        sent_at = self.real_now()
-        try:
-            headers = signing.headers(secrets, outgoing.message_id, outgoing.body, outgoing.topic, sent_at)
-            outcome = await self.sender.send(outgoing.address, outgoing.body, headers, sent_at,
-                                             public_only=self._public_only.get(outgoing.store_id, True))
-        except Exception as exc:  # noqa: BLE001 - recorded as a failed attempt, never lost
-            outcome = Outcome(sent_at, None, 0, None, f"{type(exc).__name__}: {exc}"[:delivery.EXCERPT])
+    async def _attempt(self, key: Receiver, outgoing: Outgoing, secrets: list[str], claimed_at: float) -> None:
+        outcome: Outcome | None = None
+        if time.monotonic() - claimed_at < QUEUED_LOOK_SECONDS or await self._still_to(outgoing):
+            sent_at = self.real_now()
+            try:
+                headers = signing.headers(secrets, outgoing.message_id, outgoing.body, outgoing.topic, sent_at)
+                outcome = await self.sender.send(outgoing.address, outgoing.body, headers, sent_at,
+                                                 public_only=self._public_only.get(outgoing.store_id, True))
+            except Exception as exc:  # noqa: BLE001 - recorded as a failed attempt, never lost
+                outcome = Outcome(sent_at, None, 0, None, f"{type(exc).__name__}: {exc}"[:delivery.EXCERPT])
         self._busy[key] -= 1
-        self._done.append((outgoing, outcome))
+        if outcome is not None:
+            self._done.append((outgoing, outcome))
         # Not running any more: its slot in all is free now, not once its done callback has run
         # (after the other attempts that end in this turn of the loop have looked for one).
         current = asyncio.current_task()
@@ -317,6 +330,27 @@ class DeliveryRunner:
         if not self._stopping:
             self._freed(key)
         self.nudge()
+
+    async def _still_to(self, outgoing: Outgoing) -> bool:
+        """A delivery that waited in its receiver's queue (``QUEUED_LOOK_SECONDS`` or more since
+        its claim) is sent only if its webhook still takes it there (``delivery.still_to``); one
+        gone is forgotten, one whose webhook changed is released for a later claim. A look that
+        fails sends it (as it would have been sent at once)."""
+        try:
+            verdict = await run_in_threadpool(self._look_again, outgoing)
+        except Exception as exc:  # noqa: BLE001 - the database is away: the attempt goes ahead
+            log_failure(logger, f"looking again at webhook delivery {outgoing.id}", exc)
+            return True
+        if verdict != delivery.SEND:
+            self._held.discard(outgoing.id)
+        return verdict == delivery.SEND
+
+    def _look_again(self, outgoing: Outgoing) -> str:
+        with self.db.write() as conn:
+            verdict = delivery.still_to(conn, outgoing, self.worker)
+            if verdict == delivery.LATER:
+                delivery.release(conn, [outgoing.id], self.worker)
+        return verdict
 
     async def _record(self) -> None:
         """Writes the outcomes gathered so far, a batch per transaction, while more come in

@@ -55,6 +55,9 @@ class Outgoing(NamedTuple):
     attempts: int
     replay: bool
     test: bool  # a test delivery: one attempt, no retries, never disables its webhook
+    # Its store's test clock at the claim: the attempt's start is logged in the store's time as
+    # it was then, not as a clock advance made while the attempt ran left it (found by an audit).
+    offset: timedelta = timedelta(0)
 
     @property
     def message_id(self) -> str:
@@ -152,6 +155,25 @@ def claim(conn: Connection, ids: list[int], worker: str, real_now: datetime, lea
             for r in rows]
 
 
+SEND, GONE, LATER = "send", "gone", "later"
+
+
+def still_to(conn: Connection, outgoing: Outgoing, worker: str) -> str:
+    """Whether a delivery claimed a while ago still goes where it was claimed for: ``SEND``;
+    ``GONE`` when it is no longer this worker's to send (its webhook was deleted with it, or
+    another worker took it over); ``LATER`` when its webhook was disabled or now has another
+    address (released: a later claim sends it there, once enabled). Found by an audit: the
+    deliveries a runner had queued behind a slow receiver went out after `DELETE /webhooks/{id}`
+    had answered, and to the old address after a `PUT` had changed it."""
+    row = conn.execute(select(d.c.claimed_by, webhooks.c.address, webhooks.c.disabled_at)
+                       .join(webhooks, webhooks.c.id == d.c.webhook_id).where(d.c.id == outgoing.id)).first()
+    if row is None or row.claimed_by != worker:
+        return GONE
+    if row.address != outgoing.address or (row.disabled_at is not None and not outgoing.test):
+        return LATER
+    return SEND
+
+
 def release(conn: Connection, ids: list[int], worker: str) -> None:
     """Gives up this worker's leases on ``ids`` (claimed, never sent)."""
     conn.execute(update(d).where(d.c.id.in_(ids), d.c.claimed_by == worker)
@@ -189,7 +211,7 @@ def record(conn: Connection, done: list[tuple[Outgoing, Outcome]], worker: str, 
         store_now = store_clock.clock_for(store, real_clock)() if store is not None else real_now
         # The log reads in the store's time, as its other times do (a sandbox store's test
         # clock shows its retry schedule); the header's timestamp stays real.
-        started_at = outcome.started_at + (store_clock.offset(store) if store is not None else timedelta(0))
+        started_at = outcome.started_at + outgoing.offset
         number = outgoing.attempts + 1
         row = {"_id": outgoing.id, "_worker": worker, "attempts": number, "last_status_code": outcome.status_code,
                "last_error": outcome.error, "last_attempt_at": store_now, "updated_at": store_now,
