@@ -337,7 +337,7 @@ def test_customer_embedded_by_include_has_every_real_field(vapi):
 
 STORE_SETTINGS = [
     {},
-    {"email": "owner@example.com", "currency": "EUR", "presentment_currencies": ["USD", "GBP", "JPY", "XTS"],
+    {"email": "owner@example.com", "currency": "EUR", "presentment_currencies": ["USD", "GBP", "JPY", "BTN"],
      "timezone": "America/New_York", "checkout_platform": "platform_s_hosted", "sandbox": False},
     {"timezone": "Australia/Sydney", "checkout_platform": "platform_b_hosted", "presentment_currencies": ["CAD"]},
     # A zone the tz database does not know (stores create refuses one; a row written before
@@ -397,7 +397,7 @@ def test_store_2021_11_values(api):
 
 
 def test_shop_2021_01_values(api):
-    other = api.other_store(email="owner@example.com", currency="EUR", presentment_currencies=["USD", "XTS"],
+    other = api.other_store(email="owner@example.com", currency="EUR", presentment_currencies=["USD", "BTN"],
                             timezone="America/New_York", sandbox=False)
     shop = other.get("/shop", version=V01).json()["shop"]
     domain = f"{other.store.name}.rebill.test"
@@ -411,9 +411,9 @@ def test_shop_2021_01_values(api):
     assert shop["subscriptions_enabled"] == 1 and type(shop["subscriptions_enabled"]) is int
     assert shop["allow_customers_to_skip_delivery"] == 1 and type(shop["allow_customers_to_skip_delivery"]) is int
     assert shop["enabled_presentment_currencies_symbols"] == [
+        {"currency": "BTN", "location": "before", "suffix": "", "symbol": "BTN"},  # not in the table: the code
         {"currency": "EUR", "location": "before", "suffix": "", "symbol": "€"},
         {"currency": "USD", "location": "before", "suffix": "", "symbol": "$"},
-        {"currency": "XTS", "location": "before", "suffix": "", "symbol": "XTS"},  # not in the table: the code
     ]
     assert shop["disabled_currencies_historical"] == []
     assert shop["payment_processor"] == "sandbox"

@@ -247,7 +247,7 @@ def test_many_rows_bind_as_each_row_alone_would_on_every_driver():
     from datetime import UTC, date, datetime
     from decimal import Decimal
 
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Json, Jsonb
     from sqlalchemy import select, update
     from sqlalchemy.dialects import postgresql, sqlite
 
@@ -267,9 +267,9 @@ def test_many_rows_bind_as_each_row_alone_would_on_every_driver():
         (select(charges.c.id).where(charges.c.status == "queued"), None),
     ]
 
-    def plain(args):  # psycopg's Jsonb wrapper compares by identity: its value instead
+    def plain(args):  # psycopg's Json wrappers compare by identity: their value instead
         values = args.items() if isinstance(args, dict) else enumerate(args)
-        return {key: value.obj if isinstance(value, Jsonb) else value for key, value in values}
+        return {key: value.obj if isinstance(value, (Json, Jsonb)) else value for key, value in values}
 
     for dialect in (sqlite.dialect(), postgresql.psycopg.dialect(), postgresql.asyncpg.dialect()):
         for stmt, keys in statements:
