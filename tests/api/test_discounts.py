@@ -153,16 +153,34 @@ def test_a_token_without_the_discount_scopes_gets_403(vapi):
     assert refused.json() == {"errors": "This token lacks the scope this endpoint needs: write_discounts"}
 
 
-def test_update_takes_only_the_fields_spec_02_lists(api):
-    made = create(api)
-    reply = api.put(f"/discounts/{made['id']}", json={"value": "50", "code": "OTHER", "usage_limit": 5,
-                                                     "channel_settings": {"api": {"can_apply": False}}})
-    assert reply.status_code == 200, reply.text
-    shown = reply.json()["discount"]
-    assert shown["value"] == "10" and shown["code"] == "WELCOME" and shown["usage_limits"]["redemptions"] == 5
-    assert shown["channel_settings"]["api"] == {"can_apply": False}
-    assert shown["channel_settings"]["customer_portal"] == {"can_apply": True}
-    assert errors_of(api.put(f"/discounts/{made['id']}", json={"status": 3})) == {"status": ["must be a string"]}
+@pytest.mark.parametrize("version", [V01, V11])
+def test_update_changes_only_the_fields_spec_02_lists_and_refuses_the_others(api, version):
+    """spec 02 Discounts: PUT takes `channel_settings`, `ends_at`, `starts_at`, `status` and
+    `usage_limit`. Found by an audit: another field with another value (`value`, `code`...)
+    answered 200 and changed nothing; it is refused now, and the discount's own value passes
+    (a GET body sent back)."""
+    kind = "value_type" if version == V11 else "discount_type"
+    made = create(api, version, prerequisite_subtotal_min="20")
+    path = f"/discounts/{made['id']}"
+    told = len(events_of(api))
+    refused = api.put(path, json={"value": "50", "code": "OTHER", kind: "fixed_amount", "usage_limit": 5,
+                                  "prerequisite_subtotal_min": "30"}, version=version)
+    said = ["cannot be changed once the discount is created"]
+    assert errors_of(refused) == {"value": said, "code": said, kind: said, "prerequisite_subtotal_min": said}
+    assert api.get(path, version=version).json()["discount"] == made and len(events_of(api)) == told
+    shown = api.get(path, version=version).json()["discount"]
+    limit = {"usage_limits": {**shown["usage_limits"], "redemptions": 5}} if version == V11 else {"usage_limit": 5}
+    back = api.put(path, json={**shown, **limit, "code": " welcome ", "value": "10.00",
+                               "channel_settings": {"api": {"can_apply": False}}}, version=version)
+    assert back.status_code == 200, back.text
+    changed = back.json()["discount"]
+    assert (changed["value"], changed["code"]) == (made["value"], "WELCOME")
+    assert (changed["usage_limits"]["redemptions"] if version == V11 else changed["usage_limit"]) == 5
+    assert changed["channel_settings"]["api"] == {"can_apply": False}
+    assert changed["channel_settings"]["customer_portal"] == {"can_apply": True}
+    assert errors_of(api.put(path, json={"status": 3}, version=version)) == {"status": ["must be a string"]}
+    assert errors_of(api.put(path, json={"value": "x"}, version=version)) == {
+        "value": ["must be a decimal number as a string"]}
 
 
 def test_events_discount_created_updated_deleted(api):

@@ -4,6 +4,8 @@ Charges)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rebill.domain.discount import apply, service
 from rebill.domain.discount.model import DiscountCreate, DiscountUpdate
 from rebill.errors import ValidationFailed
@@ -47,7 +49,17 @@ def get_discount(call: Call) -> Reply:
 def update_discount(call: Call) -> Reply:
     command = call.command("discount.update", DiscountUpdate, partial=True)
     with call.write() as unit:
-        return call.one("discount", service.update(unit, call.path["discount_id"], command))
+        return call.one("discount", service.update(unit, call.path["discount_id"], command, fixed=_fixed(call)))
+
+
+def _fixed(call: Call) -> dict[str, tuple[str, Any]]:
+    """The fields of a create that an update does not change (`code`, `value`, its type, what it
+    applies to...) that the body sent, each as the create reads it with the name it was sent
+    under: the domain refuses one that differs from the discount's (service.update)."""
+    made, changed = call.version.schemas["discount.create"], call.version.schemas["discount.update"]
+    body = call.body if isinstance(call.body, dict) else {}
+    return {target: (name, value) for name, sent in body.items() if name in made and name not in changed
+            for target, value in made.parse({name: sent}, partial=True).items()}
 
 
 @endpoints.delete("/discounts/{discount_id:id}", scope=WRITE, reply=deleted())
