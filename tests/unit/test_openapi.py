@@ -60,7 +60,7 @@ def test_each_operation_carries_its_scope_path_parameters_and_replies(op):
     for version in op.versions:
         operation = _op(version, op.method, _template(op.path))
         assert operation["security"] == [{"token": [op.scope, *op.also_needs] if op.scope else []}]
-        params = _params(operation)
+        params = {p["name"]: p for p in operation["parameters"] if p.get("in") == "path"}
         for name, convertor in compile_path(op.path)[2].items():
             assert params[name]["in"] == "path" and params[name]["required"] is True
             if op.path.count(f"{{{name}:id}}"):
@@ -123,6 +123,11 @@ def test_query_parameters_come_from_the_list_contracts():
                                                            "default": 10}
     assert _params(_op("2021-11", "PUT", "/subscriptions/{subscription_id}"))["commit"]["schema"] == \
         {"type": "boolean"}
+    # A route's own query parameter named as a path parameter is the query's too (found by an
+    # audit: spec 02's `customer_id` filter of the payment sources was left out).
+    sources = _op("2021-01", "GET", "/customers/{customer_id}/payment_sources")["parameters"]
+    assert {(p["name"], p["in"]) for p in sources if "name" in p} >= {("customer_id", "path"), ("customer_id", "query"),
+                                                                      ("cardholder_name", "query")}
 
 
 # NOTE: decisions §2.5, every form a date filter takes, and forms it refuses.
