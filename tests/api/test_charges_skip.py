@@ -642,3 +642,16 @@ def test_each_versions_names_of_the_items_skip_them_alone_in_both_versions(vapi,
     response = skip(vapi, row.id, named)
     assert response.status_code == 200, response.text
     assert lines(charge(vapi, row.id, V11)) == [kept.id]
+
+
+def test_the_skip_and_unskip_events_name_the_next_date_they_moved(api):
+    """Found by an audit: `subscription/skipped` and `/unskipped` named no field, though the
+    subscription's `next_charge_scheduled_at` moved (a cancel names every field it changes)."""
+    address = make_address(api)
+    sub = weekly(api, address)
+    row = only(api, address.id)
+    assert skip(api, row.id).status_code == 200
+    assert unskip(api, row.id).status_code == 200
+    shown = api.get("/events", params={"object_type": "subscription", "object_id": sub.id, "sort_by": "id-asc"})
+    said = {e["verb"]: e["updated_attributes"] for e in shown.json()["events"] if e["verb"] in ("skipped", "unskipped")}
+    assert said == {"skipped": ["next_charge_scheduled_at"], "unskipped": ["next_charge_scheduled_at"]}

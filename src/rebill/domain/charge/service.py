@@ -92,6 +92,7 @@ def _next_after(item: PurchaseItem, when: date, skipped: set[date]) -> date:
 def _skip_items(unit: Unit, chosen: list[PurchaseItem], when: date, field: str) -> None:
     for item in chosen:
         items.add_skip(unit.conn, unit.store_id, item.address_id, item.id, when)
+        moved: dict[str, Any] = {}
         if item.kind == SUBSCRIPTION and item.next_charge_scheduled_at == when:
             skipped = set(items.skipped_dates(unit.conn, item.id))
             try:
@@ -103,9 +104,11 @@ def _skip_items(unit: Unit, chosen: list[PurchaseItem], when: date, field: str) 
                 # Hardening: the next charge must have a cadence date after it (intervals.check_room).
                 raise ValidationFailed.field(field, f"purchase item {item.id} cannot be skipped: its next charge "
                                                     "would fall too close to 9999-12-31")
-            items.update_item(unit.conn, unit.store_id, item.id, item.lock_version,
-                              {"next_charge_scheduled_at": after, "updated_at": unit.now})
-        unit.record(f"{item.kind}/skipped", item.id)
+            moved = {"next_charge_scheduled_at": after}
+            items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, {**moved, "updated_at": unit.now})
+        # The event names the next date it moved (found by an audit: it named nothing, where a
+        # cancel names every field it changes).
+        unit.record(f"{item.kind}/skipped", item.id, changed=attributes.names(moved, API_NAMES[item.kind]))
 
 
 def skip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = "purchase_item_ids") -> Charge:
@@ -156,11 +159,12 @@ def unskip(unit: Unit, charge_id: int, item_ids: list[int] | None, field: str = 
         errored.check_not_waiting(unit, item.id, field)
     for item in chosen.values():
         items.remove_skip(unit.conn, item.id, charge.scheduled_at)
+        moved = {}
         if item.kind == SUBSCRIPTION and (item.next_charge_scheduled_at is None
                                           or item.next_charge_scheduled_at > charge.scheduled_at):
-            items.update_item(unit.conn, unit.store_id, item.id, item.lock_version,
-                              {"next_charge_scheduled_at": charge.scheduled_at, "updated_at": unit.now})
-        unit.record(f"{item.kind}/unskipped", item.id)
+            moved = {"next_charge_scheduled_at": charge.scheduled_at}
+            items.update_item(unit.conn, unit.store_id, item.id, item.lock_version, {**moved, "updated_at": unit.now})
+        unit.record(f"{item.kind}/unskipped", item.id, changed=attributes.names(moved, API_NAMES[item.kind]))
     result = replan(unit, [charge.address_id])
     # The earliest queued charge holding the unskipped items: the date's own, or, for a date
     # skipped ahead of the items' next charge (decisions §5.12), the one they are next charged
