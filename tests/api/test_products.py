@@ -713,9 +713,10 @@ def test_a_2021_11_plan_write_moves_the_2021_01_products_updated_at(api):
         api.clock.advance(seconds=5)
         if step == "update":
             reply = api.put(f"/plans/{subscription['id']}", json={"discount_amount": "25"}, version=V11)
-        elif step == "create":
-            reply = api.post("/plans", version=V11, json={"title": "Once more", "type": "onetime",
-                                                          "external_product_id": "8001"})
+        elif step == "create":  # a second frequency option of the product's unit
+            reply = api.post("/plans", version=V11, json={
+                "title": "Every two months", "type": "subscription", "external_product_id": "8001",
+                "subscription_preferences": {**MONTHLY, "order_interval_frequency": 2, "charge_interval_frequency": 2}})
         else:
             reply = api.delete(f"/plans/{subscription['id']}", version=V11)
         assert reply.status_code in (200, 201, 204), reply.text
@@ -723,6 +724,29 @@ def test_a_2021_11_plan_write_moves_the_2021_01_products_updated_at(api):
         assert after > before, step
         found = api.get("/products", params={"updated_at_min": after}, version=V01).json()["products"]
         assert [p["id"] for p in found] == [product["id"]], step
+    # A plan write that changes nothing the 2021-01 product shows (a second onetime plan: it is
+    # sold once already) leaves the product as it was: no event, no new `updated_at`.
+    before = api.get(f"/products/{product['id']}", version=V01).json()["product"]
+    told = len(events_of(api, product["id"], "product"))
+    api.clock.advance(seconds=5)
+    made = api.post("/plans", version=V11, json={"title": "Once more", "type": "onetime", "external_product_id": "8001"})
+    assert made.status_code == 201, made.text
+    assert api.get(f"/products/{product['id']}", version=V01).json()["product"] == before
+    assert len(events_of(api, product["id"], "product")) == told
+
+
+def test_a_plan_write_names_the_2021_01_product_fields_it_changed(api):
+    """Found by an audit: the `product/updated` a plan write records named no field, though the
+    2021-01 product's `discount_amount` (or `subscription_defaults`) had changed."""
+    product = legacy_create(api, discount_amount="5", discount_type="percentage")
+    subscription = plans_of(api, "8001")[0]
+    assert api.put(f"/products/{product['id']}", json={"discount_amount": "10"}, version=V01).status_code == 200
+    assert api.put(f"/plans/{subscription['id']}", version=V11, json={
+        "subscription_preferences": {**subscription["subscription_preferences"], "order_day_of_month": 3}}
+    ).status_code == 200
+    shown = api.get("/events", params={"object_type": "product", "object_id": product["id"], "sort_by": "id-asc"})
+    said = [e["updated_attributes"] for e in shown.json()["events"] if e["verb"] == "updated"]
+    assert said[-2:] == [["discount_amount"], ["subscription_defaults"]], said
 
 
 def test_2021_01_delete_answers_200_and_removes_the_product_and_its_plans(api):

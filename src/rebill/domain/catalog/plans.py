@@ -14,6 +14,7 @@ from ..event import attributes
 from ..listing import ListQuery, PageResult
 from ..unit import Unit
 from . import repository
+from .derived import Derived, changes_between, derive
 from .model import Plan, PlanCreate, PlanUpdate, Product
 from .rules import checked_plan, merge_channels
 from .service import get_plan
@@ -136,22 +137,35 @@ def _merged(current: Plan, changes: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _products_changed(unit: Unit, products: Iterable[tuple[int, str]]) -> None:
+def _shown(unit: Unit, product_ids: Iterable[int]) -> dict[int, Derived]:
+    """What each product shows of its plans in 2021-01 (``purchase_options.derive``)."""
+    found = repository.plans_of_products(unit.conn, unit.store_id, sorted(set(product_ids)))
+    return {product_id: derive(product_plans) for product_id, product_plans in found.items()}
+
+
+def _products_changed(unit: Unit, products: Iterable[tuple[int, str]], before: dict[int, Derived]) -> None:
     """NOTE: spec 02 Events, `product/updated`: a 2021-01 product shows its plans (its
     `subscription_defaults` and discount, api/v2021_01/catalog.py), so a plan written through
     the 2021-11 plan endpoints changes it, as the 2021-01 product endpoints' plan writes do, and
     its `updated_at` moves (found by an audit: an `updated_at_min` sync of 2021-01 products
-    missed the change). The plan writers hold their products locked for update (_Products)."""
-    changed = sorted(set(products))
-    repository.touch_products(unit.conn, unit.store_id, [product_id for product_id, _ in changed], unit.now)
-    for product_id, external_product_id in changed:
-        unit.record("product/updated", product_id, {"external_product_id": external_product_id}, changed=())
+    missed the change). ``before``: what each showed before the write (``_shown``); a product
+    whose view the write changed records the event naming the fields that changed (found by an
+    audit: it named none), one whose view stayed the same none. The plan writers hold their
+    products locked for update (_Products)."""
+    names = dict(sorted(set(products)))
+    after = _shown(unit, names)
+    changed = {product_id: changes_between(before.get(product_id), view) for product_id, view in after.items()}
+    changed = {product_id: fields for product_id, fields in changed.items() if fields}
+    repository.touch_products(unit.conn, unit.store_id, sorted(changed), unit.now)
+    for product_id, fields in sorted(changed.items()):
+        unit.record("product/updated", product_id, {"external_product_id": names[product_id]}, changed=fields)
 
 
 def create(unit: Unit, command: PlanCreate) -> Plan:
     clean = _checked(unit, _Products(unit), _create_values(command))
+    before = _shown(unit, [clean["product_id"]])
     plan_id = insert_plan(unit, clean)
-    _products_changed(unit, [(clean["product_id"], clean["external_product_id"])])
+    _products_changed(unit, [(clean["product_id"], clean["external_product_id"])], before)
     return get_plan(unit, plan_id)
 
 
@@ -161,19 +175,21 @@ def update(unit: Unit, plan_id: int, command: PlanUpdate) -> Plan:
     if current is None:
         raise NotFound()
     clean = _checked(unit, products_, _merged(current, command.changes()), current)
+    before = _shown(unit, [current.product_id, clean["product_id"]])
     if write_changes(unit, current, clean):
         _products_changed(unit, [(current.product_id, current.external_product_id),
-                                 (clean["product_id"], clean["external_product_id"])])
+                                 (clean["product_id"], clean["external_product_id"])], before)
     return get_plan(unit, plan_id)
 
 
 def delete(unit: Unit, plan_id: int) -> None:
     # NOTE: decisions §5.16, deleting a plan removes it (404 afterwards).
     current = repository.plan(unit.conn, unit.store_id, plan_id)
+    before = _shown(unit, [current.product_id]) if current is not None else {}
     if current is None or not repository.delete_plans(unit.conn, unit.store_id, [plan_id]):
         raise NotFound()  # unknown, another store's, or deleted by a concurrent request
     unit.record("plan/deleted", plan_id, {"id": plan_id})
-    _products_changed(unit, [(current.product_id, current.external_product_id)])
+    _products_changed(unit, [(current.product_id, current.external_product_id)], before)
 
 
 def _bulk_size(count: int) -> None:
@@ -196,8 +212,9 @@ def bulk_create(unit: Unit, commands: list[PlanCreate]) -> list[Plan]:
             errors[str(index)] = exc.errors
     if errors:
         raise ValidationFailed({"plans": errors})
+    before = _shown(unit, [row["product_id"] for row in rows])
     ids = [insert_plan(unit, row) for row in rows]
-    _products_changed(unit, [(row["product_id"], row["external_product_id"]) for row in rows])
+    _products_changed(unit, [(row["product_id"], row["external_product_id"]) for row in rows], before)
     made = repository.plans_by_id(unit.conn, unit.store_id, ids)
     return [made[plan_id] for plan_id in ids]
 
@@ -227,9 +244,10 @@ def bulk_update(unit: Unit, commands: list[PlanUpdate]) -> list[Plan]:
                 errors[str(index)] = exc.errors
     if errors:
         raise ValidationFailed({"plans": errors})
+    before = _shown(unit, [i for plan, values in checked for i in (plan.product_id, values["product_id"])])
     changed = [(plan, values) for plan, values in checked if write_changes(unit, plan, values)]
     _products_changed(unit, [pair for plan, values in changed for pair in (
-        (plan.product_id, plan.external_product_id), (values["product_id"], values["external_product_id"]))])
+        (plan.product_id, plan.external_product_id), (values["product_id"], values["external_product_id"]))], before)
     after = repository.plans_by_id(unit.conn, unit.store_id, [plan.id for plan, _ in checked])
     # A plan deleted by a concurrent request since it was read: the whole request is refused and
     # rolled back, as for a plan unknown from the start (found by an audit: a KeyError, a 500).
@@ -258,11 +276,12 @@ def bulk_delete(unit: Unit, plan_ids: list[int | None]) -> None:
             wanted.append(plan_id)
     if errors:
         raise ValidationFailed({"plans": errors})
+    before = _shown(unit, [found[i].product_id for i in wanted])
     if len(repository.delete_plans(unit.conn, unit.store_id, wanted)) != len(wanted):
         raise NotFound()  # deleted by a concurrent request meanwhile
     for plan_id in wanted:
         unit.record("plan/deleted", plan_id, {"id": plan_id})
-    _products_changed(unit, [(found[i].product_id, found[i].external_product_id) for i in wanted])
+    _products_changed(unit, [(found[i].product_id, found[i].external_product_id) for i in wanted], before)
 
 
 def list_page(unit: Unit, query: ListQuery) -> PageResult:

@@ -10,7 +10,7 @@ changed through the 2021-11 plan endpoints reads the same in 2021-01.
   There is one subscription plan per order interval frequency option (one, as is usual, gives
   exactly one); a single option with a larger ``charge_interval_frequency`` gives a prepaid plan.
   The product discount goes to the subscription plans (2021-01 discounts subscriptions only).
-- Reading: the first recurring plan (by sort order, then id) gives the defaults; the frequency
+- Reading (derived.py): the first recurring plan (by sort order, then id) gives the defaults; the frequency
   options are those of every recurring plan with its interval unit.
 """
 
@@ -19,50 +19,19 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-import msgspec
 from msgspec import UNSET
 
 from rebill.errors import NotFound, ValidationFailed
 
 from ..unit import Unit
 from . import plans, repository, rules
+from .derived import DAY_AND_LIMIT_FIELDS, Derived, changes_between, derive  # noqa: F401 (the API reads derive here)
 from .model import LegacyProductWrite, Plan, Product, PurchaseOptions
 from .service import change_product, get_product_by_id, insert_product
 
 STOREFRONT = ("subscription_only", "subscription_and_onetime", "onetime")
 # Preference names as `subscription_defaults` calls them.
 OPTION_NAMES = {"interval_unit": "order_interval_unit", "order_interval_frequency": "order_interval_frequency_options"}
-DAY_AND_LIMIT_FIELDS = ("order_day_of_month", "order_day_of_week", "cutoff_day_of_month", "cutoff_day_of_week",
-                        "expire_after_specific_number_of_charges")
-
-
-class Derived(msgspec.Struct, kw_only=True):
-    """A product's purchase options as its plans give them."""
-
-    options: PurchaseOptions
-    discount_amount: Decimal | None
-    discount_type: str | None
-
-
-def derive(product_plans: list[Plan]) -> Derived:
-    recurring = [p for p in product_plans if p.is_subscription]
-    has_onetime = any(not p.is_subscription for p in product_plans)
-    first = recurring[0] if recurring else None
-    prefs: dict[str, Any] = (first.subscription_preferences or {}) if first else {}
-    unit = prefs.get("interval_unit")
-    frequencies = list(dict.fromkeys(
-        p.subscription_preferences["order_interval_frequency"] for p in recurring
-        if p.subscription_preferences and p.subscription_preferences.get("interval_unit") == unit))
-    storefront = ("subscription_and_onetime" if recurring and has_onetime
-                  else "subscription_only" if recurring else "onetime")
-    options = PurchaseOptions(
-        storefront_purchase_options=storefront, order_interval_unit=unit,
-        order_interval_frequency_options=frequencies,
-        charge_interval_frequency=prefs.get("charge_interval_frequency"),
-        apply_cutoff_date_to_checkout=bool(prefs.get("apply_cutoff_date_to_checkout")),
-        **{name: prefs.get(name) for name in DAY_AND_LIMIT_FIELDS})
-    return Derived(options=options, discount_amount=first.discount_amount if first else None,
-                   discount_type=first.discount_type if first else None)
 
 
 def _frequency_label(count: int, unit: str) -> str:
@@ -285,9 +254,16 @@ def create(unit: Unit, command: LegacyProductWrite) -> Product:
                                                                 **_product_fields(command)}))
         _reconcile(unit, product, specs)
     else:
-        touched = _reconcile(unit, product, specs)
-        change_product(unit, product, _product_fields(command), touch=touched)
+        _reconcile(unit, product, specs)
+        change_product(unit, product, _product_fields(command), shown=_shown_changes(unit, product))
     return get_product_by_id(unit, product.id)
+
+
+def _shown_changes(unit: Unit, before: Product) -> tuple[str, ...]:
+    """What the plan writes made of the 2021-01 product ``before`` showed (derived.py)."""
+    after = get_product_by_id(unit, before.id)
+    return changes_between(derive(before.plans) if before.plans else None, derive(after.plans)) \
+        if before.plans or after.plans else ()
 
 
 def update(unit: Unit, product_id: int, command: LegacyProductWrite) -> Product:
@@ -298,7 +274,6 @@ def update(unit: Unit, product_id: int, command: LegacyProductWrite) -> Product:
     if not repository.lock_product(unit.conn, unit.store_id, product_id):
         raise NotFound()
     product = get_product_by_id(unit, product_id)
-    touched = False
     if command.subscription_defaults is not UNSET:
         sent = _options(command.subscription_defaults)
         shown: dict[str, Any] | None = None
@@ -321,10 +296,10 @@ def update(unit: Unit, product_id: int, command: LegacyProductWrite) -> Product:
         # and deleted those 2021-11 had made, the plan of an active subscription among them).
         if shown is None or options != shown or _discount_of(amount, kind) != _discount_of(
                 current.discount_amount, current.discount_type):
-            touched = _reconcile(unit, product, _plan_specs(options, amount, kind, unit.store.currency))
+            _reconcile(unit, product, _plan_specs(options, amount, kind, unit.store.currency))
     elif command.discount_amount is not UNSET or command.discount_type is not UNSET:
-        touched = _discount_recurring(unit, product, command)
-    change_product(unit, product, _product_fields(command), touch=touched)
+        _discount_recurring(unit, product, command)
+    change_product(unit, product, _product_fields(command), shown=_shown_changes(unit, product))
     return get_product_by_id(unit, product.id)
 
 

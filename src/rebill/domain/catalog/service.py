@@ -6,6 +6,7 @@ Field names are the head (2021-11) names; no version logic here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -155,20 +156,21 @@ def create_product(unit: Unit, command: ProductCreate) -> Product:
     return get_product_by_id(unit, product_id)
 
 
-def change_product(unit: Unit, current: Product, changes: dict[str, Any], *, touch: bool = False) -> bool:
+def change_product(unit: Unit, current: Product, changes: dict[str, Any], *, shown: Iterable[str] = ()) -> bool:
     """Write the changed product fields; records ``product/updated`` when something changed,
-    or when ``touch`` says its plans did (the 2021-01 view of the product shows them)."""
+    or when ``shown`` names fields of the 2021-01 view its plans changed (derived.py)."""
     changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
-    if not changes and not touch:
+    shown = tuple(shown)
+    if not changes and not shown:
         return False
     if "variants" in changes:
         changes["variants"] = repository.stored_variants(changes["variants"])
     changes["updated_at"] = unit.now
     repository.update_product(unit.conn, unit.store_id, current.id, changes)
-    # The product's fields are named as the head (2021-11) product names them; a touch alone
-    # (its plans changed) changes none of them.
+    # The product's fields are named as the head (2021-11) product names them, those its plans
+    # give as the 2021-01 product does (`discount_amount`, `subscription_defaults`).
     unit.record("product/updated", current.id, {"external_product_id": current.external_product_id},
-                changed=attributes.names(changes))
+                changed=(*attributes.names(changes), *shown))
     return True
 
 
