@@ -728,6 +728,28 @@ def test_stores_update_sets_the_tier_the_installation_and_the_dunning_settings(s
     assert _store(store_db, "tiers").installed is True
 
 
+
+def test_stores_update_records_its_change_as_the_command_lines(store_db):
+    """Found by an audit: `stores update` changed the store and recorded no event (decisions
+    §8.1, every change has its event); one that changes nothing records none."""
+    from sqlalchemy import create_engine, select
+
+    from rebill.db.engine import normalize_url
+    from rebill.models import events
+    assert run("stores", "create", "told", "--database", store_db).exit_code == 0
+    store = _store(store_db, "told")
+    for args in (["--email", "ops@told.test", "--plan-tier", "premium_a"], ["--email", "ops@told.test"]):
+        assert runner.invoke(cli, ["stores", "update", "told", *args, "--database", store_db]).exit_code == 0
+    engine = create_engine(normalize_url(store_db))
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(select(events.c.topic, events.c.resource_id, events.c.origin,
+                                       events.c.updated_attributes).where(events.c.store_id == store.id)).all()
+    finally:
+        engine.dispose()
+    assert [tuple(r) for r in rows] == [("store/updated", store.id, "cli", ["email", "plan_tier"])]
+
+
 def test_an_uninstalled_store_answers_403_to_its_tokens(tmp_path):
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     assert run("stores", "create", "gone", "--database", url).exit_code == 0

@@ -16,7 +16,19 @@ from rebill.domain.store import repository as stores_repo
 from rebill.domain.store import service as store_service
 from rebill.errors import ValidationFailed
 
-from .common import DatabaseOption, csv, either, err, fail, open_database, out, print_table, settings_for, store_named
+from .common import (
+    DatabaseOption,
+    csv,
+    either,
+    err,
+    fail,
+    open_database,
+    out,
+    print_table,
+    settings_for,
+    store_named,
+    unit_for,
+)
 
 app = typer.Typer(name="stores", help="Manage stores (tenants).", no_args_is_help=True)
 
@@ -94,16 +106,21 @@ def stores_update(
                   "--plan-tier, --installed/--uninstalled or a dunning setting", soft_wrap=True)
         raise typer.Exit(2)
     db = open_database(database)
+    with db.read() as conn:
+        found = store_named(conn, name)
     try:
-        with db.write() as conn:
-            before = store_named(conn, name)
-            after = store_service.update_settings(conn, _now(before), before, email=email, phone=phone,
+        with unit_for(db, found.id) as unit:
+            before = unit.store
+            after = store_service.update_settings(unit.conn, _now(before), before, email=email, phone=phone,
                                                   checkout_logo_url=checkout_logo_url, timezone=timezone,
                                                   plan_tier=plan_tier, installed=installed, dunning=dunning)
+            changed = [n for n in (*store_service.SETTINGS, "timezone", "plan_tier", "installed", "dunning")
+                       if getattr(before, n) != getattr(after, n)]
+            if changed:
+                # Every change has its event (decisions §8.1; found by an audit: none), origin `cli`.
+                unit.record("store/updated", after.id, changed=changed)
     except ValidationFailed as exc:
         fail(exc)
-    changed = [n for n in (*store_service.SETTINGS, "timezone", "plan_tier", "installed", "dunning")
-               if getattr(before, n) != getattr(after, n)]
     err.print(f"[green]updated[/green] {', '.join(changed)} of {name}" if changed else f"{name}: nothing changed")
 
 
