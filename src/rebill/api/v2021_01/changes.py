@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rebill.api import external_ids
 from rebill.api import shapes as sh
 from rebill.api.contract import Change, Rename
 from rebill.api.fields import Field, Schema
@@ -129,8 +128,7 @@ class CustomerPlatformId(Change):
 
     def request(self, schema: Schema) -> Schema:
         return schema.without("external_customer_id").plus(
-            Field("platform_customer_id", "str", key="external_customer_id", max_length=64,
-                  check=external_ids.problem))
+            Field("platform_customer_id", "external_id", key="external_customer_id", max_length=64))
 
     def response(self, data: dict[str, Any], obj: Any) -> dict[str, Any]:
         data["platform_customer_id"] = data.pop("external_customer_id")["ecommerce"]
