@@ -307,3 +307,36 @@ def test_a_refused_refund_or_capture_names_the_status_as_the_version_writes_it(t
     paid = _processed(tier_a)
     refused = tier_a.post(f"/charges/{paid['id']}/capture_payment", json={})
     assert refused.json()["errors"]["status"][0].endswith(f"this one is {paid['status']}")
+
+
+def test_a_lapsed_authorization_gives_its_code_back_to_the_next_charge(tier_a):
+    """Found by an audit: while an authorization could be captured it counted as the use of the
+    single-use code it carried, so the next queued charge went without the code; once the
+    window closed nothing planned that charge again, and it was billed without the code (the
+    schedule check named the difference). The billing run closes the lapse once."""
+    from rebill.domain.schedule.audit import differences
+    from rebill.domain.store import repository as stores
+    from rebill.domain.store.clock import clock_for
+    from rebill.domain.unit import Unit
+    customer = make_customer(tier_a)
+    make_payment_method(tier_a, customer, processor_payment_method_token="authorize_only")
+    address = make_address(tier_a, customer)
+    code = tier_a.post("/discounts", json={"code": "ONCE15", "value_type": "percentage", "value": "15",
+                                           "duration": "single_use"}, version="2021-11")
+    assert code.status_code == 201, code.text
+    assert tier_a.post(f"/addresses/{address.id}/apply_discount", json={"discount_code": "ONCE15"}).status_code == 200
+    make_subscription(tier_a, address, next_charge_scheduled_at=tier_a.clock.now().date() + timedelta(days=2))
+    assert tier_a.post("/store/clock/advance", json={"days": 3}).status_code == 200
+    [pending] = [c for c in charges_of(tier_a, address.id) if c.status == "pending"]
+    [after] = [c for c in charges_of(tier_a, address.id) if c.status == "queued"]
+    assert pending.discount_id is not None and after.discount_id is None  # the use is the authorization's
+    assert tier_a.post("/store/clock/advance", json={"days": 8}).status_code == 200  # the window closes
+    [after] = [c for c in charges_of(tier_a, address.id) if c.status == "queued"]
+    assert after.discount_id is not None and after.total_discounts > 0
+    with tier_a.db.read() as conn:
+        store = stores.get(conn, tier_a.store.id)  # its test clock moved on
+        assert differences(Unit(conn, store, clock_for(store, tier_a.clock.now)()), [address.id]) == []
+    told = [e for e in events_of(tier_a, pending.id, "charge") if e[0] == "charge/authorization_lapsed"]
+    assert told == [("charge/authorization_lapsed", pending.id)]
+    assert tier_a.post("/store/clock/advance", json={"days": 1}).status_code == 200  # told once
+    assert [e for e in events_of(tier_a, pending.id, "charge") if e[0] == "charge/authorization_lapsed"] == told

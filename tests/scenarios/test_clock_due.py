@@ -142,7 +142,11 @@ def test_an_uncaptured_authorization_is_told_6_days_after_it_was_made(api, at, c
     _advance(api, days=20)
     authorized = _noon(START + timedelta(days=2))
     assert _events(api, "charge/uncaptured") == [("charge/uncaptured", authorized + timedelta(days=6))]
-    assert counted["runs"] == [authorized, authorized + timedelta(days=6)]
+    # Its capture window closes the moment after 7 x 24 h: the walk's next stop (a day's) closes
+    # it, once (sweep.py ``close_lapsed``).
+    closed = authorized + timedelta(days=8)
+    assert _events(api, "charge/authorization_lapsed") == [("charge/authorization_lapsed", closed)]
+    assert counted["runs"] == [authorized, authorized + timedelta(days=6), closed]
 
 
 def test_a_prepaid_charges_orders_are_processed_on_their_dates(api, at, counted):
@@ -241,6 +245,11 @@ def test_by_hours_an_authorization_is_told_uncaptured_at_the_hour_it_turns_6_day
     _advance(api, hours=1)
     assert _events(api, "charge/uncaptured") == [("charge/uncaptured", authorized + timedelta(days=6))]
     assert counted["runs"] == [authorized, authorized + timedelta(days=6)]
+    # Its capture window closes the moment after 7 x 24 h: by hours, at the hour after.
+    _advance(api, hours=25)
+    closed = authorized + timedelta(days=7, hours=1)
+    assert _events(api, "charge/authorization_lapsed") == [("charge/authorization_lapsed", closed)]
+    assert counted["runs"] == [authorized, authorized + timedelta(days=6), closed]
 
 
 def test_the_progress_callback_hears_each_stop_and_the_end(api, at):

@@ -38,10 +38,10 @@ from sqlalchemy import ColumnElement, and_, exists, func, select
 
 from rebill.models import charges, checkouts, events, orders
 
-from ..charge.model import ERROR, PENDING, QUEUED
+from ..charge.model import CAPTURE_WINDOW, ERROR, PENDING, QUEUED
 from ..unit import Unit, zone
 from .claim import STALE_AFTER
-from .sweep import UNCAPTURED_AFTER, first_untold
+from .sweep import LAPSED, UNCAPTURED_AFTER, first_untold
 
 Source = Callable[[Unit], datetime | None]
 
@@ -88,6 +88,17 @@ def uncaptured(unit: Unit) -> datetime | None:
     return None if first is None else first + UNCAPTURED_AFTER
 
 
+def lapsed(unit: Unit) -> datetime | None:
+    """An authorization's capture window closes 7 days after it was made, and the billing run
+    plans its address again then, once (sweep.py ``close_lapsed``)."""
+    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == LAPSED,
+                          events.c.resource_id == charges.c.id)
+    first = _earliest(unit, charges.c.authorized_at, charges.c.store_id == unit.store_id,
+                      charges.c.status == PENDING, and_(charges.c.authorized_at.is_not(None), ~told))
+    # The window's end included: it closes the moment after.
+    return None if first is None else first + CAPTURE_WINDOW + timedelta(seconds=1)
+
+
 def abandoned_claims(unit: Unit) -> datetime | None:
     """A claim no run finished is taken over once it is stale (run.py ``finish_abandoned``)."""
     first = _earliest(unit, charges.c.claimed_at, charges.c.store_id == unit.store_id,
@@ -112,8 +123,8 @@ def upcoming_notices(unit: Unit) -> datetime | None:
     return came(unit, min(dates) - timedelta(days=unit.store.upcoming_notice_days))
 
 
-SOURCES: list[Source] = [queued_charges, retries, queued_orders, uncaptured, abandoned_claims, abandoned_checkouts,
-                         upcoming_notices]
+SOURCES: list[Source] = [queued_charges, retries, queued_orders, uncaptured, lapsed, abandoned_claims,
+                         abandoned_checkouts, upcoming_notices]
 
 
 def next_due(unit: Unit, sources: list[Source] = SOURCES) -> datetime | None:

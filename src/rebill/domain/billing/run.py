@@ -257,6 +257,7 @@ def run_store(db: Database, gateway: Gateway, store: Store, now: Callable[[], da
             unit = Unit(conn, store, now(), origin=ORIGIN)
             sweep.release_queued_orders(unit)
             sweep.flag_uncaptured(unit)
+            sweep.close_lapsed(unit)
     for skip_locked in (True, False):
         for day, batch in _due_batches(db, store, now, until, stale_after):
             if stopping():

@@ -6,6 +6,10 @@
   on a date: found by an audit, they stayed queued for good);
 - an authorization still uncaptured 6 days after it was made fires `charge/uncaptured`, once
   (decisions §6.7);
+- an authorization whose capture window closed records `charge/authorization_lapsed`, once, and
+  its address's queued charges are planned again: while it could be captured it counted as a use
+  of the code it carries, lapsed it does not, and the code goes back to the next charge (found by
+  an audit: the stored charge kept the plan of before the lapse and was billed without it);
 - a queued charge and a queued order are told `charge/upcoming` and
   `order/upcoming` the store's `upcoming_notice_days` ahead of their date (default 3; 0 tells
   nothing), once per date: a charge moved to another date is told again (issue 14).
@@ -19,10 +23,12 @@ from sqlalchemy import Table, and_, exists, func, or_, select, update
 
 from rebill.models import charges, events, orders
 
-from ..charge.model import PENDING, QUEUED
+from ..charge.model import CAPTURE_WINDOW, PENDING, QUEUED
+from ..schedule.reconcile import replan
 from ..unit import Unit
 
 UNCAPTURED_AFTER = timedelta(days=6)
+LAPSED = "charge/authorization_lapsed"
 
 
 def _due_orders(unit: Unit) -> list[int]:
@@ -39,9 +45,20 @@ def _uncaptured(unit: Unit) -> list[int]:
         ~told)).scalars())
 
 
+def _lapsed(unit: Unit) -> list[tuple[int, int]]:
+    """(charge, address) of each authorization past its capture window not told yet; one being
+    captured (claimed) is the capture's."""
+    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == LAPSED,
+                          events.c.resource_id == charges.c.id)
+    return [(row[0], row[1]) for row in unit.conn.execute(select(charges.c.id, charges.c.address_id).where(
+        charges.c.store_id == unit.store_id, charges.c.status == PENDING, charges.c.claimed_by.is_(None),
+        and_(charges.c.authorized_at.is_not(None), charges.c.authorized_at < unit.now - CAPTURE_WINDOW),
+        ~told).order_by(charges.c.id))]
+
+
 def anything_due(unit: Unit) -> bool:
     """A read first: most runs of most stores have nothing here, and need no write."""
-    return bool(_due_orders(unit) or _uncaptured(unit))
+    return bool(_due_orders(unit) or _uncaptured(unit) or _lapsed(unit))
 
 
 def upcoming_due(unit: Unit) -> bool:
@@ -128,3 +145,17 @@ def flag_uncaptured(unit: Unit) -> list[int]:
     waiting = _uncaptured(unit) if candidates else []
     unit.record_many("charge/uncaptured", waiting)
     return waiting
+
+
+def close_lapsed(unit: Unit) -> list[int]:
+    """Tells each authorization whose capture window closed, once, and plans its address's
+    charges again (the module's docstring). Locked and read again as ``flag_uncaptured``."""
+    candidates = _lapsed(unit)
+    if candidates:
+        unit.conn.execute(select(charges.c.id).where(charges.c.id.in_([c for c, _ in candidates]))
+                          .order_by(charges.c.id).with_for_update())
+    lapsed = _lapsed(unit) if candidates else []
+    unit.record_many(LAPSED, [charge_id for charge_id, _ in lapsed])
+    if lapsed:
+        replan(unit, sorted({address_id for _, address_id in lapsed}))
+    return [charge_id for charge_id, _ in lapsed]
