@@ -100,3 +100,20 @@ def test_an_item_whose_charge_is_being_paid_does_not_move_to_another_address(api
     assert failed.status == "error"
     assert move().status_code == 422  # waits for the retry at its address
     assert [c.id for c in charges_of(api, elsewhere.id)] == []
+
+
+def test_a_batch_task_answers_409_as_its_request_would(api, at):
+    """Found by an audit: an `onetime_create` task put an item on the date of a charge a billing
+    run was paying (its request answers 409): a second queued charge beside it, and both were
+    paid. The task answers 409 now; the batch's other tasks are made."""
+    from tests.api.test_async_batches import run_one
+    at(date(2027, 1, 10))
+    address, _ = subscriber(api, next_charge_scheduled_at=date(2027, 1, 12))
+    other, _ = subscriber(api, next_charge_scheduled_at=date(2027, 1, 12))
+    [paying] = charges_of(api, address.id)
+    _claimed(api, paying.id)
+    body = {"product_title": "Mug", "price": "3.00", "quantity": 1, "next_charge_scheduled_at": "2027-01-12"}
+    ran = run_one(api, "onetime_create", [{**body, "address_id": address.id}, {**body, "address_id": other.id}])
+    assert [t["result"]["status_code"] for t in ran] == [409, 201], ran
+    assert [c.id for c in charges_of(api, address.id) if c.scheduled_at == date(2027, 1, 12)] == [paying.id]
+    assert len([c for c in charges_of(api, other.id) if c.scheduled_at == date(2027, 1, 12)]) == 1

@@ -34,6 +34,8 @@ from .plan import PlannedCharge, plan_address
 
 REWRITTEN = (*PLANNED, "has_uncommitted_changes", "updated_at")
 BATCH = 500  # addresses per round trip; keeps IN lists far below SQLite's variable limit
+# The origins of units a request makes: its own, and an async batch task's (api/tasks.py).
+REQUESTS = ("api", "batch")
 Key = tuple[int, date, str]
 
 
@@ -193,10 +195,12 @@ def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date
 
     # NOTE: decisions §5.9, one queued charge per address and date: a request that would plan a
     # second one beside the charge a billing run is paying now (an item moved onto its date)
-    # waits instead (found by an audit: both were paid, with two shipping fees). The run's own
-    # replans, jobs and the command line are not requests: they keep the plan as it comes.
+    # waits instead (found by an audit: both were paid, with two shipping fees); so does an async
+    # batch's task, which answers as its request would (found by an audit: a task made the second
+    # charge, and both were paid). The run's own replans, jobs and the command line are not
+    # requests: they keep the plan as it comes.
     being_paid = {(c.address_id, c.scheduled_at) for c in open_charges
-                  if c.claimed_by is not None and c.status == QUEUED} if unit.origin == "api" else set()
+                  if c.claimed_by is not None and c.status == QUEUED} if unit.origin in REQUESTS else set()
     inserts: list[PlannedCharge] = []
     item_pairs: list[tuple[int, int]] = []
     removed: list[tuple[int, int]] = []
