@@ -261,15 +261,6 @@ def test_update_2021_01_takes_cart_note_and_note_attributes(api):
     assert (head["order_note"], head["order_attributes"]) == ("hi", [{"name": "x", "value": "y"}])
 
 
-def test_update_ignores_customer_id(api):
-    store = api.other_store()
-    owner, other = make_customer(store), make_customer(store)
-    address = make_address(store, owner)
-    response = store.put(f"/addresses/{address.id}", json={"customer_id": other.id, "address2": "Unit 2"})
-    assert response.status_code == 200, response.text
-    assert response.json()["address"]["customer_id"] == owner.id
-
-
 @pytest.mark.parametrize("version", [V11, V01])
 def test_update_keeps_the_presentment_currency_it_was_created_with(api, version):
     # Spec 01 leaves the currency out of the update body, spec 02 takes every create field:
@@ -288,6 +279,23 @@ def test_update_keeps_the_presentment_currency_it_was_created_with(api, version)
         assert refused.status_code == 422, refused.text
         assert refused.json() == {"errors": {"presentment_currency": [problem]}}
     assert store.get(f"/addresses/{address.id}", version=version).json()["address"] == before
+
+
+@pytest.mark.parametrize("version", [V11, V01])
+def test_update_keeps_the_customer_it_was_created_for(api, version):
+    """Found by an audit: another customer's id answered 200 and the address stayed its own
+    customer's. The customer it has, sent back (a GET body), passes."""
+    owner, other = make_customer(api), make_customer(api)
+    address = make_address(api, owner)
+    before = api.get(f"/addresses/{address.id}", version=version).json()["address"]
+    refused = api.put(f"/addresses/{address.id}", json={"customer_id": other.id, "address2": "Unit 9"},
+                      version=version)
+    assert refused.status_code == 422, refused.text
+    assert refused.json() == {"errors": {"customer_id": ["cannot be changed once the address is created"]}}
+    assert api.get(f"/addresses/{address.id}", version=version).json()["address"] == before
+    back = api.put(f"/addresses/{address.id}", json={**before, "address2": "Unit 9"}, version=version)
+    assert back.status_code == 200, back.text
+    assert (back.json()["address"]["customer_id"], back.json()["address"]["address2"]) == (owner.id, "Unit 9")
 
 
 def test_update_can_clear_optional_fields_with_null(api):

@@ -77,7 +77,9 @@ ADDRESS_CREATE = Schema(
 # spec 02 (2021-01) takes every create field on update. One rule for both: the currency is fixed
 # when the address is created, so the value it has is accepted and another answers 422 (not a
 # 200 for a change never made; docs/api-choices.md).
-ADDRESS_UPDATE = Schema(*ADDRESS_FIELDS, Field("presentment_currency", "str", nullable=False, convert=currency_code))
+ADDRESS_UPDATE = Schema(*ADDRESS_FIELDS, Field("presentment_currency", "str", nullable=False, convert=currency_code),
+                        # Read-only: the address's own, sent back, passes (domain/address/service.update).
+                        Field("customer_id", "int", nullable=False))
 
 ADDRESS_VALIDATE = Schema(
     Field("address1", "str", required=True, nullable=False),

@@ -84,6 +84,7 @@ class AddressUpdate(msgspec.Struct, kw_only=True, omit_defaults=True):
     shipping_lines_override: list[dict[str, Any]] | None | UnsetType = UNSET
     discounts: list[dict[str, Any]] | UnsetType = UNSET
     presentment_currency: str | UnsetType = UNSET  # accepted only unchanged (service.update)
+    customer_id: int | UnsetType = UNSET  # accepted only unchanged (service.update)
 
     def changes(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__struct_fields__ if getattr(self, f) is not UNSET}

@@ -111,6 +111,10 @@ def update(unit: Unit, verifier: AddressVerifier, address_id: int, command: Addr
     if changes.pop("presentment_currency", current.presentment_currency).upper() != current.presentment_currency:
         # Its charges, prices and applied codes are in that currency: a new one is a new address.
         errors["presentment_currency"] = ["cannot be changed once the address is created"]
+    if changes.pop("customer_id", current.customer_id) != current.customer_id:
+        # An address is its customer's for good (found by an audit: another customer's id
+        # answered 200 and the address stayed where it was).
+        errors["customer_id"] = ["cannot be changed once the address is created"]
     if "country_code" in changes and changes["country_code"].upper() != current.country_code:
         ValidationFailed.collect(errors, check_zip_follows_country, current.country_code, current.zip, changes)
         # The old country's province means nothing in the new one.
