@@ -392,3 +392,22 @@ def test_an_authorized_prepaid_charge_shows_its_later_deliveries_until_captured(
     after = schedule(api, customer, delivery_count_future=3)["deliveries"]
     assert [d["date"] for d in after] == [d["date"] for d in body["deliveries"]]
     assert all(o["id"] is not None for d in after[:2] for o in d["orders"])  # the orders made
+
+
+def test_an_item_charged_on_the_date_of_a_queued_charge_is_in_that_charges_order(api):
+    """Found by an audit: a daily subscription's delivery two days on, the date of the weekly
+    subscription's queued charge of the same address, showed as an order of its own (no
+    charge), beside the charge's; billing made one charge and one order of both
+    (decisions §5.9: one charge per address, date and status)."""
+    customer = make_customer(api)
+    address = make_address(api, customer)
+    make_subscription(api, address, price=Decimal("1.00"), order_interval_unit="day",
+                      next_charge_scheduled_at=days(api, 1))
+    weekly_one = make_subscription(api, address, price=Decimal("7.00"), order_interval_unit="week",
+                                   next_charge_scheduled_at=days(api, 2))
+    [charge] = [c for c in charges_of(api, address.id) if c.scheduled_at == days(api, 2)]
+    assert [line["purchase_item_id"] for line in charge.line_items] == [weekly_one.id]
+    body = schedule(api, customer, delivery_count_future=2)
+    second = next(d for d in body["deliveries"] if d["date"] == days(api, 2).isoformat())
+    assert [(o["charge_id"], o["total_price"], len(o["line_items"])) for o in second["orders"]] == [
+        (charge.id, "8.00", 2)]
