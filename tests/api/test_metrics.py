@@ -244,6 +244,25 @@ def test_a_test_clock_advance_moves_the_billing_figures(observed, mapi):
     paid = ("rebill_billing_charges_total", (("outcome", "paid"),))
     assert after.get(paid, 0.0) - before.get(paid, 0.0) == 1
     assert charges_of(mapi, address.id)[0].status == "success"
+    # One job run, counted as a scheduled billing run is.
+    assert value(after, "rebill_jobs_total", job="billing_run", result="ok") - \
+        value(before, "rebill_jobs_total", job="billing_run", result="ok") == 1
+
+
+def test_a_test_clock_advance_logs_its_billing_as_a_job_run(mapi, observed, caplog):
+    """Found by an audit: the store's line of an advance's billing had `job_id` and
+    `duration_ms` null, and no run line followed (a scheduled run's have both)."""
+    caplog.set_level(logging.INFO, logger="rebill.jobs")
+    customer = make_customer(mapi)
+    make_payment_method(mapi, customer, processor_payment_method_token="pm_ok")
+    make_subscription(mapi, make_address(mapi, customer), next_charge_scheduled_at=mapi.clock.now().date()
+                      + timedelta(days=1))
+    assert mapi.post("/store/clock/advance", json={"days": 2}).status_code == 200
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "rebill.jobs"]
+    store, run = lines
+    assert store["job"] == run["job"] == "billing_run" and store["job_id"] == run["job_id"]
+    assert len(run["job_id"]) == 16 and store["duration_ms"] is not None and run["count"] == 1
+    assert (store["store_id"], store["paid"]) == (mapi.store.id, 1)
 
 
 def test_every_job_run_is_counted_by_result(observed, mapi):

@@ -83,13 +83,20 @@ def advance_clock(call: Call) -> Reply:
     out-of-range counts)."""
     body = {k: v for k, v in CLOCK_ADVANCE.parse(call.body).items() if v is not None}
     db, real_now = call.services.db, call.services.clock.now
-    now, summary = travel.advance(db, call.services.gateway, real_now, call.store.id,
-                                  days=body.get("days"), to=body.get("to"), hours=body.get("hours"),
-                                  deliver=lambda store: drain_now(db, real_now, store_id=store.id,
-                                                                  private_policy=call.services.webhook_private))
-    # Its stops are billing runs: counted in the billing figures as the scheduled runs' are
-    # (found by an audit: an advance that paid 1,400 charges left rebill_billing_charges at 0).
-    record.billing_store(call.store.id, summary)
+    # Its stops are billing runs: one job run, counted and logged as a scheduled run is, its line
+    # with the run's id and time (found by audits: an advance that paid 1,400 charges left
+    # rebill_billing_charges at 0; its log line had no job_id nor duration_ms).
+    run = record.start_job("billing run")
+    ok = False
+    try:
+        now, summary = travel.advance(db, call.services.gateway, real_now, call.store.id,
+                                      days=body.get("days"), to=body.get("to"), hours=body.get("hours"),
+                                      deliver=lambda store: drain_now(db, real_now, store_id=store.id,
+                                                                      private_policy=call.services.webhook_private))
+        record.billing_store(call.store.id, summary)
+        ok = True
+    finally:
+        record.finish_job(run, summary.processed if ok else None, ok)
     return call.one("store_clock", {
         "now": now, "today": now.astimezone(zone(call.store.timezone)).date().isoformat(),
         "processed": summary.processed, "paid": summary.paid, "pending": summary.pending, "failed": summary.failed})
