@@ -516,3 +516,21 @@ def test_the_switches_take_every_usual_spelling():
         assert Settings.from_env({"REBILL_DELIVER_WEBHOOKS": on}).deliver_webhooks is True
     assert Settings.from_env({"REBILL_REDIS_URL": " rediss://h:6380/0 "}).redis_url == "rediss://h:6380/0"
     assert Settings.from_env({"REBILL_BILL_EVERY": "0.5"}).bill_every == 0.5
+
+
+def test_the_known_outcomes_start_at_zero_in_every_process(clock, monkeypatch):
+    """Found by an audit: the API's `/metrics` had no billing, delivery or batch series until
+    they first moved (a query found no data where 0 was meant). A process's own figures, fresh."""
+    from prometheus_client import generate_latest
+
+    from rebill.observability.metrics import DIRECTORY_VARIABLE, Metrics
+    monkeypatch.delenv(DIRECTORY_VARIABLE, raising=False)  # one process: its own registry
+    fresh = Metrics(None, clock)
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(generate_latest(fresh.registry).decode())
+               for s in family.samples}
+    for name, label, values in (("rebill_billing_charges_total", "outcome", ("paid", "pending", "failed")),
+                                ("rebill_webhook_delivery_attempts_total", "result", ("succeeded", "failed")),
+                                ("rebill_batch_tasks_processed_total", "result", ("success", "failed"))):
+        for each in values:
+            assert samples.get((name, ((label, each),))) == 0.0, (name, each)

@@ -153,6 +153,12 @@ class Metrics:
             ("result",), **reg)
         self.tasks = prom.Counter(
             "rebill_batch_tasks_processed", "Async batch tasks run, by result (success, failed).", ("result",), **reg)
+        # Their known label values start at 0 in every process, the API's too (Prometheus practice:
+        # a query finds 0 before the first event, not "no data"; found by an audit).
+        for counter, known in ((self.charges, ("paid", "pending", "failed")), (self.attempts, ("succeeded", "failed")),
+                               (self.tasks, ("success", "failed"))):
+            for label in known:
+                counter.labels(label)
         self.pool_size = prom.Gauge(
             "rebill_db_pool_size", "Connections each process's pool keeps (summed over the processes).", **reg, **live)
         self.pool_open = prom.Gauge(
