@@ -835,3 +835,19 @@ def test_a_shipping_rate_may_name_its_currency(store_db):
     assert taken.exit_code == 0, taken.output
     assert [(r["price"], r["currency"]) for r in _store(store_db, "yen").shipping_rates] == [
         ("4.99", "USD"), ("500", "JPY")]
+
+
+def test_a_worker_does_not_read_the_api_processes_background_jobs_setting(monkeypatch, store_db):
+    """Found by an audit: `REBILL_BACKGROUND_JOBS=sometimes rebill worker` exited 2, though the
+    setting is the API processes' (one environment file serves every process of a deployment)."""
+    import inspect
+
+    import typer
+
+    from rebill.cli import worker as worker_cli
+    from rebill.cli.common import settings_for
+    monkeypatch.setenv("REBILL_BACKGROUND_JOBS", "sometimes")
+    with pytest.raises(typer.BadParameter):
+        settings_for(store_db)
+    assert settings_for(store_db, not_read=("REBILL_BACKGROUND_JOBS",)).background_jobs == "auto"
+    assert 'not_read=("REBILL_BACKGROUND_JOBS",)' in inspect.getsource(worker_cli.worker)

@@ -160,10 +160,22 @@ def test_a_job_that_meets_a_busy_database_logs_one_warning_line_not_an_error(api
     with pytest.raises(scheduler.StoresFailed) as failed:
         bill_every_store(api.db, SandboxGateway(api.db, api.clock.now), api.clock, timedelta(seconds=60))
     log_failure(scheduler.logger, "billing", failed.value)
-    # One line per store of the database (earlier tests' stores too), then the run's.
-    assert len(caplog.records) == len(failed.value.store_ids) + 1
+    # One line per store of the database (earlier tests' stores too), and none of the run's
+    # beside them (found by an audit: a second warning, then an ERROR line of the job's run).
+    assert len(caplog.records) == len(failed.value.store_ids)
     assert {(r.levelname, r.exc_info is None) for r in caplog.records} == {("WARNING", True)}
     assert "database is locked" in caplog.records[0].getMessage()
+    caplog.clear()
+    # The job's end: counted, no line (its failure was told).
+    import asyncio
+
+    from rebill.observability import record
+    loop = asyncio.new_event_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    done.set_exception(failed.value)
+    scheduler.Jobs._finished("billing run", record.start_job("billing run"), done)
+    loop.close()
+    assert {r.levelname for r in caplog.records} == set(), caplog.text
     caplog.clear()
     monkeypatch.setattr(billing, "run_store", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(scheduler.StoresFailed) as failed:

@@ -4,6 +4,7 @@ refusal."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
@@ -41,13 +42,15 @@ DatabaseOption: Optional[str] = typer.Option(
 MAX_ID = 2**63 - 1
 
 
-def settings_for(database: str | None, *, existing: bool = False) -> Settings:
+def settings_for(database: str | None, *, existing: bool = False, not_read: tuple[str, ...] = ()) -> Settings:
     """The settings (``--database`` first), their database URL one Rebill can use (exit 2 in one
     line otherwise: found by an audit, `serve`, `worker`, `bill` and `migrate` printed a
     traceback); ``existing``: a SQLite file that is not there is refused (exit 1) rather than
-    made empty."""
+    made empty; ``not_read``: variables that do not apply to the command (left unread, so
+    unchecked: a deployment's one environment file serves every kind of process)."""
     try:
-        settings = Settings.from_env().with_(database_url=database)
+        env = {name: value for name, value in os.environ.items() if name not in not_read}
+        settings = Settings.from_env(env).with_(database_url=database)
     except ValueError as exc:  # a bad REBILL_* setting: every command stops naming it (exit 2)
         raise typer.BadParameter(str(exc)) from None
     parsed = _parsed(settings.database_url)

@@ -32,7 +32,9 @@ def worker(
     from rebill.observability.metrics import AddressUnavailable
 
     try:
-        settings = settings_for(database)
+        # A worker always runs the jobs: REBILL_BACKGROUND_JOBS is the API processes' (found by
+        # an audit: a value for them stopped the worker, and its start line named it).
+        settings = settings_for(database, not_read=("REBILL_BACKGROUND_JOBS",))
         if log_format is not None:
             settings = settings.with_(log_format=parse_log_format(log_format))
     except ValueError as exc:

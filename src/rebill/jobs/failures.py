@@ -21,9 +21,15 @@ class StoresFailed(Exception):
         self.store_ids, self.processed, self.busy = store_ids, processed, busy
 
 
+def busy(exc: BaseException) -> bool:
+    """Whether a job's failure was the database's, busy or away (told as one warning line)."""
+    return exc.busy if isinstance(exc, StoresFailed) else unavailable(exc)
+
+
 def log_failure(logger: logging.Logger, what: str, exc: BaseException) -> None:
     if isinstance(exc, StoresFailed):  # each store's failure was told already, with its own
-        (logger.warning if exc.busy else logger.error)("%s: %s", what, exc)
+        if not exc.busy:  # the database's, each a warning line already: no second line
+            logger.error("%s: %s", what, exc)
     elif unavailable(exc):
         logger.warning("%s: the database was busy or unreachable (%s); the next try goes on", what,
                        str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

@@ -60,7 +60,7 @@ from rebill.settings import Settings
 
 from .batches import BatchRunner
 from .deliver import DeliveryRunner
-from .failures import StoresFailed, log_failure
+from .failures import StoresFailed, busy, log_failure
 from .leader import CHECK_SECONDS, Locks, locks_for
 from .regenerate import run_due
 
@@ -131,8 +131,10 @@ class Jobs:
         if mode == "off":
             self._say(f"background jobs: off in process {os.getpid()} (REBILL_BACKGROUND_JOBS=off)")
         elif mode == "on":
-            self._say(f"background jobs: process {os.getpid()} runs them ({self.role}, "
-                      f"REBILL_BACKGROUND_JOBS=on, concurrency {self.concurrency})")
+            # A worker runs them whatever the setting says (it is the API processes').
+            said = "" if self.role == "worker" else "REBILL_BACKGROUND_JOBS=on, "
+            self._say(f"background jobs: process {os.getpid()} runs them ({self.role}, {said}"
+                      f"concurrency {self.concurrency})")
             self.start()
         else:
             self._locks = locks_for(self.db, self.role)
@@ -297,7 +299,10 @@ class Jobs:
         failed = done.exception()
         if failed is not None:  # the next tick tries again; the database says what is still due
             log_failure(logger, name, failed)
-        record.finish_job(run, None if failed is not None else done.result(), failed is None)
+        # A database busy or away was told in one warning line: no error line of the run beside
+        # it (found by an audit: each blip logged an ERROR too, which alerts key on).
+        record.finish_job(run, None if failed is not None else done.result(), failed is None,
+                          told=failed is not None and busy(failed))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "lifespan":

@@ -35,14 +35,15 @@ def start_job(name: str) -> Run:
     return run
 
 
-def finish_job(run: Run, result: Any, ok: bool) -> None:
+def finish_job(run: Run, result: Any, ok: bool, *, told: bool = False) -> None:
     """Counts the run (``rebill_jobs``, ``rebill_job_duration_seconds``) and writes its line when
-    it failed or did something (``result``: what the job returned, a count or a summary)."""
+    it failed or did something (``result``: what the job returned, a count or a summary);
+    ``told``: its failure was told already (the database busy or away, a warning line)."""
     seconds = time.monotonic() - run.began
     figures = metrics.current()
     if figures is not None:
         figures.job(run.job, seconds, ok)
-    if not ok or result or run.job == "billing_run":
+    if not told and (not ok or result or run.job == "billing_run"):
         level = logging.INFO if ok else logging.ERROR
         if jobs_log.isEnabledFor(level):
             jobs_log.log(level, "%s %s in %.1f ms", run.job, "done" if ok else "failed", seconds * 1000, extra={
