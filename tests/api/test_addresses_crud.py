@@ -296,6 +296,9 @@ def test_update_keeps_the_customer_it_was_created_for(api, version):
     back = api.put(f"/addresses/{address.id}", json={**before, "address2": "Unit 9"}, version=version)
     assert back.status_code == 200, back.text
     assert (back.json()["address"]["customer_id"], back.json()["address"]["address2"]) == (owner.id, "Unit 9")
+    for bad, said in (("x", "must be an integer"), (None, "cannot be null"), (2**70, "is out of range")):
+        refused = api.put(f"/addresses/{address.id}", json={"customer_id": bad}, version=version)
+        assert refused.status_code == 422 and list(refused.json()["errors"]) == ["customer_id"], refused.text
 
 
 def test_update_can_clear_optional_fields_with_null(api):

@@ -125,6 +125,9 @@ def test_a_presentment_currency_other_than_the_addresss_is_refused(vapi):
                "next_charge_scheduled_at": str(vapi.clock.now().date() + timedelta(days=3))}
     path = "/onetimes" if vapi.version == V11 else f"/addresses/{address.id}/onetimes"
     assert errors_of(store.post(path, json={**onetime, "presentment_currency": "USD"})) == said
+    for bad in (5, None, "JPYX"):
+        assert list(errors_of(store.put(f"/subscriptions/{sub['id']}", json={"presentment_currency": bad}))) == [
+            "presentment_currency"], bad
 
 
 def test_a_cancelled_subscription_sent_back_as_shown_is_no_change(vapi):

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from rebill.domain.billing import sweep
 from rebill.domain.unit import Unit
-from rebill.models import events, orders, stores
+from rebill.models import charges, events, orders, stores
 from tests.api.test_charges_money_back import _processed
 from tests.api.test_orders import prepaid
 from tests.builders import events_of
@@ -73,3 +73,27 @@ def test_an_authorization_told_by_another_run_meanwhile_is_not_told_again(api, m
     with tier_a.db.write() as conn:
         assert sweep.flag_uncaptured(Unit(conn, tier_a.store, tier_a.clock.now())) == []
     assert _topic_count(tier_a, "charge/uncaptured", pending["id"]) == 1
+
+
+def test_a_lapse_closed_by_another_run_or_captured_meanwhile_is_not_closed_again(api, monkeypatch):
+    """The lapse sweep (close_lapsed) reads, locks, then reads again, as flag_uncaptured: an
+    authorization another run closed meanwhile, or one captured meanwhile, is not told again."""
+    tier_a = api.other_store(plan_tier="premium_a")
+    pending = _processed(tier_a, token="authorize_only")
+    captured = _processed(tier_a, token="authorize_only")
+    tier_a.clock.advance(timedelta(days=7, seconds=2))  # both windows closed
+    assert tier_a.post(f"/charges/{captured['id']}/capture_payment", json={}).status_code == 422  # too late
+    with tier_a.db.write() as conn:  # as if captured by a request that won the race meanwhile
+        conn.execute(update(charges).where(charges.c.id == captured["id"]).values(status="success"))
+    with tier_a.db.write() as conn:  # the other run
+        assert sweep.close_lapsed(Unit(conn, tier_a.store, tier_a.clock.now())) == [pending["id"]]
+    real, calls = sweep._lapsed, []
+
+    def read_before_the_other_run_committed(unit):
+        calls.append(1)
+        return [(pending["id"], 0), (captured["id"], 0)] if len(calls) == 1 else real(unit)
+    monkeypatch.setattr(sweep, "_lapsed", read_before_the_other_run_committed)
+    with tier_a.db.write() as conn:
+        assert sweep.close_lapsed(Unit(conn, tier_a.store, tier_a.clock.now())) == []
+    assert _topic_count(tier_a, sweep.LAPSED, pending["id"]) == 1
+    assert _topic_count(tier_a, sweep.LAPSED, captured["id"]) == 0

@@ -18,8 +18,9 @@ from rebill.api.fields import Field, Schema
 from rebill.api.v2021_11.catalog import IMAGES_FIELD, CatalogSchema, in_path, one_of
 from rebill.api.v2021_11.catalog import LISTS as HEAD_LISTS
 from rebill.api.v2021_11.shapes.catalog import DAYS, FREQUENCY
+from rebill.domain.catalog.derived import derive
 from rebill.domain.catalog.model import DISCOUNT_TYPES, IMAGE_SIZES, INTERVAL_UNITS
-from rebill.domain.catalog.purchase_options import STOREFRONT, derive
+from rebill.domain.catalog.purchase_options import STOREFRONT
 
 from .changes import NaiveDatetimes
 

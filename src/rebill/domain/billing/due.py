@@ -34,14 +34,14 @@ from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, select
+from sqlalchemy import ColumnElement, func, select
 
-from rebill.models import charges, checkouts, events, orders
+from rebill.models import charges, checkouts, orders
 
-from ..charge.model import CAPTURE_WINDOW, ERROR, PENDING, QUEUED
+from ..charge.model import CAPTURE_WINDOW, ERROR, QUEUED
 from ..unit import Unit, zone
 from .claim import STALE_AFTER
-from .sweep import LAPSED, UNCAPTURED_AFTER, first_untold
+from .sweep import UNCAPTURED, UNCAPTURED_AFTER, authorizations_untold, first_untold, lapsing
 
 Source = Callable[[Unit], datetime | None]
 
@@ -81,20 +81,14 @@ def queued_orders(unit: Unit) -> datetime | None:
 def uncaptured(unit: Unit) -> datetime | None:
     """NOTE: decisions §6.7, an authorization not captured is told 6 days after it was made,
     once (sweep.py ``flag_uncaptured``)."""
-    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == "charge/uncaptured",
-                          events.c.resource_id == charges.c.id)
-    first = _earliest(unit, charges.c.authorized_at, charges.c.store_id == unit.store_id,
-                      charges.c.status == PENDING, and_(charges.c.authorized_at.is_not(None), ~told))
+    first = _earliest(unit, charges.c.authorized_at, *authorizations_untold(unit, UNCAPTURED))
     return None if first is None else first + UNCAPTURED_AFTER
 
 
 def lapsed(unit: Unit) -> datetime | None:
     """An authorization's capture window closes 7 days after it was made, and the billing run
     plans its address again then, once (sweep.py ``close_lapsed``)."""
-    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == LAPSED,
-                          events.c.resource_id == charges.c.id)
-    first = _earliest(unit, charges.c.authorized_at, charges.c.store_id == unit.store_id,
-                      charges.c.status == PENDING, and_(charges.c.authorized_at.is_not(None), ~told))
+    first = _earliest(unit, charges.c.authorized_at, *lapsing(unit))
     # The window's end included: it closes the moment after.
     return None if first is None else first + CAPTURE_WINDOW + timedelta(seconds=1)
 

@@ -18,8 +18,9 @@
 from __future__ import annotations
 
 from datetime import date, timedelta
+from typing import Any
 
-from sqlalchemy import Table, and_, exists, func, or_, select, update
+from sqlalchemy import Table, exists, func, or_, select, update
 
 from rebill.models import charges, events, orders
 
@@ -28,7 +29,7 @@ from ..schedule.reconcile import replan
 from ..unit import Unit
 
 UNCAPTURED_AFTER = timedelta(days=6)
-LAPSED = "charge/authorization_lapsed"
+UNCAPTURED, LAPSED = "charge/uncaptured", "charge/authorization_lapsed"
 
 
 def _due_orders(unit: Unit) -> list[int]:
@@ -36,24 +37,30 @@ def _due_orders(unit: Unit) -> list[int]:
         orders.c.store_id == unit.store_id, orders.c.status == "queued", orders.c.scheduled_at <= unit.today)).scalars())
 
 
-def _uncaptured(unit: Unit) -> list[int]:
-    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == "charge/uncaptured",
+def authorizations_untold(unit: Unit, topic: str) -> list[Any]:
+    """Conditions on `charges`: the store's authorizations (pending) not told ``topic`` yet.
+    The sweeps below and their due moments (due.py) read them alike."""
+    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == topic,
                           events.c.resource_id == charges.c.id)
+    return [charges.c.store_id == unit.store_id, charges.c.status == PENDING, charges.c.authorized_at.is_not(None),
+            ~told]
+
+
+def _uncaptured(unit: Unit) -> list[int]:
     return list(unit.conn.execute(select(charges.c.id).where(
-        charges.c.store_id == unit.store_id, charges.c.status == PENDING,
-        and_(charges.c.authorized_at.is_not(None), charges.c.authorized_at <= unit.now - UNCAPTURED_AFTER),
-        ~told)).scalars())
+        *authorizations_untold(unit, UNCAPTURED), charges.c.authorized_at <= unit.now - UNCAPTURED_AFTER)).scalars())
+
+
+def lapsing(unit: Unit) -> list[Any]:
+    """Conditions on `charges`: authorizations whose window's closing is not told yet; one being
+    captured (claimed) is the capture's."""
+    return [*authorizations_untold(unit, LAPSED), charges.c.claimed_by.is_(None)]
 
 
 def _lapsed(unit: Unit) -> list[tuple[int, int]]:
-    """(charge, address) of each authorization past its capture window not told yet; one being
-    captured (claimed) is the capture's."""
-    told = exists().where(events.c.store_id == unit.store_id, events.c.topic == LAPSED,
-                          events.c.resource_id == charges.c.id)
+    """(charge, address) of each authorization past its capture window not told yet."""
     return [(row[0], row[1]) for row in unit.conn.execute(select(charges.c.id, charges.c.address_id).where(
-        charges.c.store_id == unit.store_id, charges.c.status == PENDING, charges.c.claimed_by.is_(None),
-        and_(charges.c.authorized_at.is_not(None), charges.c.authorized_at < unit.now - CAPTURE_WINDOW),
-        ~told).order_by(charges.c.id))]
+        *lapsing(unit), charges.c.authorized_at < unit.now - CAPTURE_WINDOW).order_by(charges.c.id))]
 
 
 def anything_due(unit: Unit) -> bool:
@@ -143,7 +150,7 @@ def flag_uncaptured(unit: Unit) -> list[int]:
         unit.conn.execute(select(charges.c.id).where(charges.c.id.in_(candidates)).order_by(charges.c.id)
                           .with_for_update())
     waiting = _uncaptured(unit) if candidates else []
-    unit.record_many("charge/uncaptured", waiting)
+    unit.record_many(UNCAPTURED, waiting)
     return waiting
 
 

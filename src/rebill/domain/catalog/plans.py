@@ -138,7 +138,7 @@ def _merged(current: Plan, changes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shown(unit: Unit, product_ids: Iterable[int]) -> dict[int, Derived]:
-    """What each product shows of its plans in 2021-01 (``purchase_options.derive``)."""
+    """What each product shows of its plans in 2021-01 (derived.py ``derive``)."""
     found = repository.plans_of_products(unit.conn, unit.store_id, sorted(set(product_ids)))
     return {product_id: derive(product_plans) for product_id, product_plans in found.items()}
 

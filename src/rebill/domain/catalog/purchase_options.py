@@ -25,7 +25,7 @@ from rebill.errors import NotFound, ValidationFailed
 
 from ..unit import Unit
 from . import plans, repository, rules
-from .derived import DAY_AND_LIMIT_FIELDS, Derived, changes_between, derive  # noqa: F401 (the API reads derive here)
+from .derived import DAY_AND_LIMIT_FIELDS, changes_between, derive
 from .model import LegacyProductWrite, Plan, Product, PurchaseOptions
 from .service import change_product, get_product_by_id, insert_product
 

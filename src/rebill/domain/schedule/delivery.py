@@ -190,17 +190,17 @@ def project(items: Iterable[PurchaseItem], skips: Iterable[tuple[int, date]],
             charge_ids: Mapping[tuple[int, date], int], addresses: Mapping[int, Address],
             stored: Iterable[Order] = (), authorized: Mapping[int, list[date]] | None = None, *,
             today: date, until: date, limit: int,
-            of_date: Mapping[tuple[int, date, str], int] | None = None) -> list[Delivery]:
+            charge_of_date: Mapping[tuple[int, date, str], int] | None = None) -> list[Delivery]:
     """The deliveries of ``items`` from ``today`` to ``until`` (both included), with the
     ``stored`` orders already made, at most ``limit`` dates. ``skips`` are (item id, date);
     ``charge_ids`` maps (item id, charge date) to the id of the stored charge that holds the
     item on that date; ``addresses`` holds the items' addresses; ``authorized`` maps an item to
     the dates of its pending (authorized, not captured) charges, whose orders are not made yet.
-    ``of_date`` maps (address, date, status) to the stored queued or skipped charge of it: an
+    ``charge_of_date`` maps (address, date, status) to the stored queued or skipped charge: an
     item charged on that date joins it (decisions §5.9, one charge per address, date and
     status), so its delivery is that charge's order (found by an audit: the schedule showed it
     as an order of its own, beside the charge's, where billing made one order of both)."""
-    of_date = of_date or {}
+    charge_of_date = charge_of_date or {}
     authorized = authorized or {}
     skipped: dict[int, set[date]] = defaultdict(set)
     for item_id, when in skips:
@@ -212,7 +212,7 @@ def project(items: Iterable[PurchaseItem], skips: Iterable[tuple[int, date]],
         else:
             projected = _onetime(item, skipped[item.id], today, until)
         for p in projected:
-            charge_id = charge_ids.get((item.id, p.charge_date)) or of_date.get(
+            charge_id = charge_ids.get((item.id, p.charge_date)) or charge_of_date.get(
                 (item.address_id, p.charge_date, SKIPPED if p.is_skipped else QUEUED))
             groups[p.date][(item.address_id, charge_id, p.is_skipped)].append(item)
     by_date: dict[date, list[DeliveryOrder]] = defaultdict(list)
@@ -258,8 +258,8 @@ def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int
     held = charges.of_addresses(conn, store_id, list(found), (QUEUED, SKIPPED, PENDING))
     charge_ids = {(line["purchase_item_id"], charge.scheduled_at): charge.id for charge in held
                   for line in charge.line_items}
-    of_date = {(charge.address_id, charge.scheduled_at, charge.status): charge.id for charge in held
-               if charge.status in (QUEUED, SKIPPED)}
+    charge_of_date = {(charge.address_id, charge.scheduled_at, charge.status): charge.id for charge in held
+                      if charge.status in (QUEUED, SKIPPED)}
     authorized: dict[int, list[date]] = defaultdict(list)
     for charge in held:
         if charge.status == PENDING and capturable(charge.authorized_at, charge.claimed_by, unit.now):
@@ -270,7 +270,7 @@ def for_customer(unit: Unit, customer: Customer, *, count: int, future_days: int
     # subscription as it is now).
     stored = orders.queued_between(conn, store_id, customer_id, today, until) if until >= today else []
     deliveries = (project(owned, skips, charge_ids, found, stored, authorized, today=today, until=until,
-                          limit=count, of_date=of_date) if until >= today else [])
+                          limit=count, charge_of_date=charge_of_date) if until >= today else [])
     methods = payment_methods.of_customers(conn, store_id, [customer_id])
     by_id = {m.id: m for m in methods}
     default = next((m for m in methods if m.is_default), None)  # a customer with methods has one
