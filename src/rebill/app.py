@@ -61,7 +61,8 @@ def build_services(settings: Settings, db: Database, clock: Clock, verifier: Add
 def create_app(settings: Settings | None = None, *, db: Database | None = None, clock: Clock | None = None,
                verifier: AddressVerifier | None = None, monotonic: Any = None) -> Edge:
     settings = settings or Settings.from_env()
-    db = db or Database.from_url(settings.database_url, echo=settings.echo_sql)
+    db = db or Database.from_url(settings.database_url, echo=settings.echo_sql,
+                                   idle_transaction_seconds=settings.idle_transaction_seconds)
     clock = clock or SystemClock()
     services = build_services(settings, db, clock, verifier)
     api = Api([op for module in RESOURCES for op in module.endpoints.operations], services)

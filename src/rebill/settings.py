@@ -162,6 +162,11 @@ class Settings:
     # Seconds after which a billing run's claim on a charge counts as abandoned (its process
     # died) and another run may finish the charge (domain/billing/claim.py).
     claim_stale_seconds: float = 60.0
+    # PostgreSQL: seconds a connection may sit inside a transaction without a statement before
+    # the server ends its session and frees its locks (a frozen process's; db/engine.py).
+    # At most ``claim_stale_seconds``, so that a frozen run's rows are free when its claims
+    # are taken over; 0 switches it off.
+    idle_transaction_seconds: float = 60.0
     # Seconds between two billing runs inside `rebill serve`; 0 switches them off.
     bill_every: float = 60.0
     # Seconds between two purges of expired idempotency keys (decisions §9.2), processor event
@@ -229,6 +234,9 @@ class Settings:
             values["regenerate_every"] = _seconds("REBILL_REGENERATE_EVERY", env["REBILL_REGENERATE_EVERY"])
         if env.get("REBILL_CLAIM_STALE_SECONDS"):
             values["claim_stale_seconds"] = _seconds("REBILL_CLAIM_STALE_SECONDS", env["REBILL_CLAIM_STALE_SECONDS"])
+        if env.get("REBILL_IDLE_TRANSACTION_SECONDS"):
+            values["idle_transaction_seconds"] = _seconds("REBILL_IDLE_TRANSACTION_SECONDS",
+                                                          env["REBILL_IDLE_TRANSACTION_SECONDS"])
         if env.get("REBILL_BILL_EVERY"):
             values["bill_every"] = _seconds("REBILL_BILL_EVERY", env["REBILL_BILL_EVERY"])
         if env.get("REBILL_PURGE_EVERY"):

@@ -48,6 +48,7 @@ def _asyncpg_error(cause: BaseException) -> DBAPIError:
     (_sqlstate_error("08006"), True),  # connection_failure
     (_sqlstate_error("57P01"), True),  # admin_shutdown: a fast restart
     (_sqlstate_error("57P03"), True),  # cannot_connect_now: the server is starting
+    (_sqlstate_error("25P03"), True),  # a session idle in its transaction too long: ended
     (_sqlstate_error("23505"), False),  # unique_violation: a refused statement, not an outage
     (_sqlstate_error("40P01"), False),  # deadlock: retried by the dispatcher, not a 503
     (PoolTimeout("QueuePool limit reached"), True),

@@ -53,3 +53,47 @@ def test_every_sqlite_connection_gets_the_pragmas_the_writes_rely_on(tmp_path):
     engine.dispose()
     assert pragma == {"journal_mode": "wal", "synchronous": 1, "foreign_keys": 1,
                       "busy_timeout": 30000, "temp_store": 2}
+
+
+def test_postgresql_sessions_idle_in_a_transaction_end_after_the_setting(database):
+    """A frozen process's transaction (tests/scenarios/test_frozen_worker.py) is ended by the
+    server and its locks freed; the settings allow a year, PostgreSQL at most 2^31 - 1 ms."""
+    import pytest
+
+    from rebill.db.engine import make_engine, unavailable
+    from rebill.settings import Settings
+
+    if database.dialect != "postgresql":
+        pytest.skip("a PostgreSQL setting")
+    url = database.engine.url.render_as_string(hide_password=False)
+    assert Settings().idle_transaction_seconds == 60.0
+    for seconds, shown in ((60.0, "1min"), (0.5, "500ms"), (365 * 86400, "2147483647ms"), (0, "0")):
+        engine = make_engine(url, idle_transaction_seconds=seconds)
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW idle_in_transaction_session_timeout").scalar() == shown
+        engine.dispose()
+    engine = make_engine(url, idle_transaction_seconds=0.2)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+            import time
+
+            time.sleep(0.5)
+            with pytest.raises(Exception) as caught:
+                conn.exec_driver_sql("SELECT 1")
+        # The request or job that meets it is told of a database away, not of a bug.
+        assert unavailable(caught.value)
+    finally:
+        engine.dispose()
+
+
+def test_the_idle_transaction_setting_is_read_from_the_environment():
+    import pytest
+
+    from rebill.settings import Settings
+
+    assert Settings.from_env({"REBILL_IDLE_TRANSACTION_SECONDS": "2.5"}).idle_transaction_seconds == 2.5
+    assert Settings.from_env({"REBILL_IDLE_TRANSACTION_SECONDS": "0"}).idle_transaction_seconds == 0.0
+    for bad in ("-1", "soon", "nan"):
+        with pytest.raises(ValueError, match="REBILL_IDLE_TRANSACTION_SECONDS must be a number of seconds"):
+            Settings.from_env({"REBILL_IDLE_TRANSACTION_SECONDS": bad})

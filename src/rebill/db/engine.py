@@ -50,8 +50,9 @@ def retryable(exc: BaseException) -> bool:
     return getattr(getattr(exc, "orig", None), "sqlstate", None) in RETRYABLE_STATES
 
 
-# Connection exceptions (class 08) and the server shutting down or starting (57P01-57P03).
-_GONE_CLASSES = ("08", "57P01", "57P02", "57P03")
+# Connection exceptions (class 08), the server shutting down or starting (57P01-57P03), and a
+# session it ended for idling inside a transaction (25P03, ``idle_transaction_seconds`` below).
+_GONE_CLASSES = ("08", "57P01", "57P02", "57P03", "25P03")
 
 
 def unavailable(exc: BaseException) -> bool:
@@ -93,14 +94,26 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str, *, echo: bool = False) -> Engine:
+def make_engine(url: str, *, echo: bool = False, idle_transaction_seconds: float = 0) -> Engine:
+    """``idle_transaction_seconds`` (PostgreSQL; 0: none): the server ends a session that sat
+    that long inside a transaction without a statement, and so frees its row locks. Rebill
+    never waits on anything but the database inside a transaction (gateway calls and webhook
+    sends are outside them), so such a session belongs to a frozen process (SIGSTOP, a machine
+    paused): without it, a worker frozen mid batch chunk stalled every other worker that
+    reached one of its rows, for as long as it stayed frozen."""
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo)
+    connect_args = {}
+    if idle_transaction_seconds > 0:
+        # PostgreSQL takes at most 2^31 - 1 ms (24 days); the settings allow a year.
+        timeout_ms = min(max(1, round(idle_transaction_seconds * 1000)), 2**31 - 1)
+        connect_args["options"] = f"-c idle_in_transaction_session_timeout={timeout_ms}"
     # No pre-ping: it costs a round trip per checkout. A connection that dropped fails its
     # first statement, SQLAlchemy invalidates it and the pool replaces it.
-    return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_recycle=1800, **JSON_OPTIONS)
+    return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_recycle=1800, connect_args=connect_args,
+                         **JSON_OPTIONS)
 
 
 # Migrations drop columns with plain ALTER TABLE ... DROP COLUMN (docs/operations.md).
@@ -214,8 +227,8 @@ class Database:
         return kept, out, idle
 
     @classmethod
-    def from_url(cls, url: str, *, echo: bool = False) -> "Database":
-        return cls(make_engine(url, echo=echo))
+    def from_url(cls, url: str, *, echo: bool = False, idle_transaction_seconds: float = 0) -> "Database":
+        return cls(make_engine(url, echo=echo, idle_transaction_seconds=idle_transaction_seconds))
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

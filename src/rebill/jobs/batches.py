@@ -34,7 +34,7 @@ from rebill import failpoints
 from rebill.api import tasks
 from rebill.api.call import Services
 from rebill.api.versions import VERSIONS
-from rebill.db.engine import retryable
+from rebill.db.engine import retryable, unavailable
 from rebill.domain.batch import work
 from rebill.domain.batch.model import FAILED, SUCCESS, AsyncBatch
 from rebill.domain.event import outbox
@@ -166,7 +166,12 @@ class BatchRunner:
             ran = self._run(batch_id, task_ids, careful)
             self._let_requests_write(began)
             return ran, True
-        except Exception:
+        except Exception as exc:
+            if unavailable(exc):
+                # The database's failure, not the tasks' (a restart, or the session of a
+                # process frozen past REBILL_IDLE_TRANSACTION_SECONDS ended): nothing of the
+                # chunk committed; the job's next look runs it again, at the same pace.
+                raise
             if careful >= ONE_BY_ONE:
                 logger.exception("async batch %d: task %d could not be recorded; it fails", batch_id, task_ids[0])
                 self._record_failure(batch_id, task_ids[0])

@@ -78,7 +78,8 @@ async def run(settings: Settings, *, concurrency: int = 1,
     for number in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(number, on_signal, number)
 
-    db = Database.from_url(settings.database_url, echo=settings.echo_sql)
+    db = Database.from_url(settings.database_url, echo=settings.echo_sql,
+                            idle_transaction_seconds=settings.idle_transaction_seconds)
     try:
         said = False
         while not await run_in_threadpool(schema_current, db, settings.database_url):
