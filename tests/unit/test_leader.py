@@ -100,6 +100,36 @@ def test_on_postgresql_a_leader_whose_connection_broke_has_lost_the_lock(tmp_pat
             db.dispose()
 
 
+def test_on_postgresql_a_leader_that_stops_asking_loses_the_lock_after_the_idle_setting(tmp_path):
+    """A frozen leader (SIGSTOP: its session lives on, idle) lets another process lead once
+    REBILL_IDLE_TRANSACTION_SECONDS have passed (at least three checks), instead of keeping
+    the deployment's jobs for as long as it stays frozen. A live one asks every second."""
+    with fresh_database_url("postgresql", tmp_path) as url:
+        db = Database.from_url(url)
+        frozen, other = locks_for(db, "serve", 0.5), locks_for(db, "serve", 0.5)
+        kept, waiting = locks_for(db, "serve", 0), locks_for(db, "serve", 0)
+        try:
+            assert frozen.lead() and not other.lead()
+            for _ in range(4):  # a live leader keeps it: asked every check, well within 3 s
+                time.sleep(1.0)
+                assert frozen.lead() and not other.lead()
+            began = time.monotonic()
+            while not other.lead():  # the frozen one no longer asks
+                assert time.monotonic() - began < 10
+                time.sleep(0.1)
+            assert time.monotonic() - began >= 2.9  # three checks' worth, not the 0.5 asked
+            assert frozen.lead() is False  # let go: its session is gone, the lock another's
+            other.close()
+            # Without the setting, a silent holder keeps the lock.
+            assert kept.lead() and not waiting.lead()
+            time.sleep(3.5)
+            assert not waiting.lead() and kept.lead()
+        finally:
+            for locks in (frozen, other, kept, waiting):
+                locks.close()
+            db.dispose()
+
+
 def _settings(**kw):
     return Settings(database_url="unused", rate_limit=RateLimit(enabled=False), token_cache_seconds=0.0,
                     regenerate_every=0, bill_every=0, purge_every=3600, deliver_webhooks=False, batch_every=0, **kw)

@@ -69,19 +69,30 @@ class Locks(Protocol):
         """Gives up whatever this process holds."""
 
 
-def locks_for(db: Database, role: str) -> Locks:
+def locks_for(db: Database, role: str, idle_seconds: float = 0) -> Locks:
     url = db.engine.url
     if db.dialect == "postgresql":
         plain = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        return PostgresLocks(plain, f"rebill {role} {os.getpid()}")
+        return PostgresLocks(plain, f"rebill {role} {os.getpid()}", idle_seconds)
     return FileLocks(Path(make_url(str(url)).database or ""))
 
 
 class PostgresLocks:
-    """Session advisory locks on a connection of this process's own."""
+    """Session advisory locks on a connection of this process's own.
 
-    def __init__(self, url: str, name: str) -> None:
+    ``idle_seconds`` (``REBILL_IDLE_TRANSACTION_SECONDS``; 0: none): PostgreSQL ends the lock
+    session once it has sent nothing for that long. A live holder asks every
+    ``CHECK_SECONDS``; one that stopped asking is frozen (SIGSTOP, a suspended VM), and without
+    this its jobs lock kept every other process of an ``auto`` deployment from running the
+    jobs for as long as it stayed frozen. Let go, it finds its session gone at its next check,
+    stops its jobs and asks again (the moment with two leaders above)."""
+
+    def __init__(self, url: str, name: str, idle_seconds: float = 0) -> None:
         self.url, self.name = url, name[:63]
+        self._options = ""
+        if idle_seconds > 0:
+            idle_ms = min(max(round(idle_seconds * 1000), round(3 * CHECK_SECONDS * 1000)), 2**31 - 1)
+            self._options = f"-c idle_session_timeout={idle_ms}"
         self._conn: psycopg.Connection | None = None
         self._leading = self._marked = False
         self._failing = False  # said once per outage, not at every check
@@ -90,7 +101,7 @@ class PostgresLocks:
         conn = self._conn
         if conn is None or conn.closed:
             conn = self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=5,
-                                                application_name=self.name)
+                                                application_name=self.name, options=self._options)
             self._leading = self._marked = False  # a new session holds nothing yet
         return conn
 

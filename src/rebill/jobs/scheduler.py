@@ -137,7 +137,7 @@ class Jobs:
                       f"concurrency {self.concurrency})")
             self.start()
         else:
-            self._locks = locks_for(self.db, self.role)
+            self._locks = locks_for(self.db, self.role, self.settings.idle_transaction_seconds)
             await self._check()
             self._leading = asyncio.ensure_future(self._keep_checking())
 

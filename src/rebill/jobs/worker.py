@@ -98,7 +98,7 @@ async def run(settings: Settings, *, concurrency: int = 1,
         services = build_services(settings, db, clock)
         jobs = Jobs(None, db, clock, services.gateway, settings.with_(background_jobs="on"), services=services,
                     concurrency=concurrency, role="worker")
-        locks = locks_for(db, "worker")
+        locks = locks_for(db, "worker", settings.idle_transaction_seconds)
         # Marked before the jobs start: an API process that ran them stops within a check.
         await run_in_threadpool(locks.mark_worker)
         marking = asyncio.ensure_future(_keep_marked(locks))
