@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.api.test_addresses_support import V01, V11, address_events, create, created
+from tests.api.test_addresses_support import V01, V11, address_events, create, created, us_fields
 from tests.builders import make_address, make_customer, make_discount, make_payment_method
 
 
@@ -679,3 +679,47 @@ def test_a_negative_shipping_override_is_refused(vapi, price):
     assert vapi.get(f"/addresses/{address.id}").json()["address"][name] in (None, [])
     made = vapi.put(f"/addresses/{address.id}", json={name: [{"code": "o", "price": "0", "title": "Free"}]})
     assert made.status_code == 200, made.text
+
+
+def test_setting_a_discount_through_the_body_needs_write_discounts_as_applying_it_does(api):
+    """docs/scopes.md: the `discounts` array does what apply_discount and remove_discount do.
+    Found by an audit: a `write_customers` token put a 50 % code on an address, and learned
+    which codes exist from the 422 of an unknown one."""
+    discount = make_discount(api, code="HALF", value="50", discount_type="percentage")
+    customers_only = api.token_with("write_customers")
+    refused = "This token lacks the scope changing an address's discount needs: write_discounts"
+    customer = make_customer(api)
+
+    def create_as(token, **fields):
+        return api.post("/addresses", json={"customer_id": customer.id, **us_fields(), **fields}, token=token,
+                        version=V11)
+
+    for ref in ({"code": "HALF"}, {"id": discount}, {"code": "NO-SUCH-CODE"}):
+        response = create_as(customers_only, discounts=[ref])
+        assert response.status_code == 403 and response.json() == {"errors": refused}, response.text
+    assert api.get("/addresses", version=V11).json()["addresses"] == []
+    # Without a discount, or with `[]`, a create needs no more than its own scope.
+    made = create_as(customers_only, discounts=[])
+    assert made.status_code == 201, made.text
+    address = made.json()["address"]
+    for ref in ({"code": "half"}, {"id": discount}):
+        response = api.put(f"/addresses/{address['id']}", version=V11, json={"discounts": [ref]}, token=customers_only)
+        assert response.status_code == 403 and response.json() == {"errors": refused}, response.text
+    assert api.get(f"/addresses/{address['id']}", version=V11).json()["address"]["discounts"] == []
+    assert address_events(api, address["id"]) == [("address/created", address["id"])]
+    # With the scope it is set; then the same discount sent back (by id, by code in any case),
+    # or the rest of the address alone, is no change and needs no more.
+    both = api.token_with("write_customers", "write_discounts")
+    assert api.put(f"/addresses/{address['id']}", version=V11, json={"discounts": [{"code": "HALF"}]},
+                   token=both).status_code == 200
+    shown = api.get(f"/addresses/{address['id']}", version=V11).json()["address"]
+    for body in ({"discounts": shown["discounts"]}, {"discounts": [{"code": " half "}]},
+                 {"discounts": [{"id": discount}], "address2": "Flat 2"}, {"address2": "Flat 3"}):
+        response = api.put(f"/addresses/{address['id']}", version=V11, json=body, token=customers_only)
+        assert response.status_code == 200, (body, response.text)
+    # Removing it or replacing it is a change: refused.
+    other = make_discount(api, code="OTHER")
+    for body in ({"discounts": []}, {"discounts": [{"id": other}]}, {"discounts": [{"code": "OTHER"}]}):
+        response = api.put(f"/addresses/{address['id']}", version=V11, json=body, token=customers_only)
+        assert response.status_code == 403 and response.json() == {"errors": refused}, (body, response.text)
+    assert api.get(f"/addresses/{address['id']}", version=V11).json()["address"]["discounts"][0]["id"] == discount

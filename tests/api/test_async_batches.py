@@ -437,7 +437,7 @@ def test_a_task_that_breaks_answers_500_and_the_others_go_on(api, monkeypatch, w
                 raise RuntimeError("a bug")
         return kind.operation.handler(call)
     monkeypatch.setitem(TYPES[V11], "discount_create",
-                        BatchType(kind.name, tasks.Operation("POST", "/discounts", kind.scope,
+                        BatchType(kind.name, tasks.Operation("POST", "/discounts", kind.operation.scope,
                                                              kind.operation.versions, broken)))
     good = {"value_type": "percentage", "value": "10"}
     with api.db.read() as conn:
@@ -549,6 +549,28 @@ def test_a_batch_needs_the_scope_of_the_endpoint_its_tasks_call(vapi):
     both = vapi.token_with("write_batches", "write_discounts")
     assert vapi.post("/async_batches", json={"batch_type": "discount_create"}, token=both).status_code == created(
         vapi.version)
+
+
+def test_reading_the_tasks_needs_the_read_half_of_the_scope_of_their_endpoint(vapi):
+    """A task shows its body and the record answered: a new discount's code here. Found by an
+    audit: a `read_batches` token read them without `read_discounts`."""
+    batch_id = new_batch(vapi, "discount_create")["id"]
+    assert add(vapi, batch_id, [_discount(vapi)]).status_code == created(vapi.version)
+    batches_only = vapi.token_with("read_batches")
+    assert errors_of(vapi.get(f"/async_batches/{batch_id}/tasks", token=batches_only), 403) == (
+        "This token lacks the scope this batch type needs: read_discounts")
+    assert vapi.get(f"/async_batches/{batch_id}", token=batches_only).status_code == 200  # counts only
+    for token in (vapi.token_with("read_batches", "read_discounts"), vapi.token_with("read_batches", "write_discounts")):
+        listed = vapi.get(f"/async_batches/{batch_id}/tasks", token=token)
+        assert listed.status_code == 200 and listed.json()["async_batch_tasks"][0]["body"]["code"] == "BATCHED"
+    # The batch's own 404 comes first: another store's batch is unknown whatever the scopes.
+    other = vapi.other_store()
+    assert vapi.get(f"/async_batches/{batch_id}/tasks", token=other.token_with("read_batches")).status_code == 404
+    # An onetime batch: its results are one-time items, read with `read_subscriptions`.
+    onetimes = new_batch(vapi, "onetime_create")["id"]
+    assert errors_of(vapi.get(f"/async_batches/{onetimes}/tasks", token=vapi.token_with("read_batches",
+                                                                                      "read_discounts")), 403) == (
+        "This token lacks the scope this batch type needs: read_subscriptions")
 
 
 # Every batch type: a good task and a bad one -----------------------------------------------------

@@ -110,6 +110,11 @@ def process_batch(call: Call) -> Reply:
 
 @endpoints.get("/async_batches/{batch_id:id}/tasks", scope=READ, reply=page("async_batch_tasks"))
 def list_tasks(call: Call) -> Reply:
+    """Also needs the read half of the scope of the endpoint the tasks call (docs/scopes.md): a
+    task shows what was sent and what the endpoint answered."""
+    with call.read() as unit:  # 404 and the batch type's scope before any query error
+        batch = service.get(unit, call.path["batch_id"])
+    tasks.require_scope(call, tasks.of(batch.version, batch.batch_type), reading=True)
     query = call.list_query("async_batch_tasks")
     with call.read() as unit:
-        return call.page("async_batch_tasks", service.task_page(unit, call.path["batch_id"], query), unit, query)
+        return call.page("async_batch_tasks", service.task_page(unit, batch.id, query), unit, query)
