@@ -123,3 +123,45 @@ def test_an_attempt_is_logged_at_the_store_time_it_started_at(api):
     assert abs(first - before) < timedelta(minutes=1), (first, before)
     third = datetime.fromisoformat(shown[2]["attempts"][0]["started_at"])  # claimed after the advance
     assert abs(third - before - timedelta(hours=8)) < timedelta(minutes=1), (third, before)
+
+
+def _installed(api: Any, installed: bool) -> None:
+    from sqlalchemy import update
+
+    from rebill.models import stores
+    with api.db.write() as conn:  # as `rebill stores update NAME --uninstalled` / `--installed`
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(installed=installed))
+
+
+def test_an_uninstalled_stores_deliveries_wait_until_it_is_installed_again(api):
+    """As its billing does (docs/webhooks.md). Found by an audit: an uninstalled store's
+    receivers kept getting its new customers, and the attempts went on."""
+    webhook_id = _hooked(api)
+    _installed(api, False)
+    sender = GatedSender()
+
+    async def looks() -> int:
+        runner = DeliveryRunner(api.db, api.clock.now, sender=sender, per_receiver=4)
+        runner._start()
+        sender.gate = asyncio.Event()
+        sender.gate.set()
+        claimed = await runner.look(store_id=api.store.id) + await runner.look()
+        await runner.drain(store_id=api.store.id)
+        return claimed
+
+    assert asyncio.run(looks()) == 0 and sender.sent == []
+    _installed(api, True)
+    assert asyncio.run(looks()) == 3
+    assert len({message for _, message in sender.sent}) == 3
+    shown = api.get("/webhook_deliveries", params={"webhook_id": webhook_id}, version=V11).json()
+    assert sorted(d["status"] for d in shown["webhook_deliveries"]) == ["succeeded"] * 3
+
+
+def test_queued_deliveries_of_a_store_uninstalled_meanwhile_wait(api, looked_at_once):
+    webhook_id = _hooked(api)
+    sender = GatedSender()
+    _run(api, sender, lambda: _installed(api, False))
+    assert [address for address, _ in sender.sent] == [OLD]  # on the wire already
+    _installed(api, True)  # to read them (an uninstalled store's tokens answer 403)
+    shown = api.get("/webhook_deliveries", params={"webhook_id": webhook_id}, version=V11).json()
+    assert sorted(d["status"] for d in shown["webhook_deliveries"]) == ["pending", "pending", "succeeded"]
