@@ -1276,3 +1276,41 @@ def test_an_apply_takes_the_customers_lock_before_the_codes(api):
             other.execute(text("SELECT id FROM discounts WHERE id = :id FOR UPDATE NOWAIT"), {"id": code})
     sender.join(30)
     assert [r.status_code for r in replies] == [200], [r.text for r in replies]
+
+
+def test_a_keyed_charge_finished_by_the_billing_run_answers_its_repeat_409_not_422(api, monkeypatch):
+    """Found by an audit: the repeat (same Idempotency-Key) of a charge whose process died after
+    the processor answered got 422 "completed and cannot be charged again" once the billing run
+    had finished it: the client was told its payment failed. The run marks the request's key
+    (domain/claimed_keys.py): the repeat answers as after a lost answer, and pays nothing."""
+    from rebill.domain.billing import run
+    priced_store(api)
+    token = ready(api)["token"]
+    real = checkout_charge.complete
+    monkeypatch.setattr(checkout_charge, "complete", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
+    keyed = {"Idempotency-Key": "pay-once"}
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed).status_code == 500
+    monkeypatch.setattr(checkout_charge, "complete", real)
+    # Within the minute the key and the claim are the dead request's: 409, nothing run.
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed).status_code == 409
+    api.clock.advance(timedelta(seconds=61))
+    assert run.finish_abandoned(api.db, api.client.app.services.gateway, api.store, api.clock.now()) == 1
+    repeat = api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed)
+    assert repeat.status_code == 409 and "answer was lost" in repeat.json()["errors"], repeat.text
+    assert count(api, sandbox_payments) == 1
+    assert api.get(f"/checkouts/{token}").json()["checkout"]["completed_at"] is not None
+
+
+def test_a_keyed_charge_whose_repeat_comes_first_finishes_it_as_its_own(api, monkeypatch):
+    priced_store(api)
+    token = ready(api)["token"]
+    real = checkout_charge.complete
+    monkeypatch.setattr(checkout_charge, "complete", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
+    keyed = {"Idempotency-Key": "pay-once"}
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed).status_code == 500
+    monkeypatch.setattr(checkout_charge, "complete", real)
+    api.clock.advance(timedelta(seconds=61))
+    repeat = api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed)
+    assert repeat.status_code == 200, repeat.text
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed).json() == repeat.json()  # replayed
+    assert count(api, sandbox_payments) == 1

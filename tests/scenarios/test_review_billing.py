@@ -579,3 +579,105 @@ def test_a_lapsed_authorization_holds_no_code_and_projects_no_delivery(tier_a, a
     api.clock.advance(CAPTURE_WINDOW + timedelta(hours=1))
     assert "2027-04-10" not in scheduled()
     assert apply_elsewhere().status_code == 200, once
+
+
+# A keyed request whose payment or refund the billing run finished ------------------------------
+
+def _keyed(api, path, body, key):
+    return api.post(path, json=body, headers={"Idempotency-Key": key})
+
+
+def _record_fails_once(monkeypatch, module, name):
+    """The request's recording of the processor's answer fails (a database gone at that moment,
+    a bug): the request answers 500, its claim left behind, as a process that died there."""
+    real = getattr(module, name)
+    calls = []
+
+    def fails(*args, **kw):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the record failed")
+        return real(*args, **kw)
+    monkeypatch.setattr(module, name, fails)
+
+
+def test_a_keyed_refund_finished_by_the_billing_run_is_not_made_again_by_its_repeat(tier_a, at, monkeypatch):
+    """Found by an audit: the run finished the dead request's refund (its claim stale), and the
+    repeat with the same key, finding no claim left, refunded again: twice the money back. The
+    request's key names its claim; whoever finishes the claim marks the key, and the repeat
+    answers 409 (its answer was lost: read the charge) instead of running again."""
+    api = tier_a
+    at(START)
+    _, address, _ = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    _bill(api)
+    from rebill.domain.billing import money_back
+    _record_fails_once(monkeypatch, money_back, "record_refund")
+    assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once").status_code == 500
+    assert _money_back_ledger(api, "refund") == [Decimal(500)]
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    _bill(api)  # finish_abandoned records the dead request's refund
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["total_refunds"] == "5.00"
+    for _ in range(2):
+        repeat = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once")
+        assert repeat.status_code == 409 and "answer was lost" in repeat.json()["errors"], repeat.text
+    assert _money_back_ledger(api, "refund") == [Decimal(500)]
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["total_refunds"] == "5.00"
+    # Another refund, with a key of its own, is one.
+    other = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-twice")
+    assert other.status_code == 200, other.text
+    assert _money_back_ledger(api, "refund") == [Decimal(500), Decimal(500)]
+    _consistent_money(api)
+
+
+def test_a_keyed_refund_whose_repeat_comes_before_the_run_finishes_it_as_its_own(tier_a, at, monkeypatch):
+    from rebill.domain.billing import money_back
+    api = tier_a
+    at(START)
+    _, address, _ = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    _bill(api)
+    _record_fails_once(monkeypatch, money_back, "record_refund")
+    assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once").status_code == 500
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    repeat = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once")
+    assert repeat.status_code == 200 and repeat.json()["charge"]["total_refunds"] == "5.00", repeat.text
+    _bill(api)  # nothing left for the run
+    assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once").json() == repeat.json()
+    assert _money_back_ledger(api, "refund") == [Decimal(500)]
+    _consistent_money(api)
+
+
+def test_a_keyed_process_finished_by_the_billing_run_answers_its_repeat_409_not_422(tier_a, at, monkeypatch):
+    """Found by an audit: its repeat answered 422 "this one is success", as if its payment had
+    been refused; the run that finished it marks the request's key (domain/claimed_keys.py)."""
+    api = tier_a
+    at(START)
+    _, address, _ = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    _record_fails_once(monkeypatch, billing, "record")
+    assert _keyed(api, f"/charges/{charge.id}/process", {}, "pay-once").status_code == 500
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    _bill(api)
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["status"] == "success"
+    repeat = _keyed(api, f"/charges/{charge.id}/process", {}, "pay-once")
+    assert repeat.status_code == 409 and "answer was lost" in repeat.json()["errors"], repeat.text
+    assert _ledger(api) == Counter({f"charge {charge.id}": 1})
+    _consistent_money(api)
+
+
+def test_a_keyed_refund_told_to_send_again_after_finishing_another_can_with_its_key(tier_a, at):
+    """Found by an audit: the refund that finished another's abandoned refund answered 409
+    "send this refund again", but its record had marked its own key applied: sent again with
+    that key it answered 409 "still running", then "applied, but its answer was lost", and was
+    never made. Its key now names nothing of it, and the 409 frees it."""
+    api = tier_a
+    charge = _dead_refund(api, at)
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    other = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "3.00"}, "three")
+    assert other.status_code == 409 and "send this refund again" in other.json()["errors"], other.text
+    again = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "3.00"}, "three")
+    assert again.status_code == 200 and again.json()["charge"]["total_refunds"] == "8.00", again.text
+    assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "3.00"}, "three").json() == again.json()
+    assert sorted(_money_back_ledger(api, "refund")) == [Decimal(300), Decimal(500)]
+    _consistent_money(api)

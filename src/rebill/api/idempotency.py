@@ -42,6 +42,7 @@ from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
 
 from rebill.db.engine import Database, unavailable
+from rebill.domain.claimed_keys import FINISHED, LOST_ANSWER
 from rebill.domain.unit import this_take
 from rebill.errors import Conflict, ValidationFailed
 from rebill.models import idempotency_keys
@@ -105,12 +106,15 @@ def begin(db: Database, store_id: int, token_id: int, key: str, print_: str, now
         if fresh and row.state in ("running", "applied") and now - row.updated_at < ABANDONED:
             # Applied: its changes committed and its answer is on its way (finish comes next).
             raise Conflict("A request with this Idempotency-Key is still running")
+        if fresh and row.state == FINISHED:
+            # Its payment claim was finished by another (the billing run, a later request):
+            # the money moved for it, once (domain/claimed_keys.py).
+            raise Conflict(LOST_ANSWER)
         if fresh and row.state == "applied":
             # Its changes committed (domain/unit.py marks the key in their transaction), but
             # its answer never came to be stored (a process gone, a database away for longer
             # than finish_soon tries): running it again would apply them twice.
-            raise Conflict("The request with this Idempotency-Key was applied, but its answer was lost: "
-                           "read the resource to see the result")
+            raise Conflict(LOST_ANSWER)
         # Expired, or its first request died: the key starts over for this request.
         # `created_at` starts again: it names this take, which the request that lost the key
         # must not match (its 24 hours start again too).
@@ -238,8 +242,11 @@ def finish(db: Database, store_id: int, token_id: int, key: str, answer: Stored 
     with db.write() as conn:
         if answer is None or answer.status >= 500 or answer.status == 409:
             # Free, unless its changes committed ("applied"): a 503 whose COMMIT landed just
-            # before the connection dropped must not run a second time.
-            conn.execute(delete(table).where(*where, table.c.state == "running"))
+            # before the connection dropped must not run a second time. Nor while it names a
+            # payment claim left for the processor's answer: whoever finishes that claim marks
+            # the key, and a repeat must not pay again (domain/claimed_keys.py); it is taken
+            # over, as a dead request's, after 60 seconds.
+            conn.execute(delete(table).where(*where, table.c.state == "running", table.c.claim.is_(None)))
             return
         conn.execute(update(table).where(*where).values(
             state="done", status=answer.status, headers=answer.headers, body=answer.body, updated_at=now))

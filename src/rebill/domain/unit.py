@@ -33,6 +33,9 @@ REQUEST_SOURCE: ContextVar[tuple[str, int | None] | None] = ContextVar("rebill_r
 # in its own transaction, so that a request whose COMMIT landed but whose answer was lost is
 # never run a second time.
 REQUEST_KEY: ContextVar[tuple[int, int, str, datetime] | None] = ContextVar("rebill_request_key", default=None)
+# The same key while ``before_the_call`` keeps it from being marked: the claim before a
+# processor call names it (domain/claimed_keys.py).
+CALLING_KEY: ContextVar[tuple[int, int, str, datetime] | None] = ContextVar("rebill_calling_key", default=None)
 
 
 class KeyTakenOver(Conflict):
@@ -78,11 +81,13 @@ def before_the_call() -> Iterator[None]:
     call the processor leaves unanswered (503) keeps its claim, and the same key finishes it;
     the units that record the processor's answer mark the key (found by an audit: a refund
     whose process died after recording it was run again, and refunded again, after 60 s)."""
+    calling = CALLING_KEY.set(REQUEST_KEY.get() or CALLING_KEY.get())
     marked = REQUEST_KEY.set(None)
     try:
         yield
     finally:
         REQUEST_KEY.reset(marked)
+        CALLING_KEY.reset(calling)
 
 
 @lru_cache(maxsize=64)

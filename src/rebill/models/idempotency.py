@@ -13,12 +13,16 @@ idempotency_keys = Table(
     Column("token_id", IdType, nullable=False),
     Column("key", String(255), nullable=False),
     Column("fingerprint", String(64), nullable=False),
-    Column("state", String(8), nullable=False),  # running | applied (committed, no answer yet) | done
+    # running | applied (committed, no answer yet) | done | finished (its payment claim finished by
+    # another: domain/claimed_keys.py)
+    Column("state", String(8), nullable=False),
     Column("status", Integer, nullable=True),
     Column("headers", JsonType, nullable=True),
     Column("body", LargeBinary, nullable=True),
     Column("created_at", UtcDateTime(), nullable=False, index=True),
     Column("updated_at", UtcDateTime(), nullable=False),
+    # The run of the payment claim the request left for the processor's answer (domain/claimed_keys.py).
+    Column("claim", String(64), nullable=True, index=True),
     UniqueConstraint("store_id", "token_id", "key", name="uq_idempotency_keys_key"),
     sqlite_autoincrement=True,
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -18,12 +19,13 @@ from rebill.db.engine import Database
 from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
 from rebill.models import charges
 
+from .. import claimed_keys
 from ..charge import repository as charge_repo
 from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge, capturable
 from ..money import minor_digits, places_problem
 from ..payment.gateway import Gateway, GatewayUnavailable, Result
 from ..store.model import Store
-from ..unit import Unit
+from ..unit import Unit, before_the_call
 from . import claim as claims
 from .access import TIER_A, require_tier, visible
 from .outcome import as_charged, count_use, items_of, make_orders
@@ -101,11 +103,18 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
         # Again on the charge as the claim holds it: a refund recorded since the first read
         # has changed what is left (a full refund takes only the rest).
         return _refund_amount(held, amount, full)
-    after, finished = _refund_claimed(db, gateway, store, charge_id, now, wanted)
+
+    def asks_the_same(held: Charge, before: int, amount_minor: int) -> bool:
+        # NOTE: decisions §6.5, §6.8: the abandoned refund asked what this one asks (a retry of
+        # a refund whose answer was lost): all that was left, or the same amount.
+        if full:
+            return before + amount_minor >= _minor(held.total_price, held.currency)
+        return amount is not None and _minor(amount, held.currency) == amount_minor
+    after, finished, own = _refund_claimed(db, gateway, store, charge_id, now, wanted, asks_the_same)
     if after is None and finished is not None:
         # The abandoned refund it took over was refused by the processor: nothing was
         # refunded, so this refund is made now, as with no abandoned claim.
-        after, finished = _refund_claimed(db, gateway, store, charge_id, now, wanted)
+        after, finished, own = _refund_claimed(db, gateway, store, charge_id, now, wanted, asks_the_same)
     if finished is None:
         assert after is not None
         return after  # this request's own refund, made and recorded
@@ -113,10 +122,8 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
     if after is None:
         raise Conflict(f"An earlier refund of {earlier} that had not answered was refused by the payment "
                        "processor; send this refund again")
-    if (after.status == REFUNDED) if full else (amount is not None and _minor(amount, charge.currency) == finished):
-        # NOTE: decisions §6.5, §6.8: the abandoned refund asked what this one asks (a retry of
-        # a refund whose answer was lost); this request alone held its claim and recorded it.
-        return after
+    if own:
+        return after  # this request alone held the claim and recorded its refund
     raise Conflict(f"An earlier refund of {earlier} that had not answered has now been completed; send this "
                    "refund again if it is still wanted")
 
@@ -126,15 +133,22 @@ class _NoAbandonedRefund(Exception):
 
 
 def _refund_claimed(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime,
-                    wanted: Callable[[Charge], Decimal] | None) -> tuple[Charge | None, int | None]:
+                    wanted: Callable[[Charge], Decimal] | None,
+                    same: Callable[[Charge, int, int], bool] | None = None
+                    ) -> tuple[Charge | None, int | None, bool]:
     """Claims the charge and refunds under the claim. The claim it took over, read in the
     claim's own transaction, decides which refund: a stale claim naming a refund is that
     abandoned refund, asked again with its own key and recorded; the answer is the charge and
     that refund's amount in minor units (None and the amount when the processor refused it:
     nothing was refunded). Otherwise it is the refund of ``wanted(held)``: the charge and None
-    (without ``wanted``, _NoAbandonedRefund)."""
+    (without ``wanted``, _NoAbandonedRefund). The last value: whether the refund recorded is
+    the request's own, its own or an abandoned one asking the same (``same``); only then does
+    its record mark the request's Idempotency-Key (found by an audit: finishing another's
+    refund marked the key of a request that then answered 409 "send it again", and the key,
+    kept as applied, could never send it)."""
     asked: list[tuple[int, int]] = []  # (the refunds before it, its amount), minor units
     abandoned: list[int] = []
+    own: list[bool] = []
 
     def check(held: Charge, taken_over: str | None) -> str:
         # NOTE: decisions §6.5, §6.8: a claim read before claiming may be a live refund that
@@ -144,10 +158,12 @@ def _refund_claimed(db: Database, gateway: Gateway, store: Store, charge_id: int
         if taken_over is not None and REFUND in taken_over:
             before, amount_minor = (int(part) for part in taken_over.split(REFUND, 1)[1].split(":"))
             abandoned.append(amount_minor)
+            own.append(same is not None and same(held, before, amount_minor))
         elif wanted is None:
             raise _NoAbandonedRefund()
         else:
             before, amount_minor = _minor(held.total_refunds, held.currency), _minor(wanted(held), held.currency)
+            own.append(True)
         asked.append((before, amount_minor))
         return f"{REFUND}{before}:{amount_minor}"
 
@@ -159,12 +175,13 @@ def _refund_claimed(db: Database, gateway: Gateway, store: Store, charge_id: int
         if _minor(held.total_refunds, held.currency) == before:  # always, under the claim
             record_refund(unit, held, Decimal(amount_minor).scaleb(-minor_digits(held.currency)))
     try:
-        after = _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check)
+        after = _claimed(db, store, charge_id, now, (SUCCESS, PARTIALLY_REFUNDED), ask, apply, check,
+                         for_the_request=lambda: own[0])
     except ValidationFailed:
         if abandoned:  # the processor refused the abandoned refund; this request's own 422s go on
-            return None, abandoned[0]
+            return None, abandoned[0], False
         raise
-    return after, abandoned[0] if abandoned else None
+    return after, abandoned[0] if abandoned else None, own[0]
 
 
 def _ask_refund(gateway: Gateway, store: Store, held: Charge, before: int, amount_minor: int) -> Result:
@@ -187,7 +204,7 @@ def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id:
     (run.finish_abandoned): its amount in minor units, or None when the claim it took named no
     refund (a request finished it meanwhile) or the processor refused it. A live claim: 409."""
     try:
-        after, finished = _refund_claimed(db, gateway, store, charge_id, now, None)
+        after, finished, _ = _refund_claimed(db, gateway, store, charge_id, now, None)
     except _NoAbandonedRefund:
         return None
     return finished if after is not None else None
@@ -195,18 +212,18 @@ def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id:
 
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],
              ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None],
-             check: Callable[[Charge, str | None], str] | None = None) -> Charge:
+             check: Callable[[Charge, str | None], str] | None = None,
+             for_the_request: Callable[[], bool] = lambda: True) -> Charge:
     """Claims the charge, runs ``check`` on it under the claim, with the claim it took over
     (None, or a stale one; what ``check`` returns is written into the claim before the
-    processor is asked), asks, and records ``apply`` under the claim."""
+    processor is asked), asks, and records ``apply`` under the claim; that record marks the
+    request's Idempotency-Key unless ``for_the_request()`` says it is another's operation."""
     run = uuid.uuid4().hex[:16]
     with db.write() as conn:
-        taken_over = None
-        if check is not None:
-            # NOTE: decisions §6.5: read in the claim's own transaction, the row locked (on
-            # SQLite the writer holds the database), so it is the very claim replaced below.
-            taken_over = conn.execute(select(charges.c.claimed_by).where(
-                charges.c.id == charge_id, charges.c.store_id == store.id).with_for_update()).scalar()
+        # NOTE: decisions §6.5: read in the claim's own transaction, the row locked (on SQLite
+        # the writer holds the database), so it is the very claim replaced below.
+        taken_over = conn.execute(select(charges.c.claimed_by).where(
+            charges.c.id == charge_id, charges.c.store_id == store.id).with_for_update()).scalar()
         if not claims.claim(conn, store.id, [charge_id], run, now, statuses=statuses):
             raise Conflict("The charge is being processed by another request")
         held = charge_repo.get(conn, store.id, charge_id, now)
@@ -216,6 +233,7 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
             conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.claimed_by == run)
                          .values(claimed_by=f"{run}{mark}"))
             run = f"{run}{mark}"
+        claimed_keys.note(conn, run)
     try:
         result = ask(held)
     except GatewayUnavailable:
@@ -227,13 +245,16 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
     except Exception:
         _release(db, store, charge_id, run)
         raise
-    with db.write() as conn:
+    with (nullcontext() if for_the_request() else before_the_call()), db.write() as conn:
         unit = Unit(conn, store, now)
         fresh = charge_repo.get(conn, store.id, charge_id, now)
         if fresh is None or fresh.claimed_by != run:
             raise Conflict("The charge was taken over by another request")
         if result.succeeded:
             apply(unit, fresh, result)
+            claimed_keys.finished(conn, [taken_over], now)  # the request that left it, if any
+        if not for_the_request():
+            claimed_keys.let_go(conn)
         _save(unit, charge_id, {"claimed_by": None, "claimed_at": None})
     if not result.succeeded:
         raise ValidationFailed.field("base", result.error or "the payment processor refused")

@@ -23,6 +23,7 @@ from rebill.models import addresses as address_table
 from rebill.models import charges, payment_methods
 
 from ..address import repository as address_repo
+from .. import claimed_keys
 from ..charge import repository as charge_repo
 from ..charge.model import ERROR, PENDING, QUEUED, Charge
 from ..money import minor_digits
@@ -92,11 +93,12 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
     claim holds them, claim.py). With ``skip_locked`` it waits for no other
     transaction: the charges whose address another one holds (another worker's claim or
     record, a request's replan) are left out, for a later batch or run."""
-    run = run or claims.run_name()
+    # A request's own run (a manual process) names its key's claim (domain/claimed_keys.py).
+    keyed, run = run is not None, run or claims.run_name()
     for attempt in range(1, RECORD_TRIES + 1):
         try:
             found, methods, unanswered = _claim(db, store, charge_ids, run, now, stale_after, due_on, skip_locked,
-                                                taking_over)
+                                                taking_over, keyed)
             break
         except DBAPIError as exc:
             # PostgreSQL gave the claim up in a deadlock (another transaction locking addresses
@@ -105,7 +107,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
             if attempt == RECORD_TRIES or not retryable(exc):
                 raise
     failpoints.hit("billing.after_claim")
-    answers = _pay(gateway, store, found, methods, unanswered)
+    answers = _pay(gateway, store, found, methods, set(unanswered))
     failpoints.hit("billing.after_gateway")
     _mark_unanswered(db, store, run, {c.id for c in found} - {c.id for c, _, _ in answers})
     processor = processor_name(gateway, store.id)
@@ -113,6 +115,9 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
         try:
             with db.write() as conn:
                 recorded = record(Unit(conn, store, now, origin=ORIGIN), run, answers, processor)
+                # The requests whose claims this run took over, their answers now recorded.
+                claimed_keys.finished(conn, [unanswered[done.charge_id] for done in recorded
+                                             if done.charge_id in unanswered], now)
                 failpoints.hit("billing.before_commit")
             break
         except DBAPIError as exc:
@@ -129,11 +134,12 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
 
 
 def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: datetime, stale_after: timedelta,
-           due_on: claims.DueOn | None, skip_locked: bool, taking_over: str | None
-           ) -> tuple[list[Charge], dict[int, dict[str, Any]], set[int]]:
+           due_on: claims.DueOn | None, skip_locked: bool, taking_over: str | None, keyed: bool = False
+           ) -> tuple[list[Charge], dict[int, dict[str, Any]], dict[int, str]]:
     """The claim's transaction (process): the charges claimed, the methods that pay them, and
-    those of them whose claim this one took over (a run that died or got no answer: their
-    attempt may have been made)."""
+    those of them whose claim this one took over, with that claim (a run that died or got no
+    answer: their attempt may have been made). ``keyed``: a request's claim, which its key
+    names (domain/claimed_keys.py)."""
     with before_the_call(), db.write() as conn:
         unit = Unit(conn, store, now, origin=ORIGIN)
         # The charges' addresses first, as every replan locks them (PostgreSQL): a replan that
@@ -142,7 +148,7 @@ def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: dat
         rows = conn.execute(select(charges.c.id, charges.c.address_id, charges.c.claimed_by).where(
             charges.c.store_id == store.id, among(charges.c.id, charge_ids))).all()
         homes = {charge_id: address_id for charge_id, address_id, _ in rows}
-        held_before = {charge_id for charge_id, _, claimed_by in rows if claimed_by is not None}
+        held_before = {charge_id: claimed_by for charge_id, _, claimed_by in rows if claimed_by is not None}
         held = set(address_repo.lock(conn, store.id, sorted(set(homes.values())), skip_locked=skip_locked))
         if skip_locked:
             charge_ids = [i for i in charge_ids if homes.get(i) in held]
@@ -156,7 +162,9 @@ def _claim(db: Database, store: Store, charge_ids: list[int], run: str, now: dat
         by_id = charge_repo.many(conn, store.id, claimed)
         found = [by_id[i] for i in claimed if i in by_id]
         methods = _methods(conn, store.id, found)
-    return found, methods, held_before & set(claimed)
+        if keyed and claimed:
+            claimed_keys.note(conn, run)
+    return found, methods, {charge_id: held_before[charge_id] for charge_id in claimed if charge_id in held_before}
 
 
 def _mark_unanswered(db: Database, store: Store, run: str, charge_ids: set[int]) -> None:

@@ -33,6 +33,7 @@ from ..address import service as address_service
 from ..address.model import AddressCreate
 from ..address.verifier import AddressVerifier, Verification
 from ..billing.outcome import count_use, make_orders
+from .. import claimed_keys
 from ..charge import repository as charges
 from ..charge.model import PENDING, SUCCESS, Charge
 from ..customer import activity
@@ -86,8 +87,10 @@ def charge(db: Database, gateway: Gateway, verifier: AddressVerifier, store: Sto
         with before_the_call(), db.write() as conn:
             checkout, attempt, taken_over = _claim(Unit(conn, store, now, origin=ORIGIN), verifier, token, run,
                                                    request)
+            claimed_keys.note(conn, run)
         result = _pay(db, gateway, store, checkout, attempt, run)
-        done = _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id))
+        done = _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id),
+                       checkout.claimed_by if taken_over else None)
         if not taken_over:
             if not result.succeeded:
                 # NOTE: decisions §7.7.6, the processor's reason; the checkout stays open.
@@ -232,8 +235,10 @@ def _pay(db: Database, gateway: Gateway, store: Store, checkout: Checkout, attem
 
 
 def _record(db: Database, store: Store, token: str, run: str, attempt: dict[str, Any], result: Result,
-            now: datetime, processor: str) -> CheckoutCharge:
-    """``processor``: the processor that took the payment, which its charge records."""
+            now: datetime, processor: str, finishing: str | None = None) -> CheckoutCharge:
+    """``processor``: the processor that took the payment, which its charge records;
+    ``finishing``: the stale claim this payment took over, whose request's key it marks when
+    the payment went through (domain/claimed_keys.py)."""
     for tries in range(1, RECORD_TRIES + 1):
         try:
             with db.write() as conn:
@@ -243,6 +248,7 @@ def _record(db: Database, store: Store, token: str, run: str, attempt: dict[str,
                     raise Conflict("The checkout's payment was taken over by another request")
                 if result.succeeded:
                     complete(unit, checkout, attempt, result, processor)
+                    claimed_keys.finished(conn, [finishing], now)
                 else:
                     repository.release(conn, store.id, checkout.id, run)
                 return answer(unit, token)
@@ -464,7 +470,8 @@ def finish_abandoned(db: Database, gateway: Gateway, store: Store, now: datetime
                 repository.claim(conn, store.id, checkout.id, run, now, repository.STALE_AFTER, {})
                 attempt = checkout.payment
             result = _pay(db, gateway, store, checkout, attempt, run)
-            _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id))
+            _record(db, store, token, run, attempt, result, now, processor_name(gateway, store.id),
+                    checkout.claimed_by)
             finished += result.succeeded
         except KeyTakenOver:  # the request running this (a clock advance) lost its key: it stops
             raise
