@@ -399,6 +399,37 @@ def test_a_cursor_with_another_filter_or_garbage_answers_422(api):
     assert garbage.json() == {"errors": {"cursor": ["Invalid value"]}}
 
 
+def test_a_cursor_is_never_much_longer_than_the_request_it_came_from(api):
+    """Found by an audit: `ids` padded with 50,000 commas (accepted: empty elements are
+    skipped) made a 68 KB cursor, past the 64 KiB a request line may have: the next page could
+    not be asked for. A long cursor is deflated (api/listing.py)."""
+    made = sorted(create(api)["id"] for _ in range(3))
+    ids = ",".join(map(str, made)) + "," * 15_000  # 45 KB as sent, each comma %2C
+    first = api.get("/customers", params={"limit": 2, "ids": ids, "sort_by": "id-asc"}).json()
+    cursor = first["next_cursor"]
+    assert len(cursor) < 2_000, len(cursor)
+    second = api.get("/customers", params={"limit": 2, "cursor": cursor}).json()
+    assert [c["id"] for c in first["customers"] + second["customers"]] == made
+    back = api.get("/customers", params={"limit": 2, "cursor": second["previous_cursor"]}).json()
+    assert [c["id"] for c in back["customers"]] == made[:2]
+    # A short one stays as it was (plain JSON, no deflating on the common path).
+    import base64
+    plain = api.get("/customers", params={"limit": 1}).json()["next_cursor"]
+    assert base64.urlsafe_b64decode(plain + "=" * (-len(plain) % 4)).startswith(b"{")
+
+
+@pytest.mark.parametrize("payload", [
+    b"z" + __import__("zlib").compress(b"{" + b" " * 1_000_000 + b"}"),  # inflates past its bound
+    b"z" + __import__("zlib").compress(b'{"r": "customers"}')[:-4],  # cut short
+    b"z" + b"not deflated at all",
+])
+def test_a_deflated_cursor_that_is_a_bomb_or_broken_answers_422(api, payload):
+    import base64
+    cursor = base64.urlsafe_b64encode(payload).rstrip(b"=").decode()
+    response = api.get("/customers", params={"cursor": cursor})
+    assert response.status_code == 422 and response.json() == {"errors": {"cursor": ["Invalid value"]}}
+
+
 def test_a_cursor_of_another_resource_answers_422(api):
     customer = make_customer(api)
     for _ in range(2):

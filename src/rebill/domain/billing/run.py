@@ -22,8 +22,8 @@ from rebill.errors import ServiceError
 from rebill.models import addresses as address_table
 from rebill.models import charges, payment_methods
 
-from ..address import repository as address_repo
 from .. import claimed_keys
+from ..address import repository as address_repo
 from ..charge import repository as charge_repo
 from ..charge.model import ERROR, PENDING, QUEUED, Charge
 from ..money import minor_digits

@@ -28,12 +28,12 @@ from rebill import failpoints
 from rebill.db.engine import Database, retryable
 from rebill.errors import Conflict, NotFound, ServiceError, ServiceUnavailable, ValidationFailed
 
+from .. import claimed_keys
 from ..address import repository as addresses
 from ..address import service as address_service
 from ..address.model import AddressCreate
 from ..address.verifier import AddressVerifier, Verification
 from ..billing.outcome import count_use, make_orders
-from .. import claimed_keys
 from ..charge import repository as charges
 from ..charge.model import PENDING, SUCCESS, Charge
 from ..customer import activity
