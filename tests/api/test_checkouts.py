@@ -1036,13 +1036,13 @@ def test_a_payment_whose_answer_was_lost_is_recorded_once_with_the_same_key(api,
     assert len(api.get("/charges", params={"status": "success"}).json()["charges"]) == 1
 
 
-def _payment_died_unrecorded(api, monkeypatch):
+def _payment_died_unrecorded(api, monkeypatch, headers=None):
     """A ready checkout whose charge's process died after the processor answered: its token."""
     priced_store(api)
     token = ready(api)["token"]
     real = checkout_charge._record
     monkeypatch.setattr(checkout_charge, "_record", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
-    assert api.post(f"/checkouts/{token}/charge", json=CHARGE).status_code == 500
+    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=headers).status_code == 500
     monkeypatch.setattr(checkout_charge, "_record", real)
     return token
 
@@ -1284,13 +1284,8 @@ def test_a_keyed_charge_finished_by_the_billing_run_answers_its_repeat_409_not_4
     had finished it: the client was told its payment failed. The run marks the request's key
     (domain/claimed_keys.py): the repeat answers as after a lost answer, and pays nothing."""
     from rebill.domain.billing import run
-    priced_store(api)
-    token = ready(api)["token"]
-    real = checkout_charge.complete
-    monkeypatch.setattr(checkout_charge, "complete", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
     keyed = {"Idempotency-Key": "pay-once"}
-    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed).status_code == 500
-    monkeypatch.setattr(checkout_charge, "complete", real)
+    token = _payment_died_unrecorded(api, monkeypatch, keyed)
     # Within the minute the key and the claim are the dead request's: 409, nothing run.
     assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed).status_code == 409
     api.clock.advance(timedelta(seconds=61))
@@ -1302,13 +1297,8 @@ def test_a_keyed_charge_finished_by_the_billing_run_answers_its_repeat_409_not_4
 
 
 def test_a_keyed_charge_whose_repeat_comes_first_finishes_it_as_its_own(api, monkeypatch):
-    priced_store(api)
-    token = ready(api)["token"]
-    real = checkout_charge.complete
-    monkeypatch.setattr(checkout_charge, "complete", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("died")))
     keyed = {"Idempotency-Key": "pay-once"}
-    assert api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed).status_code == 500
-    monkeypatch.setattr(checkout_charge, "complete", real)
+    token = _payment_died_unrecorded(api, monkeypatch, keyed)
     api.clock.advance(timedelta(seconds=61))
     repeat = api.post(f"/checkouts/{token}/charge", json=CHARGE, headers=keyed)
     assert repeat.status_code == 200, repeat.text

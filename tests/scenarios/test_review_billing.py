@@ -601,19 +601,26 @@ def _record_fails_once(monkeypatch, module, name):
     monkeypatch.setattr(module, name, fails)
 
 
+def _keyed_refund_died(api, at, monkeypatch):
+    """A paid charge of 12.50 whose refund of 5.00, key `refund-once`, answered 500 after the
+    processor refunded (its record failed): the charge."""
+    from rebill.domain.billing import money_back
+    at(START)
+    _, address, _ = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    _bill(api)
+    _record_fails_once(monkeypatch, money_back, "record_refund")
+    assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once").status_code == 500
+    return charge
+
+
 def test_a_keyed_refund_finished_by_the_billing_run_is_not_made_again_by_its_repeat(tier_a, at, monkeypatch):
     """Found by an audit: the run finished the dead request's refund (its claim stale), and the
     repeat with the same key, finding no claim left, refunded again: twice the money back. The
     request's key names its claim; whoever finishes the claim marks the key, and the repeat
     answers 409 (its answer was lost: read the charge) instead of running again."""
     api = tier_a
-    at(START)
-    _, address, _ = _subscriber(api)
-    [charge] = charges_of(api, address.id)
-    _bill(api)
-    from rebill.domain.billing import money_back
-    _record_fails_once(monkeypatch, money_back, "record_refund")
-    assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once").status_code == 500
+    charge = _keyed_refund_died(api, at, monkeypatch)
     assert _money_back_ledger(api, "refund") == [Decimal(500)]
     api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
     _bill(api)  # finish_abandoned records the dead request's refund
@@ -631,14 +638,8 @@ def test_a_keyed_refund_finished_by_the_billing_run_is_not_made_again_by_its_rep
 
 
 def test_a_keyed_refund_whose_repeat_comes_before_the_run_finishes_it_as_its_own(tier_a, at, monkeypatch):
-    from rebill.domain.billing import money_back
     api = tier_a
-    at(START)
-    _, address, _ = _subscriber(api)
-    [charge] = charges_of(api, address.id)
-    _bill(api)
-    _record_fails_once(monkeypatch, money_back, "record_refund")
-    assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once").status_code == 500
+    charge = _keyed_refund_died(api, at, monkeypatch)
     api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
     repeat = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once")
     assert repeat.status_code == 200 and repeat.json()["charge"]["total_refunds"] == "5.00", repeat.text
