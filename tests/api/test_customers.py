@@ -818,3 +818,19 @@ def test_a_customers_platform_id_may_be_sent_as_an_integer_as_every_platform_id(
     for bad in (True, 1.5, "x" * 65, "é"):
         body = {name: bad} if vapi.version == V01 else {name: {"ecommerce": bad}}
         assert name in errors_of(vapi.put(f"/customers/{made['id']}", json=body)), bad
+
+
+def test_an_external_customer_id_object_without_ecommerce_is_refused_and_changes_nothing(api):
+    """Found by an audit: `{"shopify": "5"}` (or `{}`) answered 200 and wiped the stored id."""
+    made = api.post("/customers", json=create_body(V11, external_customer_id={"ecommerce": "77"}), version=V11)
+    assert made.status_code == 201, made.text
+    customer_id = made.json()["customer"]["id"]
+    for sent in ({"shopify": "5"}, {}):
+        response = api.put(f"/customers/{customer_id}", json={"external_customer_id": sent}, version=V11)
+        assert errors_of(response) == {"external_customer_id": ["must be an object with the key ecommerce"]}
+        created = api.post("/customers", json=create_body(V11, external_customer_id=sent), version=V11)
+        assert errors_of(created) == {"external_customer_id": ["must be an object with the key ecommerce"]}
+    shown = api.get(f"/customers/{customer_id}", version=V11).json()["customer"]
+    assert shown["external_customer_id"] == {"ecommerce": "77"}
+    cleared = api.put(f"/customers/{customer_id}", json={"external_customer_id": {"ecommerce": None}}, version=V11)
+    assert cleared.json()["customer"]["external_customer_id"] == {"ecommerce": None}

@@ -265,6 +265,20 @@ def test_a_test_clock_advance_logs_its_billing_as_a_job_run(mapi, observed, capl
     assert (store["store_id"], store["paid"]) == (mapi.store.id, 1)
 
 
+def test_a_refused_clock_advance_is_no_failed_billing_run(mapi, observed, caplog):
+    """Found by an audit: `days: 0` answered 422 and also logged an ERROR line and counted a
+    failed billing run, which an operator's alert on failed runs would take for stores unbilled."""
+    caplog.set_level(logging.INFO, logger="rebill.jobs")
+    before = scrape(observed)
+    for body in ({"days": 0}, {"days": 99_999_999}, {"to": "2000-01-01"}, {"days": 1, "hours": 1}):
+        assert mapi.post("/store/clock/advance", json=body).status_code == 422, body
+    after = scrape(observed)
+    for result in ("ok", "error"):
+        assert value(after, "rebill_jobs_total", job="billing_run", result=result) == \
+            value(before, "rebill_jobs_total", job="billing_run", result=result)
+    assert [r for r in caplog.records if r.name == "rebill.jobs"] == []
+
+
 def test_every_job_run_is_counted_by_result(observed, mapi):
     def broken() -> None:
         raise RuntimeError("boom")

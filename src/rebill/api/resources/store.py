@@ -86,6 +86,9 @@ def advance_clock(call: Call) -> Reply:
     # Its stops are billing runs: one job run, counted and logged as a scheduled run is, its line
     # with the run's id and time (found by audits: an advance that paid 1,400 charges left
     # rebill_billing_charges at 0; its log line had no job_id nor duration_ms).
+    # A bad request is refused before the run starts: a client's typo is no failed billing run
+    # (found by an audit: `days: 0` logged an ERROR and counted a failed run).
+    travel.check(db, real_now, call.store.id, days=body.get("days"), to=body.get("to"), hours=body.get("hours"))
     run = record.start_job("billing run")
     ok = False
     try:

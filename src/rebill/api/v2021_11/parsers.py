@@ -3,6 +3,8 @@ contract: email, first and last name required)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rebill.api.fields import Field, Schema
 from rebill.domain.address.merge import MAX_SOURCES as MAX_MERGE_SOURCES
 from rebill.domain.customer.service import email_problem
@@ -35,6 +37,12 @@ SHIPPING_LINE = Schema(
 )
 DISCOUNT_REF = Schema(Field("id", "int"), Field("code", "str"))
 
+def _ecommerce_id(value: dict[str, Any]) -> Any:
+    if "ecommerce" not in value:
+        raise ValueError("must be an object with the key ecommerce")
+    return value["ecommerce"]
+
+
 CUSTOMER_CREATE = Schema(
     Field("email", "str", required=True, nullable=False, min_length=1, check=email_problem),
     Field("first_name", "str", required=True, nullable=False, min_length=1),
@@ -42,9 +50,10 @@ CUSTOMER_CREATE = Schema(
     Field("phone", "str", max_length=64),
     # `{"ecommerce": ...}` (spec 03), its id under the one rule of platform ids
     # (api/external_ids.py): a string or an integer (found by an audit: an integer answered 422
-    # here alone).
+    # here alone). The key must be there: `{}` or `{"shopify": "5"}` answered 200 and wiped the
+    # stored id (found by an audit); `{"ecommerce": null}` clears it.
     Field("external_customer_id", "object", items=Schema(Field("ecommerce", "external_id", max_length=64)),
-          convert=lambda value: value.get("ecommerce")),
+          convert=_ecommerce_id),
     Field("tax_exempt", "bool", nullable=False),
     Field("accepts_marketing", "bool", nullable=False),
     Field("analytics_data", "object"),

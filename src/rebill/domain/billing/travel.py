@@ -47,6 +47,16 @@ LAST_TODAY = date(9899, 12, 31)
 LEASE = timedelta(minutes=5)
 
 
+def check(db: Database, real_now: Callable[[], datetime], store_id: int, *, days: int | None = None,
+          to: date | None = None, hours: int | None = None) -> None:
+    """What ``advance`` refuses before it moves anything (403, 422), asked alone: a request
+    refused here starts no billing run (api/resources/store.py)."""
+    store = _store(db, store_id)
+    if not store.sandbox:
+        raise Forbidden("Only a sandbox store can move its clock")
+    _target(store, real_now() + store_clock.offset(store), days, to, hours)
+
+
 def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], store_id: int, *,
             days: int | None = None, to: date | None = None, hours: int | None = None,
             progress: Callable[[date], None] | None = None,
@@ -57,10 +67,8 @@ def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], st
     ``deliver`` sends the store's due webhook deliveries (jobs/deliver.py ``drain_now``): each
     stop's deliveries go out after its billing run, the retries of failed ones at the stops
     where they fall due (issue 14: a sandbox store's test clock moves its retry schedule)."""
+    check(db, real_now, store_id, days=days, to=to, hours=hours)  # a bad request: 422 first
     store = _store(db, store_id)
-    if not store.sandbox:
-        raise Forbidden("Only a sandbox store can move its clock")
-    _target(store, real_now() + store_clock.offset(store), days, to, hours)  # a bad request: 422 first
     # The store as last written holds this advance's lease (``clock_moving_until``): each stop
     # renews the one it holds, and the end lets go of it.
     store = _hold(db, store, real_now)
