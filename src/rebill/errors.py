@@ -48,6 +48,8 @@ class BadRequest(ServiceError):
 NOT_READABLE_HTTP = ("The request could not be read as HTTP: a request line (method, path and query) over "
                      "64 KiB, or a malformed request line or header")
 HEAD_TOO_LARGE = "Request Header Fields Too Large: the header fields of a request may take at most 64 KiB"
+REQUEST_TIMEOUT = ("Request Timeout: the request's head did not arrive in time (the connection is closed after "
+                   "REBILL_CLIENT_READ_SECONDS without a byte)")
 ONE_HOST = "A request of HTTP/1.1 must carry exactly one Host header field (RFC 9112 §3.2)"
 
 

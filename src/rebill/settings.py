@@ -6,6 +6,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_DATABASE_URL = f"sqlite:///{Path('var') / 'rebill.db'}"
@@ -107,6 +108,16 @@ def _seconds(name: str, text: str) -> float:
     return value
 
 
+def client_read_seconds(env: Any) -> float:
+    """`REBILL_CLIENT_READ_SECONDS` (30): how long a connection may go without a byte while a
+    request is awaited (http/protocol.py); 0 is refused (a request would never be read)."""
+    text = env.get("REBILL_CLIENT_READ_SECONDS") or "30"
+    value = _seconds("REBILL_CLIENT_READ_SECONDS", text)
+    if value <= 0:
+        raise ValueError(f"REBILL_CLIENT_READ_SECONDS must be more than 0, not {text!r}")
+    return value
+
+
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
@@ -167,6 +178,9 @@ class Settings:
     # At most ``claim_stale_seconds``, so that a frozen run's rows are free when its claims
     # are taken over; 0 switches it off.
     idle_transaction_seconds: float = 60.0
+    # Seconds a connection may go without a byte while a request is awaited (http/protocol.py,
+    # which reads it from the environment in each process).
+    client_read_seconds: float = 30.0
     # Seconds between two billing runs inside `rebill serve`; 0 switches them off.
     bill_every: float = 60.0
     # Seconds between two purges of expired idempotency keys (decisions §9.2), processor event
@@ -237,6 +251,7 @@ class Settings:
         if env.get("REBILL_IDLE_TRANSACTION_SECONDS"):
             values["idle_transaction_seconds"] = _seconds("REBILL_IDLE_TRANSACTION_SECONDS",
                                                           env["REBILL_IDLE_TRANSACTION_SECONDS"])
+        values["client_read_seconds"] = client_read_seconds(env)
         if env.get("REBILL_BILL_EVERY"):
             values["bill_every"] = _seconds("REBILL_BILL_EVERY", env["REBILL_BILL_EVERY"])
         if env.get("REBILL_PURGE_EVERY"):

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP, ONE_HOST
+from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP, ONE_HOST, REQUEST_TIMEOUT
 from tests.served import Server, serve
 
 BAD = {
@@ -163,3 +163,60 @@ def test_a_content_length_with_leading_zeros_is_its_number(server):
             b"Content-Length: 000000000000000000000%d\r\n\r\n" % len(body) + body)
     status, _, answer = _status_and_body(_exchange(server, sent))
     assert status in ("HTTP/1.1 200 OK", "HTTP/1.1 404 Not Found"), answer  # read, not refused as too large
+
+
+@pytest.fixture(scope="module")
+def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serve(tmp_path_factory.mktemp("impatient"), env={"REBILL_CLIENT_READ_SECONDS": "1"}) as running:
+        yield running
+
+
+def _held(server: Server, sent: bytes, *, pause: float = 0.0, then: bytes = b"") -> tuple[bytes, float]:
+    """What the server answers to ``sent`` (and ``then`` after ``pause``) before it closes, and
+    how long it kept the connection."""
+    import time
+    where = urlsplit(server.base_url)
+    began = time.monotonic()
+    with socket.create_connection((where.hostname, where.port), timeout=15) as conn:
+        conn.sendall(sent)
+        if then:
+            for byte in then:
+                time.sleep(pause)
+                conn.sendall(bytes([byte]))
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer, time.monotonic() - began
+
+
+def test_a_client_silent_in_the_middle_of_a_request_is_let_go(impatient):
+    """Found by an audit: half a head, a body shorter than its Content-Length, or a connection
+    with nothing sent were held for good (400 s and counting); a few thousand such sockets
+    would exhaust a process. REBILL_CLIENT_READ_SECONDS without a byte closes them."""
+    half_head, held = _held(impatient, b"GET /customers HTTP/1.1\r\nHost: x\r\nX-Serv")
+    status, headers, body = _status_and_body(half_head)
+    assert status == "HTTP/1.1 408 Request Timeout" and held < 5
+    assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+    assert json.loads(body) == {"errors": REQUEST_TIMEOUT} and len(headers["x-request-id"]) == 32
+    short_body, held = _held(impatient, b"POST /customers HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                        b"X-Service-Access-Token: " + impatient.token.encode() +
+                                        b"\r\nContent-Length: 100\r\n\r\n{\"em")
+    assert held < 5 and b" 5" not in short_body.split(b"\r\n", 1)[0]  # closed; never a 5xx
+    nothing, held = _held(impatient, b"")
+    assert nothing == b"" and held < 5
+    # Slow is not silent: a byte every 0.4 s keeps a head coming for four seconds.
+    head = (b"GET /store HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Service-Access-Token: "
+            + impatient.token.encode())
+    slow, held = _held(impatient, head, pause=0.4, then=b"\r\nX: y\r\n\r\n")
+    assert slow.startswith(b"HTTP/1.1 200 ") and held > 3, slow[:200]
+    assert impatient.request("GET", "/store")[0] == 200
+    assert "Traceback" not in impatient.log.read_text(errors="replace")
+
+
+def test_the_client_read_time_is_a_positive_number_of_seconds():
+    from rebill.settings import Settings
+    assert Settings.from_env({}).client_read_seconds == 30.0
+    assert Settings.from_env({"REBILL_CLIENT_READ_SECONDS": "2.5"}).client_read_seconds == 2.5
+    for bad in ("0", "-1", "soon"):
+        with pytest.raises(ValueError, match="REBILL_CLIENT_READ_SECONDS must be"):
+            Settings.from_env({"REBILL_CLIENT_READ_SECONDS": bad})

@@ -25,26 +25,43 @@ header is built from it); and the trailer fields of a chunked body are not heade
 a trailer in the same packet as the body authenticated or chose the version of the request, and one
 in a later packet did not. They are dropped.
 
-It overrides uvicorn's ``send_400_response``, ``data_received`` and three parser callbacks
-(``on_message_begin``, ``on_header``, ``on_headers_complete``), present since before the 0.30 the
-project requires; tests/api/test_http_protocol.py drives a real `rebill serve` with refused bytes,
+A client that stops sending in the middle of a request (half a head, a body shorter than its
+`Content-Length`), or opens a connection and sends nothing, was held for good: uvicorn bounds
+only the idle time between requests (found by an audit: a few thousand such sockets would
+have exhausted a process). Once ``READ_SECONDS`` (`REBILL_CLIENT_READ_SECONDS`, 30) pass
+without a byte while a request is awaited, the connection is closed: an unfinished head is
+answered 408 in the error shape first; an unfinished body's request sees the client gone
+(`http.disconnect`), as when a client hangs up. Reading paused by the server itself (a body
+not yet read by the app) is no client's silence and waits on.
+
+It overrides uvicorn's ``send_400_response``, ``data_received``, ``connection_made`` and four
+parser callbacks (``on_message_begin``, ``on_header``, ``on_headers_complete``,
+``on_message_complete``), present since before the 0.30 the project requires; tests/api/test_http_protocol.py drives a real `rebill serve` with refused bytes,
 so an uvicorn that renamed them fails there, not in production.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 from random import getrandbits
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from rebill.api.versions import FALLBACK_VERSION
-from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP, ONE_HOST
+from rebill.errors import HEAD_TOO_LARGE, NOT_READABLE_HTTP, ONE_HOST, REQUEST_TIMEOUT
+from rebill.settings import client_read_seconds
 
 from .render import encode
 
 _BODY = encode({"errors": NOT_READABLE_HTTP})
 _HEAD_BODY = encode({"errors": HEAD_TOO_LARGE})
 _HOST_BODY = encode({"errors": ONE_HOST})
+_TIMEOUT_BODY = encode({"errors": REQUEST_TIMEOUT})
+# Read in each process uvicorn starts (its workers inherit the environment, not the class);
+# `rebill serve` has refused a bad value before any starts (settings.py).
+READ_SECONDS = client_read_seconds(os.environ)
 MAX_HEAD = 64 * 1024
 # NOTE: decisions §2.8, every response names a version: here no store is known.
 _VERSION = b"x-service-version: " + FALLBACK_VERSION.encode() + b"\r\n"
@@ -60,10 +77,40 @@ class HttpProtocol(HttpToolsProtocol):
     _head_bytes = 0  # bytes of the pieces that continued it
     _field_bytes = 0  # bytes of its header fields' names and values
     _refusal: tuple[int, bytes] | None = None
+    _awaited = False  # a request's bytes are awaited: a new connection's, or a request's not all in
+    _began = False  # some byte of that request has come
+    _read_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._awaited, self._began = True, False
+        self._arm()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head, self._head_bytes, self._field_bytes = True, 0, 0
+        self._awaited, self._began = True, True
+
+    def on_message_complete(self) -> None:
+        self._awaited = False
+        super().on_message_complete()
+
+    def _arm(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+        self._read_timer = self.loop.call_later(READ_SECONDS, self._read_timed_out) if self._awaited else None
+
+    def _read_timed_out(self) -> None:
+        self._read_timer = None
+        if not self._awaited or self.transport.is_closing():
+            return
+        if self.flow.read_paused:  # the server's own pause: the app has not read the body yet
+            self._arm()
+            return
+        if self._in_head and self._began:
+            self._refuse(408, _TIMEOUT_BODY)
+        else:  # nothing sent at all, or a body cut short: the request sees the client gone
+            self.transport.close()
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self._in_head:
@@ -91,6 +138,12 @@ class HttpProtocol(HttpToolsProtocol):
                 self._refuse(431, _HEAD_BODY)
                 return
         super().data_received(data)
+        self._arm()  # after the parser: a request begun or ended in these bytes is known
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._awaited = False
+        self._arm()
+        super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
         # ``msg`` is uvicorn's own text, already in its log line: the answer says what to fix.
