@@ -7,7 +7,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from tests.builders import charges_of
+from tests.builders import charges_of, events_of
 from tests.scenarios.conftest import subscriber as _subscriber
 
 
@@ -262,6 +262,35 @@ def test_cancel_subscriptions_and_customer_cancels_every_subscription_of_the_cus
     api.clock.advance(seconds=10)
     regenerate.run_due(api.db, api.clock)
     assert charges_of(api, elsewhere.id) == []
+
+
+def test_two_charges_of_a_customer_closing_in_one_run_both_stay_closed_with_their_flags(api, at):
+    """Found by an audit: the first charge's customer cancel took the second's subscription out
+    of it (a charge in retry lets a cancelled subscription go) and deleted it, empty: a closed
+    charge lost, its subscription without `max_retries_reached`. Each closing charge marks its
+    own first; the customer's cancel then leaves them to their charges."""
+    from sqlalchemy import update
+
+    from rebill.models import stores
+    from tests.builders import make_address, make_customer, make_subscription
+    with api.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == api.store.id).values(dunning={
+            "first_retry_days": 1, "retry_every_days": 2, "max_attempts": 3,
+            "on_max_retries": "cancel_subscriptions_and_customer"}))
+    at(date(2027, 1, 20))
+    customer = make_customer(api)
+    first_address, first = _subscriber(api, token="needs_update", customer=customer,
+                                       next_charge_scheduled_at=date(2027, 2, 1))
+    second_address = make_address(api, customer)  # paid with the customer's default method
+    second = make_subscription(api, second_address, next_charge_scheduled_at=date(2027, 2, 1))
+    assert _advance(api, days=20).json()["store_clock"]["failed"] == 6
+    closed = [c for a in (first_address, second_address) for c in charges_of(api, a.id)]
+    assert [(c.status, c.error_type) for c in closed] == [("error", "CLOSED_MAX_RETRIES_REACHED")] * 2
+    for sub in (first, second):
+        shown = api.get(f"/subscriptions/{sub.id}").json()["subscription"]
+        assert (shown["status"], shown["max_retries_reached"]) == ("cancelled", True)
+    topics = [t for t, _ in events_of(api) if t in ("charge/deleted", "charge/max_retries_reached")]
+    assert topics == ["charge/max_retries_reached"] * 2
 
 
 def test_a_deferral_is_one_row_per_address_and_a_later_one_moves_it_on(api, at):

@@ -257,8 +257,7 @@ class _Batch:
         _stamp_first_charge(unit, {c.customer_id for c, _ in self.orders})
         for topic, ids in self.events.items():
             unit.record_many(topic, ids, changed=self.changed.get(topic), customer_ids=self.owners.get(topic.split("/")[0]))
-        for charge in self.closing:
-            _close(unit, charge)
+        _close(unit, self.closing)
         for customer_id in self.refresh:
             activity.refresh(unit, customer_id)
 
@@ -490,26 +489,34 @@ def _order_row(unit: Unit, charge: Charge, k: int, when: date, prepaid: bool) ->
     }
 
 
-def _close(unit: Unit, charge: Charge) -> None:
-    """NOTE: decisions §6.4, the last attempt failed: every subscription of the charge is marked
-    `max_retries_reached`, then the store's action runs."""
+def _close(unit: Unit, closing: list[Charge]) -> None:
+    """NOTE: decisions §6.4, the last attempt failed: every subscription of each closing charge
+    is marked `max_retries_reached`, then the store's action runs. Every charge the batch closes
+    marks its own first, and only then are customers cancelled: found by an audit, two charges
+    of one customer closing in one run, the first's customer cancel took the second's
+    subscription out of it as from any charge in retry, and deleted it (empty), its
+    subscription left without `max_retries_reached`."""
+    if not closing:
+        return
     action = dunning.settings(unit.store.dunning)["on_max_retries"]
     customer_ids = set()
     closed: set[int] = set()
-    for item in items_of(unit, charge):
-        if item.kind != SUBSCRIPTION or item.status != ACTIVE:
-            continue
-        changes: dict[str, Any] = {"max_retries_reached": True}
-        topic = "subscription/updated"
-        if action in ("cancel_subscriptions", "cancel_subscriptions_and_customer"):
-            changes.update(_cancelled(unit, item))
-            topic = "subscription/cancelled"
-        _update_item(unit, item, changes, topic)
-        customer_ids.add(item.customer_id)
-        closed.add(item.id)
+    for charge in closing:
+        for item in items_of(unit, charge):
+            if item.kind != SUBSCRIPTION or item.status != ACTIVE:
+                continue
+            changes: dict[str, Any] = {"max_retries_reached": True}
+            topic = "subscription/updated"
+            if action in ("cancel_subscriptions", "cancel_subscriptions_and_customer"):
+                changes.update(_cancelled(unit, item))
+                topic = "subscription/cancelled"
+            _update_item(unit, item, changes, topic)
+            customer_ids.add(item.customer_id)
+            closed.add(item.id)
     if action == "cancel_subscriptions_and_customer":
-        _cancel_customer(unit, charge.customer_id, closed)
-        customer_ids.add(charge.customer_id)
+        for customer_id in sorted({c.customer_id for c in closing}):
+            _cancel_customer(unit, customer_id, closed)
+            customer_ids.add(customer_id)
     for customer_id in customer_ids:
         activity.refresh(unit, customer_id)
 
