@@ -682,3 +682,50 @@ def test_a_keyed_refund_told_to_send_again_after_finishing_another_can_with_its_
     assert _keyed(api, f"/charges/{charge.id}/refund", {"amount": "3.00"}, "three").json() == again.json()
     assert sorted(_money_back_ledger(api, "refund")) == [Decimal(300), Decimal(500)]
     _consistent_money(api)
+
+
+def test_a_keyed_process_finished_by_the_processors_own_event_answers_its_repeat_409(tier_a, at, monkeypatch):
+    """Found by a review: the processor's event that records a dead request's payment did not
+    mark its key, and the repeat answered 422 "this one is success"."""
+    from rebill.domain.billing import inbound
+    from rebill.domain.payment.gateway import CAPTURED, Result
+    from rebill.domain.payment.inbound import InboundEvent, PaymentSettled
+    api = tier_a
+    at(START)
+    _, address, _ = _subscriber(api)
+    [charge] = charges_of(api, address.id)
+    _record_fails_once(monkeypatch, billing, "record")
+    assert _keyed(api, f"/charges/{charge.id}/process", {}, "pay-once").status_code == 500
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    fact = PaymentSettled(store_ref=str(api.store.id), idempotency_key=f"rebill-charge-{charge.id}-attempt-1",
+                          result=Result(CAPTURED, transaction_id="sbx_event"),
+                          amount_minor=int(charge.total_price * 100), currency=charge.currency)
+    inbound.apply(api.db, api.store, api.clock.now(), api.clock.now(),
+                  InboundEvent("sandbox", "evt_1", "payment_intent.succeeded", fact))
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["status"] == "success"
+    repeat = _keyed(api, f"/charges/{charge.id}/process", {}, "pay-once")
+    assert repeat.status_code == 409 and "answer was lost" in repeat.json()["errors"], repeat.text
+
+
+def test_a_refund_of_the_same_amount_under_another_key_does_not_take_a_dead_one_for_its_own(tier_a, at,
+                                                                                         monkeypatch):
+    """Found by a review: a second refund of 5.00 (its own key) finished the dead 5.00 one and
+    answered 200 as if it were its own: one refund made, two answered. A keyed request's own is
+    the claim its key names."""
+    from rebill.models import idempotency_keys
+    api = tier_a
+    charge = _keyed_refund_died(api, at, monkeypatch)
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    second = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "second-refund")
+    assert second.status_code == 409 and "send this refund again" in second.json()["errors"], second.text
+    again = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "second-refund")
+    assert again.status_code == 200 and again.json()["charge"]["total_refunds"] == "10.00", again.text
+    repeat = _keyed(api, f"/charges/{charge.id}/refund", {"amount": "5.00"}, "refund-once")
+    assert repeat.status_code == 409 and "answer was lost" in repeat.json()["errors"], repeat.text
+    assert _money_back_ledger(api, "refund") == [Decimal(500), Decimal(500)]
+    # The finished key keeps its real-time `updated_at` (a review: the store's clock was written).
+    with api.db.read() as conn:
+        state, updated = conn.execute(select(idempotency_keys.c.state, idempotency_keys.c.updated_at).where(
+            idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "refund-once")).one()
+    assert state == "finished" and updated <= api.clock.now()
+    _consistent_money(api)

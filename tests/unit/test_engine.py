@@ -97,3 +97,22 @@ def test_the_idle_transaction_setting_is_read_from_the_environment():
     for bad in ("-1", "soon", "nan"):
         with pytest.raises(ValueError, match="REBILL_IDLE_TRANSACTION_SECONDS must be a number of seconds"):
             Settings.from_env({"REBILL_IDLE_TRANSACTION_SECONDS": bad})
+
+
+def test_the_idle_setting_keeps_the_urls_own_options(database):
+    """Found by a review: connect_args replaced an `options` of REBILL_DATABASE_URL (a
+    search_path), so a schema-scoped deployment wrote to `public`."""
+    import pytest
+
+    from rebill.db.engine import make_engine
+
+    if database.dialect != "postgresql":
+        pytest.skip("a PostgreSQL setting")
+    url = database.engine.url.update_query_dict({"options": "-c search_path=elsewhere"})
+    engine = make_engine(url.render_as_string(hide_password=False), idle_transaction_seconds=2)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW search_path").scalar() == "elsewhere"
+            assert conn.exec_driver_sql("SHOW idle_in_transaction_session_timeout").scalar() == "2s"
+    finally:
+        engine.dispose()

@@ -109,7 +109,11 @@ def make_engine(url: str, *, echo: bool = False, idle_transaction_seconds: float
     if idle_transaction_seconds > 0:
         # PostgreSQL takes at most 2^31 - 1 ms (24 days); the settings allow a year.
         timeout_ms = min(max(1, round(idle_transaction_seconds * 1000)), 2**31 - 1)
-        connect_args["options"] = f"-c idle_in_transaction_session_timeout={timeout_ms}"
+        # Added to the URL's own `options` (a search_path...), which connect_args would replace
+        # (found by a review).
+        own = parsed.query.get("options")
+        own = " ".join(own) if isinstance(own, tuple) else own
+        connect_args["options"] = " ".join(filter(None, [own, f"-c idle_in_transaction_session_timeout={timeout_ms}"]))
     # No pre-ping: it costs a round trip per checkout. A connection that dropped fails its
     # first statement, SQLAlchemy invalidates it and the pool replaces it.
     return create_engine(url, echo=echo, pool_size=20, max_overflow=10, pool_recycle=1800, connect_args=connect_args,

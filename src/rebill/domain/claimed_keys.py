@@ -21,7 +21,6 @@ the same way, before any processor is asked.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 
 from sqlalchemy import Connection, and_, not_, select, update
 
@@ -59,7 +58,7 @@ def note(conn: Connection, run: str) -> None:
     raise KeyTakenOver()
 
 
-def finished(conn: Connection, claims: Iterable[str | None], now: datetime) -> None:
+def finished(conn: Connection, claims: Iterable[str | None]) -> None:
     """In the transaction that records the answers of claims taken over: the requests that
     made them (their keys still running: their answers never came) are done. The running
     request's own key is left to it: its own record marks it applied."""
@@ -72,7 +71,24 @@ def finished(conn: Connection, claims: Iterable[str | None], now: datetime) -> N
     if keyed is not None:
         store_id, token_id, key, _taken = keyed
         stmt = stmt.where(not_(and_(table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)))
-    conn.execute(stmt.values(state=FINISHED, updated_at=now))
+    # `updated_at` stays: it is real time, the keys' own (its callers have the store's, which a
+    # test clock moves), and the dead request's is past its 60 seconds already.
+    conn.execute(stmt.values(state=FINISHED))
+
+
+def names(conn: Connection, claimed_by: str | None) -> bool | None:
+    """Whether the running request's key names the claim ``claimed_by`` (its own, left by its
+    first try, now taken over by its repeat); None for a request without a key."""
+    keyed = CALLING_KEY.get() or REQUEST_KEY.get()
+    if keyed is None:
+        return None
+    if claimed_by is None:
+        return False
+    store_id, token_id, key, taken = keyed
+    table = idempotency_keys
+    return conn.execute(select(table.c.claim).where(
+        table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key,
+        table.c.created_at == taken)).scalar() == _base(claimed_by)
 
 
 def let_go(conn: Connection) -> None:

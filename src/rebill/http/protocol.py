@@ -59,9 +59,14 @@ _BODY = encode({"errors": NOT_READABLE_HTTP})
 _HEAD_BODY = encode({"errors": HEAD_TOO_LARGE})
 _HOST_BODY = encode({"errors": ONE_HOST})
 _TIMEOUT_BODY = encode({"errors": REQUEST_TIMEOUT})
-# Read in each process uvicorn starts (its workers inherit the environment, not the class);
-# `rebill serve` has refused a bad value before any starts (settings.py).
-READ_SECONDS = client_read_seconds(os.environ)
+LINGER_SECONDS = 0.5  # how long a refused connection's later bytes are read and dropped
+# Read in each process uvicorn starts (its workers inherit the environment, not the class).
+# `rebill serve` refuses a bad value by name before any starts (settings.py); imported by other
+# means, a bad value leaves the default.
+try:
+    READ_SECONDS = client_read_seconds(os.environ)
+except ValueError:
+    READ_SECONDS = 30.0
 MAX_HEAD = 64 * 1024
 # NOTE: decisions §2.8, every response names a version: here no store is known.
 _VERSION = b"x-service-version: " + FALLBACK_VERSION.encode() + b"\r\n"
@@ -80,6 +85,7 @@ class HttpProtocol(HttpToolsProtocol):
     _awaited = False  # a request's bytes are awaited: a new connection's, or a request's not all in
     _began = False  # some byte of that request has come
     _read_timer: asyncio.TimerHandle | None = None
+    _refused = False  # answered by the server itself; closing
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
@@ -104,7 +110,13 @@ class HttpProtocol(HttpToolsProtocol):
         self._read_timer = None
         if not self._awaited or self.transport.is_closing():
             return
-        if self.flow.read_paused:  # the server's own pause: the app has not read the body yet
+        cycle = self.cycle
+        owed = bool(self.pipeline) or (cycle is not None and not cycle.response_complete and not cycle.more_body)
+        if self.flow.read_paused or owed:
+            # The server's own pause (the app has not read the body yet), or an answer still
+            # owed to an earlier request of the connection (a 408 written now would be taken
+            # for its answer: found by a review, pipelined behind a slow write): not the
+            # client's silence yet.
             self._arm()
             return
         if self._in_head and self._began:
@@ -131,6 +143,8 @@ class HttpProtocol(HttpToolsProtocol):
         raise _Refused()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # answered and closing (_refuse): the rest is dropped
         if self._in_head:
             self._head_bytes += len(data)
             if self._head_bytes > MAX_HEAD:
@@ -168,4 +182,14 @@ class HttpProtocol(HttpToolsProtocol):
             body,
         ])
         self.transport.write(b"".join(content))
-        self.transport.close()
+        self._awaited, self._refused = False, True
+        self._arm()
+        # A lingering close: the answer and our end of the stream (FIN) first, then what the
+        # client still sends is read and dropped for a moment before the socket closes. Closed
+        # at once with its bytes unread, the kernel answers them with a reset, which can reach
+        # the client before it has read the answer (a request line of 300 KB lost its 400).
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_SECONDS, self.transport.close)
+        else:
+            self.transport.close()

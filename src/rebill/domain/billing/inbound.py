@@ -40,6 +40,7 @@ from rebill.db.engine import Database, retryable
 from rebill.errors import Conflict
 from rebill.models import charges, payment_methods, processor_events
 
+from .. import claimed_keys
 from ..address import repository as address_repo
 from ..charge import repository as charge_repo
 from ..charge.model import ERROR, PARTIALLY_REFUNDED, QUEUED, SUCCESS, Charge
@@ -173,6 +174,9 @@ def _settle(unit: Unit, processor: str, fact: PaymentSettled) -> bool:
         return False
     record(unit, mine, [(counted_as, fact.result, _method_of(conn, unit.store_id, charge, fact.method_token))],
            processor)
+    # A keyed request that left the claim (a process that died after the processor answered):
+    # its repeat answers 409, its payment made (found by a review: it answered 422 "success").
+    claimed_keys.finished(conn, [charge.claimed_by])
     return True
 
 

@@ -150,7 +150,7 @@ def _refund_claimed(db: Database, gateway: Gateway, store: Store, charge_id: int
     abandoned: list[int] = []
     own: list[bool] = []
 
-    def check(held: Charge, taken_over: str | None) -> str:
+    def check(held: Charge, taken_over: str | None, keyed_own: bool | None) -> str:
         # NOTE: decisions §6.5, §6.8: a claim read before claiming may be a live refund that
         # has ended since; finishing it again would send its key again, get the processor's
         # replay, and answer 200 for a refund this request never made. Only the claim this
@@ -158,7 +158,10 @@ def _refund_claimed(db: Database, gateway: Gateway, store: Store, charge_id: int
         if taken_over is not None and REFUND in taken_over:
             before, amount_minor = (int(part) for part in taken_over.split(REFUND, 1)[1].split(":"))
             abandoned.append(amount_minor)
-            own.append(same is not None and same(held, before, amount_minor))
+            # A keyed request's own is the claim its key names (found by a review: another
+            # key's refund of the same amount took a dead one as its own: one refund made, two
+            # answered); without a key, one asking the same is taken for its retry.
+            own.append(keyed_own if keyed_own is not None else same is not None and same(held, before, amount_minor))
         elif wanted is None:
             raise _NoAbandonedRefund()
         else:
@@ -212,7 +215,7 @@ def _finish_dead_refund(db: Database, gateway: Gateway, store: Store, charge_id:
 
 def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses: tuple[str, ...],
              ask: Callable[[Charge], Result], apply: Callable[[Unit, Charge, Result], None],
-             check: Callable[[Charge, str | None], str] | None = None,
+             check: Callable[[Charge, str | None, bool | None], str] | None = None,
              for_the_request: Callable[[], bool] = lambda: True) -> Charge:
     """Claims the charge, runs ``check`` on it under the claim, with the claim it took over
     (None, or a stale one; what ``check`` returns is written into the claim before the
@@ -229,7 +232,9 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
         held = charge_repo.get(conn, store.id, charge_id, now)
         assert held is not None
         if check is not None:  # a refusal here rolls the claim back with it
-            mark = check(held, taken_over)
+            # Whether the claim taken over is this request's own (its key names it), read
+            # before this claim's own ``note`` below names the new one.
+            mark = check(held, taken_over, claimed_keys.names(conn, taken_over))
             conn.execute(update(charges).where(charges.c.id == charge_id, charges.c.claimed_by == run)
                          .values(claimed_by=f"{run}{mark}"))
             run = f"{run}{mark}"
@@ -252,7 +257,7 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
             raise Conflict("The charge was taken over by another request")
         if result.succeeded:
             apply(unit, fresh, result)
-            claimed_keys.finished(conn, [taken_over], now)  # the request that left it, if any
+            claimed_keys.finished(conn, [taken_over])  # the request that left it, if any
         if not for_the_request():
             claimed_keys.let_go(conn)
         _save(unit, charge_id, {"claimed_by": None, "claimed_at": None})

@@ -117,7 +117,7 @@ def process(db: Database, gateway: Gateway, store: Store, charge_ids: list[int],
                 recorded = record(Unit(conn, store, now, origin=ORIGIN), run, answers, processor)
                 # The requests whose claims this run took over, their answers now recorded.
                 claimed_keys.finished(conn, [unanswered[done.charge_id] for done in recorded
-                                             if done.charge_id in unanswered], now)
+                                             if done.charge_id in unanswered])
                 failpoints.hit("billing.before_commit")
             break
         except DBAPIError as exc:

@@ -248,7 +248,7 @@ def _record(db: Database, store: Store, token: str, run: str, attempt: dict[str,
                     raise Conflict("The checkout's payment was taken over by another request")
                 if result.succeeded:
                     complete(unit, checkout, attempt, result, processor)
-                    claimed_keys.finished(conn, [finishing], now)
+                    claimed_keys.finished(conn, [finishing])
                 else:
                     repository.release(conn, store.id, checkout.id, run)
                 return answer(unit, token)
