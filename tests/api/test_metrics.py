@@ -272,6 +272,16 @@ def test_a_refused_clock_advance_is_no_failed_billing_run(mapi, observed, caplog
     before = scrape(observed)
     for body in ({"days": 0}, {"days": 99_999_999}, {"to": "2000-01-01"}, {"days": 1, "hours": 1}):
         assert mapi.post("/store/clock/advance", json=body).status_code == 422, body
+    # Another advance holding the clock (its lease, as a running advance writes it): 409.
+    from datetime import timedelta as later
+
+    from sqlalchemy import update
+
+    from rebill.models import stores
+    with mapi.db.write() as conn:
+        conn.execute(update(stores).where(stores.c.id == mapi.store.id).values(
+            clock_moving_until=mapi.clock.now() + later(minutes=5)))
+    assert mapi.post("/store/clock/advance", json={"days": 1}).status_code == 409
     after = scrape(observed)
     for result in ("ok", "error"):
         assert value(after, "rebill_jobs_total", job="billing_run", result=result) == \

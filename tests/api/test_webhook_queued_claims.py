@@ -165,3 +165,15 @@ def test_queued_deliveries_of_a_store_uninstalled_meanwhile_wait(api, looked_at_
     _installed(api, True)  # to read them (an uninstalled store's tokens answer 403)
     shown = api.get("/webhook_deliveries", params={"webhook_id": webhook_id}, version=V11).json()
     assert sorted(d["status"] for d in shown["webhook_deliveries"]) == ["pending", "pending", "succeeded"]
+
+
+def test_an_uninstalled_stores_deliveries_are_no_stop_of_its_test_clock(api):
+    """Its deliveries wait for its installing (above): a clock walk must not stop for them."""
+    from rebill.domain.webhook import delivery
+    _hooked(api)
+    with api.db.read() as conn:
+        assert delivery.next_due(conn, api.store.id) is not None
+    _installed(api, False)
+    with api.db.read() as conn:
+        assert delivery.next_due(conn, api.store.id) is None
+    _installed(api, True)

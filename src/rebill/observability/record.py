@@ -52,6 +52,12 @@ def finish_job(run: Run, result: Any, ok: bool, *, told: bool = False) -> None:
     _RUN.set(None)
 
 
+def refused_job(run: Run) -> None:
+    """A run a request started that never began its work (the request was refused): neither
+    counted nor logged, as a refusal is no failed job."""
+    _RUN.set(None)
+
+
 def billing_store(store_id: int, summary: Any) -> None:
     """A store's part of a billing run (``domain/billing/run.Summary``): counted, and a line
     when it processed charges."""

@@ -90,7 +90,7 @@ def advance_clock(call: Call) -> Reply:
     # (found by an audit: `days: 0` logged an ERROR and counted a failed run).
     travel.check(db, real_now, call.store.id, days=body.get("days"), to=body.get("to"), hours=body.get("hours"))
     run = record.start_job("billing run")
-    ok = False
+    ok, refused = False, False
     try:
         now, summary = travel.advance(db, call.services.gateway, real_now, call.store.id,
                                       days=body.get("days"), to=body.get("to"), hours=body.get("hours"),
@@ -98,8 +98,14 @@ def advance_clock(call: Call) -> Reply:
                                                                       private_policy=call.services.webhook_private))
         record.billing_store(call.store.id, summary)
         ok = True
+    except travel.ClockMoving:
+        refused = True  # another advance holds the clock: nothing ran (found by a review)
+        raise
     finally:
-        record.finish_job(run, summary.processed if ok else None, ok)
+        if refused:
+            record.refused_job(run)
+        else:
+            record.finish_job(run, summary.processed if ok else None, ok)
     return call.one("store_clock", {
         "now": now, "today": now.astimezone(zone(call.store.timezone)).date().isoformat(),
         "processed": summary.processed, "paid": summary.paid, "pending": summary.pending, "failed": summary.failed})

@@ -47,6 +47,12 @@ LAST_TODAY = date(9899, 12, 31)
 LEASE = timedelta(minutes=5)
 
 
+class ClockMoving(Conflict):
+    """Another advance holds the store's clock: this one did nothing (no billing run ran)."""
+
+    default = "The store's test clock is already moving: try again once that advance has answered"
+
+
 def check(db: Database, real_now: Callable[[], datetime], store_id: int, *, days: int | None = None,
           to: date | None = None, hours: int | None = None) -> None:
     """What ``advance`` refuses before it moves anything (403, 422), asked alone: a request
@@ -105,7 +111,7 @@ def _hold(db: Database, store: Store, real_now: Callable[[], datetime]) -> Store
             .values(clock_moving_until=real + LEASE)).rowcount
         fresh = store_repo.get(conn, store.id)
     if not taken or fresh is None:
-        raise Conflict("The store's test clock is already moving: try again once that advance has answered")
+        raise ClockMoving()
     return fresh
 
 

@@ -136,7 +136,7 @@ def next_due(conn: Connection, store_id: int) -> datetime | None:
     webhook and resource is not due: it goes out after that one, at a stop of its own."""
     stmt = (select(d.c.next_attempt_at).join(webhooks, webhooks.c.id == d.c.webhook_id)
             .where(d.c.store_id == store_id, d.c.status == _PENDING, webhooks.c.disabled_at.is_(None),
-                   or_(d.c.event_id.is_(None), ~_in_line()))
+                   or_(d.c.event_id.is_(None), ~_in_line()), _INSTALLED)
             .order_by(d.c.next_attempt_at).limit(1))
     return conn.execute(stmt).scalar()
 
