@@ -649,16 +649,23 @@ def test_a_keyed_refund_whose_repeat_comes_before_the_run_finishes_it_as_its_own
     _consistent_money(api)
 
 
-def test_a_keyed_process_finished_by_the_billing_run_answers_its_repeat_409_not_422(tier_a, at, monkeypatch):
-    """Found by an audit: its repeat answered 422 "this one is success", as if its payment had
-    been refused; the run that finished it marks the request's key (domain/claimed_keys.py)."""
-    api = tier_a
+def _keyed_process_died(api, at, monkeypatch):
+    """A due charge whose process, key `pay-once`, answered 500 after the processor paid (its
+    record failed), and the minute of its claim past: the charge."""
     at(START)
     _, address, _ = _subscriber(api)
     [charge] = charges_of(api, address.id)
     _record_fails_once(monkeypatch, billing, "record")
     assert _keyed(api, f"/charges/{charge.id}/process", {}, "pay-once").status_code == 500
     api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    return charge
+
+
+def test_a_keyed_process_finished_by_the_billing_run_answers_its_repeat_409_not_422(tier_a, at, monkeypatch):
+    """Found by an audit: its repeat answered 422 "this one is success", as if its payment had
+    been refused; the run that finished it marks the request's key (domain/claimed_keys.py)."""
+    api = tier_a
+    charge = _keyed_process_died(api, at, monkeypatch)
     _bill(api)
     assert api.get(f"/charges/{charge.id}").json()["charge"]["status"] == "success"
     repeat = _keyed(api, f"/charges/{charge.id}/process", {}, "pay-once")
@@ -691,12 +698,7 @@ def test_a_keyed_process_finished_by_the_processors_own_event_answers_its_repeat
     from rebill.domain.payment.gateway import CAPTURED, Result
     from rebill.domain.payment.inbound import InboundEvent, PaymentSettled
     api = tier_a
-    at(START)
-    _, address, _ = _subscriber(api)
-    [charge] = charges_of(api, address.id)
-    _record_fails_once(monkeypatch, billing, "record")
-    assert _keyed(api, f"/charges/{charge.id}/process", {}, "pay-once").status_code == 500
-    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+    charge = _keyed_process_died(api, at, monkeypatch)
     fact = PaymentSettled(store_ref=str(api.store.id), idempotency_key=f"rebill-charge-{charge.id}-attempt-1",
                           result=Result(CAPTURED, transaction_id="sbx_event"),
                           amount_minor=int(charge.total_price * 100), currency=charge.currency)

@@ -229,18 +229,24 @@ def test_a_walk_across_the_change_to_summer_time_stops_on_every_date_of_the_stor
         (date(2027, 3, day), date(2027, 3, day)) for day in range(13, 16 if "to" in body else 17)]
 
 
-def test_cancel_subscriptions_and_customer_cancels_every_subscription_of_the_customer(api, at):
-    """decisions §6.4 (found by an audit: the action did what `cancel_subscriptions` does, and the
-    customer's subscription at another address went on being billed)."""
+def _cancelling_customers(api):
+    """Three attempts, then `cancel_subscriptions_and_customer`."""
     from sqlalchemy import update
 
-    from rebill.jobs import regenerate
     from rebill.models import stores
-    from tests.builders import make_address, make_customer, make_subscription
     with api.db.write() as conn:
         conn.execute(update(stores).where(stores.c.id == api.store.id).values(dunning={
             "first_retry_days": 1, "retry_every_days": 2, "max_attempts": 3,
             "on_max_retries": "cancel_subscriptions_and_customer"}))
+
+
+def test_cancel_subscriptions_and_customer_cancels_every_subscription_of_the_customer(api, at):
+    """decisions §6.4 (found by an audit: the action did what `cancel_subscriptions` does, and the
+    customer's subscription at another address went on being billed)."""
+
+    from rebill.jobs import regenerate
+    from tests.builders import make_address, make_customer, make_subscription
+    _cancelling_customers(api)
     at(date(2027, 1, 20))
     customer = make_customer(api)
     customer_id = customer.id
@@ -269,14 +275,9 @@ def test_two_charges_of_a_customer_closing_in_one_run_both_stay_closed_with_thei
     of it (a charge in retry lets a cancelled subscription go) and deleted it, empty: a closed
     charge lost, its subscription without `max_retries_reached`. Each closing charge marks its
     own first; the customer's cancel then leaves them to their charges."""
-    from sqlalchemy import update
 
-    from rebill.models import stores
     from tests.builders import make_address, make_customer, make_subscription
-    with api.db.write() as conn:
-        conn.execute(update(stores).where(stores.c.id == api.store.id).values(dunning={
-            "first_retry_days": 1, "retry_every_days": 2, "max_attempts": 3,
-            "on_max_retries": "cancel_subscriptions_and_customer"}))
+    _cancelling_customers(api)
     at(date(2027, 1, 20))
     customer = make_customer(api)
     first_address, first = _subscriber(api, token="needs_update", customer=customer,
