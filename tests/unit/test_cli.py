@@ -4,6 +4,7 @@ SQLite database; a token it prints works against the API with exactly its scopes
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -226,8 +227,10 @@ def _seeded_subscription(url: str):
     with db.write() as conn:
         store = repository.by_name(conn, "acme")
         unit = Unit(conn, store, SystemClock().now())
-        customer = customer_service.create(unit, CustomerCreate(email=f"cli{id(unit)}@example.com", first_name="C",
-                                                                last_name="L"))
+        # A name of its own each call: `id(unit)` may be the address of an earlier call's unit
+        # (found in CI: "has already been taken" on a database seeded twice).
+        customer = customer_service.create(unit, CustomerCreate(email=f"cli-{uuid.uuid4().hex}@example.com",
+                                                                first_name="C", last_name="L"))
         address = address_service.create(unit, OfflineZipVerifier(), AddressCreate(
             customer_id=customer.id, address1="1 Main St", city="San Francisco", country_code="US", province="CA",
             zip="94105", first_name="C", last_name="L", phone=""))
