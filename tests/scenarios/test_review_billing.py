@@ -731,3 +731,29 @@ def test_a_refund_of_the_same_amount_under_another_key_does_not_take_a_dead_one_
             idempotency_keys.c.store_id == api.store.id, idempotency_keys.c.key == "refund-once")).one()
     assert state == "finished" and updated <= api.clock.now()
     _consistent_money(api)
+
+
+def test_twenty_repeats_at_once_of_a_dead_keyed_refund_make_it_once(tier_a, at, monkeypatch):
+    """The repeats of a keyed refund that died after the processor refunded, all at once once
+    its minute is past: one finishes it (200), the others answer 409; one refund in all."""
+    import asyncio
+
+    import httpx2 as httpx
+    api = tier_a
+    charge = _keyed_refund_died(api, at, monkeypatch)
+    api.clock.advance(claims.STALE_AFTER + timedelta(seconds=1))
+
+    async def main():
+        transport = httpx.ASGITransport(app=api.client.app)
+        headers = {"X-Service-Access-Token": api.token, "X-Service-Version": api.version,
+                   "Idempotency-Key": "refund-once"}
+        async with httpx.AsyncClient(transport=transport, base_url="http://rebill.test", headers=headers) as http:
+            return await asyncio.gather(*(http.post(f"/charges/{charge.id}/refund", json={"amount": "5.00"})
+                                          for _ in range(20)))
+    replies = asyncio.run(main())
+    codes = sorted(r.status_code for r in replies)
+    assert set(codes) <= {200, 409} and codes.count(200) >= 1, codes
+    assert len({r.text for r in replies if r.status_code == 200}) == 1  # a 200 is the one refund, replayed
+    assert _money_back_ledger(api, "refund") == [Decimal(500)]
+    assert api.get(f"/charges/{charge.id}").json()["charge"]["total_refunds"] == "5.00"
+    _consistent_money(api)

@@ -21,6 +21,7 @@ the same way, before any processor is asked.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from sqlalchemy import Connection, and_, not_, select, update
 
@@ -34,6 +35,11 @@ LOST_ANSWER = ("The request with this Idempotency-Key was applied, but its answe
                "the result")
 
 
+def _running_key() -> tuple[int, int, str, datetime] | None:
+    """The running request's key, also inside ``before_the_call`` (a claim's transaction)."""
+    return CALLING_KEY.get() or REQUEST_KEY.get()
+
+
 def _base(claimed_by: str) -> str:
     """The run a claim was made under: a request's runs are plain hex; what a claim appends
     (a refund's amounts, ``:unanswered``) follows a colon."""
@@ -43,7 +49,7 @@ def _base(claimed_by: str) -> str:
 def note(conn: Connection, run: str) -> None:
     """In the claim's transaction: the running request's key names ``run``. Refused when the
     key is no longer this request's: finished by another (409, its answer lost) or taken over."""
-    keyed = CALLING_KEY.get() or REQUEST_KEY.get()
+    keyed = _running_key()
     if keyed is None:
         return
     store_id, token_id, key, taken = keyed
@@ -67,7 +73,7 @@ def finished(conn: Connection, claims: Iterable[str | None]) -> None:
         return
     table = idempotency_keys
     stmt = update(table).where(table.c.claim.in_(runs), table.c.state == "running")
-    keyed = CALLING_KEY.get() or REQUEST_KEY.get()
+    keyed = _running_key()
     if keyed is not None:
         store_id, token_id, key, _taken = keyed
         stmt = stmt.where(not_(and_(table.c.store_id == store_id, table.c.token_id == token_id, table.c.key == key)))
@@ -79,7 +85,7 @@ def finished(conn: Connection, claims: Iterable[str | None]) -> None:
 def names(conn: Connection, claimed_by: str | None) -> bool | None:
     """Whether the running request's key names the claim ``claimed_by`` (its own, left by its
     first try, now taken over by its repeat); None for a request without a key."""
-    keyed = CALLING_KEY.get() or REQUEST_KEY.get()
+    keyed = _running_key()
     if keyed is None:
         return None
     if claimed_by is None:
@@ -95,6 +101,6 @@ def let_go(conn: Connection) -> None:
     """The running request's claim ended with nothing of its own done (it finished another's
     abandoned operation and answers 409 "send it again"): its key names no claim any more, so
     that its 409 frees it at once for that repeat."""
-    keyed = CALLING_KEY.get() or REQUEST_KEY.get()
+    keyed = _running_key()
     if keyed is not None:
         conn.execute(update(idempotency_keys).where(*this_take(*keyed)).values(claim=None))
