@@ -175,8 +175,11 @@ def test_two_server_processes_are_counted_together_and_log_json_lines(tmp_path):
         _wait_for(lambda: _count(served.samples()) == answered[0], 10, "every request counted before the kill", served)
         victim = next(iter(pids_serving()))
         os.kill(victim, signal.SIGKILL)
+        # 90 s: the supervisor pings the live worker before it restarts the dead one, and the new
+        # one starts from a fresh interpreter (spawn); under the suite's load that took past 30 s
+        # once in CI. What is checked is that it comes back, not how fast.
         _wait_for(lambda: len({x["pid"] for x in served.lines() if x.get("message", "").startswith(
-            "Started server process")}) >= 3, 30, "a new worker", served)
+            "Started server process")}) >= 3, 90, "a new worker", served)
         _wait_for(answering, 30, "the server answered again", served)
         _wait_for(lambda: served.samples().get(("rebill_db_pool_size", ())) == 40, 15,
                   "the dead worker's pool forgotten", served)
