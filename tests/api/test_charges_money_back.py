@@ -207,6 +207,32 @@ def test_a_refund_refuses_bad_amounts_and_changes_nothing(tier_a, body, field, m
     assert _ledger(tier_a, "refund") == []
 
 
+def test_a_charge_that_totals_past_a_prices_twelve_digits_is_refunded_in_part(tier_a):
+    """Found by an audit: the amount was read as a price (12 integer digits), so a charge of two
+    items at the highest price refunded whole but not in part ("is out of range")."""
+    customer = make_customer(tier_a)
+    make_payment_method(tier_a, customer, processor_payment_method_token="pm_ok")
+    address = make_address(tier_a, customer)
+    make_subscription(tier_a, address, price=Decimal("999999999999.99"), quantity=2)
+    [charge] = charges_of(tier_a, address.id)
+    paid = tier_a.post(f"/charges/{charge.id}/process", json={})
+    assert paid.status_code == 200, paid.text
+    total = Decimal(paid.json()["charge"]["total_price"])
+    assert total > Decimal(10) ** 12
+    for amount in ("1" + "0" * 24, 10**24):  # 25 integer digits, as a string and as a number
+        refused = tier_a.post(f"/charges/{charge.id}/refund", json={"amount": amount})
+        assert refused.status_code == 422 and refused.json()["errors"]["amount"] == ["is out of range"]
+    part = tier_a.post(f"/charges/{charge.id}/refund", json={"amount": 1_000_000_000_000})
+    assert part.status_code == 200, part.text
+    assert _status(part.json()["charge"]) == "partially_refunded"
+    assert Decimal(part.json()["charge"]["total_refunds"]) == Decimal(10) ** 12
+    past = tier_a.post(f"/charges/{charge.id}/refund", json={"amount": str(total)})
+    assert past.status_code == 422 and "more than what is left" in past.json()["errors"]["amount"][0]
+    rest = tier_a.post(f"/charges/{charge.id}/refund", json={"amount": str(total - Decimal(10) ** 12)})
+    assert rest.status_code == 200 and _status(rest.json()["charge"]) == "refunded"
+    assert _ledger(tier_a, "refund") == [Decimal(10) ** 14, (total - Decimal(10) ** 12) * 100]
+
+
 def test_a_queued_charge_cannot_be_refunded_and_unknown_ids_are_404(tier_a):
     customer = make_customer(tier_a)
     address = make_address(tier_a, customer)

@@ -226,9 +226,13 @@ def test_a_body_per_version_money_patterns_choices_and_bulk_bodies():
     refund = _body("2021-11", "POST", "/charges/{charge_id}/refund")["properties"]["amount"]
     assert refund["type"] == ["string", "number", "null"]
     assert re.fullmatch(refund["pattern"], "12.505") and not re.fullmatch(refund["pattern"], "-1")
-    assert not re.fullmatch(refund["pattern"], "1e5") and not re.fullmatch(refund["pattern"], "1234567890123")
+    # A part of a charge has up to 24 integer digits, a price 12 (api/v2021_11/charges.py).
+    assert re.fullmatch(refund["pattern"], "1234567890123") and not re.fullmatch(refund["pattern"], "1" + "0" * 24)
+    assert not re.fullmatch(refund["pattern"], "1e5")
     # A number is bound by the same limits as a string (found by an audit: -5 and 1e20 passed).
-    assert (refund["minimum"], refund["exclusiveMaximum"]) == (0, 10**12)
+    assert (refund["minimum"], refund["exclusiveMaximum"]) == (0, 10**24)
+    price = _body("2021-11", "POST", "/onetimes")["properties"]["price"]
+    assert not re.fullmatch(price["pattern"], "1234567890123") and price["exclusiveMaximum"] == 10**12
     from rebill.domain.metafield.model import OWNERS
     bare = _body("2021-11", "POST", "/metafields")["anyOf"][0]
     assert bare["properties"]["owner_resource"]["enum"] == sorted(OWNERS) and "owner_resource" in bare["required"]

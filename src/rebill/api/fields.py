@@ -62,6 +62,9 @@ class Field:
     decimals: int | None = 2
     # money: whether a leading minus is allowed (amounts are non-negative unless stated).
     signed: bool = False
+    # money: the most integer digits. Prices and codes' values take 12 (a trillion in any
+    # currency); an amount that names part of a charge takes what a charge may total.
+    digits: int = MAX_INTEGER_DIGITS
     # What an absent optional field is stored as when the whole object is given (a create, a
     # list item); MISSING leaves it out. An attribute sent without `value` keeps the key.
     default: Any = MISSING
@@ -91,7 +94,7 @@ class Field:
         return self.key or self.name
 
 
-def _decimal_text(value: Any) -> str | None:
+def _decimal_text(value: Any, bound: Decimal = MAX_DECIMAL) -> str | None:
     """The decimal notation of a JSON string or number, or None for another type. A float
     is read through its shortest repr (``12.5`` -> ``"12.5"``), never through binary."""
     if isinstance(value, str):
@@ -100,18 +103,20 @@ def _decimal_text(value: Any) -> str | None:
         return None
     if isinstance(value, int):
         # msgspec hands over integers of up to ~4300 digits; Python's str() refuses longer.
-        return str(value) if abs(value) < MAX_DECIMAL else None
+        return str(value) if abs(value) < bound else None
     if isinstance(value, float):
         return format(Decimal(repr(value)), "f")  # repr may use an exponent: 1e+16, 1e-05
     return None
 
 
-def _number(value: Any, *, signs: str, decimals: int | None) -> tuple[Decimal | None, str | None]:
+def _number(value: Any, *, signs: str, decimals: int | None,
+            digits: int = MAX_INTEGER_DIGITS) -> tuple[Decimal | None, str | None]:
     """A strict decimal: ASCII digits, one optional point, a sign only among ``signs``, at
-    most 12 integer digits and ``decimals`` places (trailing zeros do not count)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_DECIMAL:
+    most ``digits`` integer digits and ``decimals`` places (trailing zeros do not count)."""
+    bound = MAX_DECIMAL if digits == MAX_INTEGER_DIGITS else Decimal(10) ** digits
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= bound:
         return None, "is out of range"
-    text = _decimal_text(value)
+    text = _decimal_text(value, bound)
     found = DECIMAL_TEXT.fullmatch(text) if text is not None else None
     if found is None:
         return None, NOT_DECIMAL
@@ -120,7 +125,7 @@ def _number(value: Any, *, signs: str, decimals: int | None) -> tuple[Decimal | 
         sign = ""  # -0 is 0: its field's rule for zero says what is wrong (found by an audit)
     if sign and sign not in signs:
         return None, "must not be negative" if sign == "-" else NOT_DECIMAL
-    if len(whole) > MAX_INTEGER_DIGITS:
+    if len(whole) > digits:
         return None, "is out of range"
     if decimals is not None and len(places) > decimals:
         return None, f"has too many decimal places (at most {decimals})"
@@ -178,8 +183,9 @@ def _coerce(kind: str, value: Any, field: "Field | None" = None) -> tuple[Any, s
             return None, "is out of range"
         return number, problem
     if kind == "money":
-        signed = field is not None and field.signed
-        return _number(value, signs="-" if signed else "", decimals=field.decimals if field is not None else 2)
+        if field is None:
+            return _number(value, signs="", decimals=2)
+        return _number(value, signs="-" if field.signed else "", decimals=field.decimals, digits=field.digits)
     if kind == "date":
         # A date, or a datetime whose date part counts (clients send either for dates).
         if isinstance(value, str) and len(value) <= 40:

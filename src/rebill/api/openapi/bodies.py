@@ -61,14 +61,10 @@ def _any_id_form(text: dict[str, Any], max_length: int | None) -> dict[str, Any]
                                      "properties": {"ecommerce": {"anyOf": [text, number]}}}]}
 
 
-def _decimal_pattern(*, signs: str, decimals: int | None) -> str:
+def _decimal_pattern(*, signs: str, decimals: int | None, digits: int = MAX_INTEGER_DIGITS) -> str:
     sign = {"": "", "-": "-?", "+-": "[+-]?"}[signs]
     places = r"(\.[0-9]+)?" if decimals is None else rf"(\.[0-9]{{1,{decimals}}}0*|\.0+)?"
-    return rf"^{sign}0*[0-9]{{1,{MAX_INTEGER_DIGITS}}}{places}$"
-
-
-# Money takes at most 12 integer digits (api/fields.py): a number is below 10**12 in magnitude.
-MONEY_BOUND = 10**MAX_INTEGER_DIGITS
+    return rf"^{sign}0*[0-9]{{1,{digits}}}{places}$"
 
 
 def _scalar(kind: str, field: Field | None) -> dict[str, Any]:
@@ -91,12 +87,15 @@ def _scalar(kind: str, field: Field | None) -> dict[str, Any]:
     if kind == "money":
         signed = field is not None and field.signed
         decimals = field.decimals if field is not None else 2
+        digits = field.digits if field is not None else MAX_INTEGER_DIGITS
         # The pattern binds a string; the bounds bind a number (found by an audit: `-5` and
-        # `1e20` passed the document): at most 12 integer digits, not negative unless signed.
+        # `1e20` passed the document): at most the field's integer digits (api/fields.py),
+        # not negative unless signed.
+        bound = 10**digits
         return {"type": ["string", "number"], "pattern": _decimal_pattern(signs="-" if signed else "",
-                                                                          decimals=decimals),
-                "exclusiveMinimum" if signed else "minimum": -MONEY_BOUND if signed else 0,
-                "exclusiveMaximum": MONEY_BOUND}
+                                                                          decimals=decimals, digits=digits),
+                "exclusiveMinimum" if signed else "minimum": -bound if signed else 0,
+                "exclusiveMaximum": bound}
     if kind == "date":
         return dict(DATE_VALUE)
     if kind == "external_id":

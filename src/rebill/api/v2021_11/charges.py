@@ -159,12 +159,18 @@ SUBSCRIPTION_IDS = Field("subscription_ids", "list", nullable=False, items="int"
 # (found by an audit). None may be null: only no name at all is the whole charge.
 SKIP_ITEMS = Schema(ITEMS, SUBSCRIPTION_IDS,
                     Field("subscription_id", "int", nullable=False, key="purchase_item_ids", convert=lambda v: [v]))
+REFUND_DIGITS = 24
 SCHEMAS: dict[str, Schema] = {
     "charge.skip": SKIP_ITEMS,
     "charge.unskip": SKIP_ITEMS,
     "charge.change_next_charge_date": Schema(Field("next_charge_date", "date", required=True, nullable=False)),
     # NOTE: decisions §6.8, §6.12: the currency's places are checked against the charge's currency.
-    "charge.refund": Schema(Field("amount", "money", decimals=None), Field("full_refund", "bool")),
+    # A part of a charge, which may total past a price's 12 digits (found by an audit: a charge
+    # of 2,145,000,000,004.98 refunded whole but not in part): up to 24 integer digits, more than
+    # a charge can total (a line below 10**12 x a quantity up to 10**6 x up to 1,000 deliveries
+    # a charge, and its tax), within the 28 significant digits of decimal arithmetic.
+    "charge.refund": Schema(Field("amount", "money", decimals=None, digits=REFUND_DIGITS),
+                            Field("full_refund", "bool")),
     # NOTE: spec 01 Addresses skip, `subscription_ids`; the sample sends `purchase_item_ids`.
     "address.skip_charge": Schema(
         Field("date", "date", required=True, nullable=False),
