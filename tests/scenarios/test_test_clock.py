@@ -7,7 +7,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from tests.builders import charges_of, events_of
+from tests.builders import charges_of, events_of, make_address, make_customer, make_subscription
 from tests.scenarios.conftest import subscriber as _subscriber
 
 
@@ -254,7 +254,8 @@ def test_cancel_subscriptions_and_customer_cancels_every_subscription_of_the_cus
                                    next_charge_scheduled_at=date(2027, 2, 1))
     elsewhere = make_address(api, customer)
     later = make_subscription(api, elsewhere, next_charge_scheduled_at=date(2027, 6, 1))
-    assert _advance(api, days=20).json()["store_clock"]["failed"] == 3
+    # To the third attempt's stop (Feb 4) and no further: the walk's last stop.
+    assert _advance(api, to="2027-02-04").json()["store_clock"]["failed"] == 3
     for sub_id, flag in ((failing.id, True), (later.id, False)):
         shown = api.get(f"/subscriptions/{sub_id}").json()["subscription"]
         assert (shown["status"], shown["cancellation_reason"], shown["max_retries_reached"]) == (
@@ -267,6 +268,21 @@ def test_cancel_subscriptions_and_customer_cancels_every_subscription_of_the_cus
     assert waiting.has_uncommitted_changes
     api.clock.advance(seconds=10)
     regenerate.run_due(api.db, api.clock)
+    assert charges_of(api, elsewhere.id) == []
+
+
+def test_an_advance_runs_the_deferred_regenerations_a_billing_run_left_before_its_next_look(api, at):
+    """The same deferral, then the clock moved on before 5 seconds of real time: the advance
+    runs it before it looks at what is due (travel._regenerate), not the real-time job."""
+    _cancelling_customers(api)
+    at(date(2027, 1, 20))
+    customer = make_customer(api)
+    _subscriber(api, token="needs_update", customer=customer, next_charge_scheduled_at=date(2027, 2, 1))
+    elsewhere = make_address(api, customer)
+    make_subscription(api, elsewhere, next_charge_scheduled_at=date(2027, 6, 1))
+    assert _advance(api, to="2027-02-04").json()["store_clock"]["failed"] == 3
+    assert [c.has_uncommitted_changes for c in charges_of(api, elsewhere.id)] == [True]
+    assert _advance(api, days=1).status_code == 200
     assert charges_of(api, elsewhere.id) == []
 
 
@@ -313,3 +329,38 @@ def test_a_deferral_is_one_row_per_address_and_a_later_one_moves_it_on(api, at):
         rows = conn.execute(select(pending_regenerations.c.due_at).where(
             pending_regenerations.c.address_id == address.id)).scalars().all()
     assert rows == [first + timedelta(seconds=3) + pending.WINDOW]
+
+
+def _paid_on(api, address_id):
+    """(scheduled date, the store's date it was paid) of each paid charge of the address."""
+    return [(c.scheduled_at, c.processed_at.date()) for c in charges_of(api, address_id) if c.status == "success"]
+
+
+def test_an_advance_right_after_a_commit_false_date_change_bills_on_the_date_shown(api, at):
+    """Found by an audit: the deferred regeneration (decisions §5.3) waits 5 seconds of real
+    time, and an advance sent within them billed the charge on its old date (the 25th)."""
+    at(date(2027, 1, 10))
+    address, subscription = _subscriber(api, next_charge_scheduled_at=date(2027, 1, 25))
+    moved = api.put(f"/subscriptions/{subscription.id}?commit=false", json={"next_charge_scheduled_at": "2027-01-20"})
+    assert moved.status_code == 200, moved.text
+    assert [c.scheduled_at for c in charges_of(api, address.id)] == [date(2027, 1, 25)]  # still deferred
+    assert _advance(api, to="2027-02-01").status_code == 200
+    assert _paid_on(api, address.id) == [(date(2027, 1, 20), date(2027, 1, 20))]
+    item = api.get(f"/subscriptions/{subscription.id}").json()["subscription"]
+    assert item["next_charge_scheduled_at"].startswith("2027-02-20")
+
+
+def test_an_advance_right_after_a_commit_false_cadence_change_bills_every_date_of_it(api, at):
+    """A weekly subscription made every 3 days with commit=false, then an advance at once: a
+    charge on each of its dates (the audit saw 3 of 7, the first paid 12 days late)."""
+    at(date(2027, 1, 10))
+    address, subscription = _subscriber(api, next_charge_scheduled_at=date(2027, 1, 25), order_interval_unit="week",
+                                        order_interval_frequency=1, charge_interval_frequency=1)
+    changed = api.put(f"/subscriptions/{subscription.id}?commit=false", json={
+        "order_interval_unit": "day", "order_interval_frequency": 3, "charge_interval_frequency": 3})
+    assert changed.status_code == 200, changed.text
+    first = date.fromisoformat(changed.json()["subscription"]["next_charge_scheduled_at"][:10])
+    assert first < date(2027, 1, 25)
+    assert _advance(api, to="2027-02-01").status_code == 200
+    dates = [first + timedelta(days=3 * n) for n in range(10) if first + timedelta(days=3 * n) <= date(2027, 2, 1)]
+    assert _paid_on(api, address.id) == [(d, d) for d in dates]

@@ -24,8 +24,9 @@ billing run does has a source, and a test runs the billing run after an advance 
 it to find nothing left.
 
 Deferred regenerations (decisions §5.3) have no source: their 5-second window is real time,
-not the store's clock, and the advance does not run them (a due charge still flagged
-``has_uncommitted_changes`` is regenerated when it is paid, ``run.process``).
+not the store's clock; the advance runs every one of its store before each look
+(``travel._regenerate``), and a due charge still flagged ``has_uncommitted_changes`` is
+regenerated when it is paid (``run.process``).
 """
 
 from __future__ import annotations

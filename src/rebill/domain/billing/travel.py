@@ -27,6 +27,8 @@ from rebill.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from rebill.models import stores
 
 from ..payment.gateway import Gateway
+from ..schedule import pending
+from ..schedule.reconcile import replan
 from ..store import clock as store_clock
 from ..store import repository as store_repo
 from ..store.model import Store
@@ -86,6 +88,7 @@ def advance(db: Database, gateway: Gateway, real_now: Callable[[], datetime], st
         sources = due.SOURCES + ([_deliveries] if deliver is not None else [])
         summary = run.Summary()
         while now < target:
+            _regenerate(db, store, real_now)
             with db.read() as conn:
                 when = due.next_due(Unit(conn, store, now), sources)
             now = _stop(grid, start, now, step, target, when)
@@ -170,6 +173,20 @@ def _work(db: Database, gateway: Gateway, store: Store, real_now: Callable[[], d
     uncaptured, abandoned claims). A kind of due work that the billing run does not do adds
     its call here and its source in due.py."""
     run.run_store(db, gateway, store, store_clock.clock_for(store, real_now), summary=summary)
+
+
+def _regenerate(db: Database, store: Store, real_now: Callable[[], datetime]) -> None:
+    """NOTE: decisions §5.3, §6.12: the store's deferred regenerations, whatever their window,
+    before each look at what is due. Their 5 seconds are real time, but an advance is the
+    store's time passing: a look that came before them missed what a `commit=false` change
+    had moved earlier (found by an audit: a date moved from the 25th to the 20th, then an
+    advance at once, billed on the 25th; a cadence made shorter lost the charges in between).
+    The deferrals a stop's billing run makes (a customer cancelled with the charge) are done
+    before the next look too."""
+    with db.write() as conn:
+        address_ids = pending.of_store(conn, store.id)
+        if address_ids:
+            replan(Unit(conn, store, store_clock.clock_for(store, real_now)), address_ids)
 
 
 def _target(store: Store, now: datetime, days: int | None, to: date | None,

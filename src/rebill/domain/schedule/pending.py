@@ -51,6 +51,14 @@ def due(conn: Connection, now: datetime, *, store_id: int | None = None) -> list
     return [(r[0], r[1]) for r in conn.execute(stmt.order_by(table.c.store_id, table.c.address_id))]
 
 
+def of_store(conn: Connection, store_id: int) -> list[int]:
+    """The addresses of the store whose regeneration is deferred, due or not (a clock
+    advance runs them all: billing/travel.py)."""
+    table = pending_regenerations
+    return list(conn.execute(select(table.c.address_id).where(table.c.store_id == store_id)
+                             .order_by(table.c.address_id)).scalars())
+
+
 def waiting(conn: Connection, address_id: int) -> Any:
     table = pending_regenerations
     return conn.execute(select(table.c.due_at).where(table.c.address_id == address_id)).scalar()
