@@ -58,10 +58,14 @@ def test_analytics_data_in_the_spec_03_shape_is_kept_as_sent(vapi):
     "2026-01-15T123045",    # basic time
     "2026-01-15Z",          # a zone on a bare date
     "2026-01-15T12:30:45+05",  # an hour-only offset
+    # Found by an audit: another zone than UTC was taken (converted), against "anything else".
+    "2026-01-15T12:30:45-05:00",
+    "2026-01-15T12:30:45+02:00",
+    "2026-01-15T12:30:45-00:00",
 ])
 def test_a_datetime_filter_outside_the_documented_forms_answers_422(vapi, value):
-    """Decisions §2.5: `T` or a space, `Z`, `+00:00`, `+0000` or no zone, a bare date
-    (docs/api-choices.md adds other explicit offsets); anything else answers 422. Python's
+    """Decisions §2.5: `T` or a space, `Z`, `+00:00`, `+0000` or no zone, a bare date;
+    anything else answers 422 (another offset too, which a body's datetime takes). Python's
     ``fromisoformat`` took week dates, basic formats and hour-only times, which the
     decision refuses."""
     response = vapi.get("/customers", params={"created_at_min": value})
@@ -81,9 +85,26 @@ def test_a_datetime_filter_whose_plus_sign_was_decoded_as_a_space_is_read_as_its
 
 
 @pytest.mark.parametrize("value", ["2026-01-15T12:30", "2026-01-15T12:30:45.123456Z",
-                                   "2026-01-15 12:30:45.5+00:00", "2026-01-15T12:30:45-05:00"])
-def test_a_datetime_filter_with_minutes_fractions_or_an_offset_is_accepted(vapi, value):
+                                   "2026-01-15 12:30:45.5+00:00", "2026-01-15T12:30:45+0000"])
+def test_a_datetime_filter_with_minutes_or_fractions_is_accepted(vapi, value):
     assert vapi.get("/customers", params={"created_at_min": value}).status_code == 200
+
+
+@pytest.mark.parametrize("path, name", [("/charges", "scheduled_at_max"), ("/events", "created_at_min"),
+                                        ("/orders", "scheduled_at_min")])
+def test_every_datetime_filter_refuses_another_zone_than_utc(api, path, name):
+    value = "2026-01-15T12:30:45+02:00"
+    assert errors_of(api.get(path, params={name: value})) == {
+        name: [f"Invalid date: {value}. Must be a valid ISO-8601 datetime string"]}
+
+
+def test_a_bodys_datetime_takes_an_explicit_offset(api):
+    """Decisions §2.5 is about query filters: a body's datetime (a discount's `starts_at`) keeps
+    any explicit offset, converted to UTC."""
+    reply = api.post("/discounts", json={"code": "OFFSET1", "discount_type": "percentage", "value": "5",
+                                         "starts_at": "2030-01-15T12:30:45-05:00"})
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["discount"]["starts_at"].startswith("2030-01-15T17:30:45")
 
 
 # Addresses: provinces by the names clients send (decisions §4.1) ----------------------

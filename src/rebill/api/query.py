@@ -93,8 +93,10 @@ def boolean(value: str) -> bool:
 
 # NOTE: decisions §2.5, the accepted forms: a date, then optionally `T` or a space and a time
 # of hours and minutes (seconds and fractions optional), then optionally `Z`, `+00:00` or
-# `+0000` (docs/api-choices.md: other explicit offsets too). A zone's `+` that form decoding
-# of an unencoded query string turned into a space is read as the `+` it was.
+# `+0000`. A query filter takes those zones only ("anything else answers 422"); a body's
+# datetime (a discount's `starts_at`, a date field sent as a datetime) takes any explicit
+# offset too. A zone's `+` that form decoding of an unencoded query string turned into a
+# space is read as the `+` it was.
 _DATETIME = re.compile(
     r"(\d{4}-\d{2}-\d{2})"
     r"(?:[Tt ](\d{2}:\d{2}(?::\d{2}(?:\.(\d{1,9}))?)?)"
@@ -109,17 +111,26 @@ _DATETIME = re.compile(
 DATETIME_PATTERN = f"^{_DATETIME.pattern}$"
 DATETIME_FORMS = [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"},
                   {"type": "string", "pattern": DATETIME_PATTERN}]
+# A filter's: the zone UTC or none (a `format: date-time` alone would admit any offset).
+UTC_ZONES = frozenset({"Z", "z", "+00:00", "+0000", " 00:00", " 0000"})
+FILTER_PATTERN = DATETIME_PATTERN.replace(r"([Zz]|[+ -]\d{2}:?\d{2})", r"([Zz]|[+ ]00:?00)")
+assert FILTER_PATTERN != DATETIME_PATTERN
+FILTER_FORMS = [{"type": "string", "format": "date-time", "pattern": FILTER_PATTERN},
+                {"type": "string", "format": "date"}, {"type": "string", "pattern": FILTER_PATTERN}]
 
 
-def parse_datetime(value: str) -> datetime:
+def parse_datetime(value: str, *, offsets: bool = True) -> datetime:
     """``T`` or space, ``Z``/``+00:00``/``+0000``/no zone (UTC), or a bare date; an explicit
-    other offset is converted to UTC. Anything else (week dates, basic formats, an hour alone,
-    what ``fromisoformat`` would also take) answers the error of decisions §2.5."""
+    other offset is converted to UTC where ``offsets`` (a body's value), and refused otherwise
+    (a query filter's, decisions §2.5). Anything else (week dates, basic formats, an hour
+    alone, what ``fromisoformat`` would also take) answers the error of decisions §2.5."""
     found = _DATETIME.fullmatch(value.strip())
     try:
         if found is None:
             raise ValueError(value)
         day, clock, fraction, zone = found.groups()
+        if not offsets and zone is not None and zone not in UTC_ZONES:
+            raise ValueError(value)
         if clock is None:
             return datetime.combine(date.fromisoformat(day), time(), tzinfo=timezone.utc)
         if fraction is not None:  # Python reads at most microseconds
@@ -149,11 +160,16 @@ def written_date(value: str) -> date:
     return date.fromisoformat(found.group(1))
 
 
-@typed(anyOf=DATETIME_FORMS,
-       description="A date and time (`T` or a space between them; `Z`, an offset such as `+00:00` or "
-                   "`+0000`, or no zone for UTC) or a bare date (its midnight, UTC).")
+def filter_datetime(value: str) -> datetime:
+    """A query filter's datetime (decisions §2.5): UTC or no zone."""
+    return parse_datetime(value, offsets=False)
+
+
+@typed(anyOf=FILTER_FORMS,
+       description="A date and time (`T` or a space between them; `Z`, `+00:00`, `+0000` or no zone: "
+                   "UTC) or a bare date (its midnight, UTC).")
 def datetime_(value: str) -> datetime:
-    return parse_datetime(value)
+    return filter_datetime(value)
 
 
 def choice(*allowed: str, transform: Callable[[str], str] = str.lower,

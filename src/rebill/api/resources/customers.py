@@ -123,7 +123,7 @@ def _date_max(call: Call, errors: dict[str, Any]) -> date | None:
     if raw is None:
         return None
     try:
-        return q.parse_datetime(raw).date()
+        return q.filter_datetime(raw).date()
     except ValueError as exc:
         errors["date_max"] = [str(exc)]
         return None

@@ -145,7 +145,7 @@ def statuses(*allowed: str, transform: Any = str.lower) -> q.QueryParser:
 @q.typed(type="string", format="date")
 def date_(value: str) -> Any:
     """A date filter: a bare date or a datetime, whose UTC date counts (decisions §2.5)."""
-    return q.parse_datetime(value).date()
+    return q.filter_datetime(value).date()
 
 
 SERIALIZERS: dict[str, Serializer] = {"charge": charge}
