@@ -14,7 +14,7 @@ from starlette.routing import compile_path
 
 from rebill.api import openapi
 from rebill.api.declared import DELETED
-from rebill.api.query import DATETIME_FORMS, DATETIME_PATTERN, parse_datetime
+from rebill.api.query import DATETIME_PATTERN, FILTER_FORMS, filter_datetime, parse_datetime
 from rebill.api.versions import VERSIONS
 from rebill.app import RESOURCES
 
@@ -102,7 +102,7 @@ def test_query_parameters_come_from_the_list_contracts():
     new = _params(_op("2021-11", "GET", "/customers"))
     assert new["email"]["schema"] == {"type": "string"}
     assert new["ids"]["schema"]["type"] == "array" and new["ids"]["style"] == "form" and new["ids"]["explode"] is False
-    assert new["created_at_min"]["schema"]["anyOf"] == DATETIME_FORMS
+    assert new["created_at_min"]["schema"]["anyOf"] == FILTER_FORMS
     assert new["sort_by"]["schema"]["enum"] == ["id-asc", "id-desc", "created_at-asc", "created_at-desc",
                                                 "updated_at-asc", "updated_at-desc"]
     assert new["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 250, "default": 50}
@@ -133,7 +133,9 @@ def test_query_parameters_come_from_the_list_contracts():
 # NOTE: decisions §2.5, every form a date filter takes, and forms it refuses.
 TAKEN_DATES = ["2026-01-15", "2026-01-15T10:00", "2026-01-15 10:00:05", "2026-01-15T10:00:05Z",
                "2026-01-15t10:00:05z", "2026-01-15T10:00:05+00:00", "2026-01-15T10:00:05+0000",
-               "2026-01-15T10:00:05.123456789-05:30", "2026-01-15T10:00:05 0000"]
+               "2026-01-15T10:00:05.123456789Z", "2026-01-15T10:00:05 0000"]
+# A body's datetime takes another offset; a filter does not (decisions §2.5).
+OFFSET_DATES = ["2026-01-15T10:00:05.123456789-05:30", "2026-01-15T10:00:05+01:00", "2026-01-15T10:00:05-00:00"]
 REFUSED_DATES = ["2026-W02", "20260115", "2026-01-15x10:00", "2026-01-15T10", "15/01/2026", "2026-1-5",
                  "2026-01-15T10:00:05.1234567890", "2026-01-15T10:00:05+5", "now", ""]
 
@@ -145,18 +147,27 @@ def test_date_filters_and_body_dates_state_the_forms_the_parser_takes():
     takes and refuses what it refuses, here and in a body's date field; the formats stay beside
     it for generated clients (tests/fuzz/test_generated_client.py sends a date)."""
     forms = _params(_op("2021-11", "GET", "/customers"))["created_at_min"]["schema"]["anyOf"]
-    assert {"type": "string", "format": "date-time"} in forms and {"type": "string", "format": "date"} in forms
-    pattern = re.compile(next(form["pattern"] for form in forms if "pattern" in form))
+    assert {"type": "string", "format": "date"} in forms
+    # The date-time form carries the filter's pattern: the format alone admits any offset.
+    [timed] = [form for form in forms if form.get("format") == "date-time"]
+    pattern = re.compile(timed["pattern"])
+    assert all(form.get("pattern") in (None, timed["pattern"]) for form in forms)
     for text in TAKEN_DATES:
-        assert pattern.search(text) and parse_datetime(text), text
-    for text in REFUSED_DATES:
+        assert pattern.search(text) and filter_datetime(text) and parse_datetime(text), text
+    for text in REFUSED_DATES + OFFSET_DATES:
         assert not pattern.search(text), text
         with pytest.raises(ValueError):
-            parse_datetime(text)
+            filter_datetime(text)
     body = _op("2021-11", "POST", "/subscriptions")["requestBody"]["content"]["application/json"]["schema"]
     body = openapi.document("2021-11")["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]] \
         if "$ref" in body else body
     assert {"type": "string", "pattern": DATETIME_PATTERN} in body["properties"]["next_charge_scheduled_at"]["anyOf"]
+    for text in TAKEN_DATES + OFFSET_DATES:
+        assert re.search(DATETIME_PATTERN, text) and parse_datetime(text), text
+    for text in REFUSED_DATES:
+        assert not re.search(DATETIME_PATTERN, text), text
+        with pytest.raises(ValueError):
+            parse_datetime(text)
 
 
 def test_a_filter_a_list_cannot_go_without_is_said_and_a_count_requires_it():
