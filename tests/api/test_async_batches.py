@@ -458,8 +458,9 @@ def test_a_task_that_breaks_answers_500_and_the_others_go_on(api, monkeypatch, w
 def test_a_chunk_that_fails_as_a_whole_runs_again_carefully_and_no_task_runs_twice(api, monkeypatch):
     calls = []
 
-    def failing_once(unit: Any, address_ids: Any) -> Any:
+    def failing_once(unit: Any, address_ids: Any, **given: Any) -> Any:
         calls.append(sorted(address_ids))
+        assert sorted(given["read"]) == sorted(address_ids)  # the addresses its tasks read
         raise RuntimeError("the chunk's replan failed")
     monkeypatch.setattr(job, "replan", failing_once)
     addresses = [make_address(api) for _ in range(3)]

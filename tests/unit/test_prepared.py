@@ -278,3 +278,39 @@ def test_many_rows_bind_as_each_row_alone_would_on_every_driver():
             many = [plain(args) for args in compiled.arguments_many(batch)]
             assert many == [plain(compiled.arguments(row)) for row in batch], (dialect.driver, stmt)
             assert len(many) == len(batch)
+
+
+def test_the_quicker_binds_of_dates_flags_and_json_answer_as_sqlalchemys_own(tmp_path):
+    """db/prepared.py ``_quicker``: on SQLite a date, a flag and a JSON value take a short way;
+    every value binds as SQLAlchemy's own processor binds it, and what that one refuses is
+    refused alike (it still decides)."""
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    import pytest
+    from sqlalchemy import JSON, Boolean, Date, String
+
+    from rebill.db.engine import Database
+    from rebill.db.prepared import _quicker
+    db = Database.from_url(f"sqlite:///{tmp_path / 'quicker.db'}")  # the server's JSON options
+    dialect = db.engine.dialect
+    cases = [
+        (Date(), [date(2026, 1, 2), date(1, 1, 1), date(999, 12, 31), date(9999, 12, 31),
+                  datetime(2026, 1, 2, 3, 4), None], ["2026-01-02", 5]),
+        (Boolean(), [True, False, None], [2, "yes"]),
+        (JSON(), [{"a": [1, Decimal("1.50"), None]}, [], {}, [1, "x"], None, "text", 5, True], [object()]),
+    ]
+    for kind, values, refused in cases:
+        standard = kind.dialect_impl(dialect).bind_processor(dialect)
+        quick = _quicker(kind, dialect, standard)
+        assert quick is not standard, kind
+        for value in values:
+            assert quick(value) == standard(value) and type(quick(value)) is type(standard(value)), (kind, value)
+        for value in refused:
+            with pytest.raises(Exception) as theirs:
+                standard(value)
+            with pytest.raises(type(theirs.value)):
+                quick(value)
+    plain = String().dialect_impl(dialect).bind_processor(dialect)
+    assert _quicker(String(), dialect, plain) is plain
+    db.dispose()

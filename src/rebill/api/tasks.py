@@ -41,8 +41,9 @@ class BatchType:
     operation: Operation
     # The path's ids, as the body names them (decisions §7.7 item 11) and as the route does.
     ids: tuple[tuple[str, str], ...] = ()
-    # Its use case ignores what a replan returns and its reply shows no charge: a chunk of its
-    # tasks replans their addresses once, at the end (jobs/batches.py).
+    # Its use case ignores what a replan returns, its reply shows no charge, and it changes no
+    # address: a chunk of its tasks replans their addresses once, at the end, taking each
+    # address as a task locked and read it (jobs/batches.py).
     replan_later: bool = False
 
     @property
@@ -163,7 +164,7 @@ class TaskCall(Call):
 
     def __init__(self, version: Version, store: Store, services: Services, conn: Connection, at: datetime,
                  token_id: int | None, body: dict[str, Any], path: dict[str, Any],
-                 replans: set[int] | None) -> None:
+                 replans: dict[int, Any] | None) -> None:
         self.scope = {"path_params": path, "query_string": b""}
         self.receive = None
         self.version = version

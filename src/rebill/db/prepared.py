@@ -10,10 +10,13 @@ so types behave exactly as on the general path (docs/performance.md has the figu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import date
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Boolean, Connection, Integer, String, Table, insert, literal_column
+from sqlalchemy import JSON, Boolean, Connection, Integer, String, Table, insert, literal_column
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import Executable, visitors
 from sqlalchemy.sql.elements import BindParameter
@@ -71,13 +74,44 @@ def _asyncpg_fetch(conn: Connection, sql: str, args: list[Any], *, one: bool) ->
         raise DBAPIError.instance(sql, None, exc, dbapi.Error) from exc
 
 
+# SQLAlchemy's default storage format of a date on SQLite, which ``date.isoformat`` writes too.
+_SQLITE_DATE = "%(year)04d-%(month)02d-%(day)02d"
+
+
+def _quicker(kind: Any, dialect: Any, standard: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """SQLAlchemy's bind processor of ``kind``, or on SQLite an equal and quicker one for the
+    types a write binds many of (a charge row binds about 11 JSON values, a purchase item 8
+    flags and 4 dates): 0.2-0.7 µs a value less (docs/performance.md, the twenty-first session).
+    Only the common value types take the short way; anything else (None, a value SQLAlchemy
+    refuses) goes to its own processor, which answers as before."""
+    if dialect.name != "sqlite":
+        return standard
+    impl = kind.dialect_impl(dialect)
+    if isinstance(impl, sqlite.DATE) and impl._storage_format == _SQLITE_DATE:
+        def day(value: Any) -> Any:
+            return value.isoformat() if type(value) is date else standard(value)
+        return day
+    if isinstance(impl, Boolean):
+        def flag(value: Any) -> Any:  # SQLite has no boolean: SQLAlchemy binds 1 and 0
+            return 1 if value is True else 0 if value is False else standard(value)
+        return flag
+    if isinstance(impl, JSON) and dialect._json_serializer is not None:
+        serialize = dialect._json_serializer
+
+        def document(value: Any) -> Any:
+            return serialize(value) if type(value) is dict or type(value) is list else standard(value)
+        return document
+    return standard
+
+
 class _Compiled:
     __slots__ = ("sql", "fixed", "slots", "results", "_many")
 
     def __init__(self, stmt: Executable, dialect: Any, column_keys: list[str] | None = None) -> None:
         compiled = stmt.compile(dialect=dialect, column_keys=column_keys)
         self.sql = compiled.string
-        binds = compiled._bind_processors
+        binds = {name: _quicker(compiled.binds[name].type, dialect, process)
+                 for name, process in compiled._bind_processors.items()}
         # Literal values of the statement are fixed: bound and processed once. The caller's
         # parameters are the binds without a value; each call fills their slots.
         values = compiled.construct_params(_check=False)

@@ -120,8 +120,9 @@ class Unit:
         self._recorded = False  # whether this unit buffered events (reads never do)
         self.writes = writes
         # Addresses whose replan the unit's owner runs later, once for many changes (a chunk of
-        # an async batch's tasks, jobs/batches.py); None: every replan runs at once.
-        self.replans: set[int] | None = None
+        # an async batch's tasks, jobs/batches.py), each with the address as a change locked
+        # and read it (or None); None: every replan runs at once.
+        self.replans: dict[int, Any] | None = None
 
     def __enter__(self) -> "Unit":
         return self

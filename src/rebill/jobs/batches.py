@@ -203,11 +203,13 @@ class BatchRunner:
             kind = tasks.of(batch.version, batch.batch_type)
             # A store with webhooks gets each task's events rendered as that task left them.
             each = bool(webhooks.enabled(conn, store.id))
-            later: set[int] | None = set() if kind.replan_later and not careful else None
+            # The addresses to replan at the chunk's end, with each as a task locked and read it
+            # (a replan_later kind changes no address): the replan reads none of them again.
+            later: dict[int, Any] | None = {} if kind.replan_later and not careful else None
             raw = conn.connection.dbapi_connection
             results: list[tuple[int, str, Any]] = []
             for task_id, body in work.bodies(conn, task_ids):
-                mine: set[int] | None = set() if later is not None else None
+                mine: dict[int, Any] | None = {} if later is not None else None
                 buffer = outbox.buffer(conn)  # a flush takes the list away: this task's own
                 mark = len(buffer)
                 status, output = 500, INTERNAL
@@ -245,13 +247,16 @@ class BatchRunner:
                 if handed_on:
                     break  # it and the rest of the chunk's claimed tasks go with the next one
                 if later is not None and mine:
-                    later |= mine
+                    for address_id, address in mine.items():
+                        if address is not None or address_id not in later:
+                            later[address_id] = address
                 results.append((task_id, SUCCESS if status < 300 else FAILED,
                                 {"status_code": status, "output": output}))
                 if time.monotonic() - started > self.chunk_seconds:
                     break  # the rest of the chunk's claimed tasks go with the next one
             if later:
-                replan(Unit(conn, store, at, origin="batch", token_id=batch.token_id), later)
+                replan(Unit(conn, store, at, origin="batch", token_id=batch.token_id), list(later),
+                       read={i: a for i, a in later.items() if a is not None})
             outbox.flush(conn)
             work.record(conn, batch_id, results, at)
             if work.finished(conn, batch_id):
