@@ -189,3 +189,55 @@ def test_a_real_timeout_leaves_the_outcome_unknown_and_the_same_key_gets_stripes
     again = impatient.charge(payment)
     assert (again.outcome, again.transaction_id) == ("captured", intent["id"])
     assert len(shop.intents()) == 1 and _executed(shop, payment.idempotency_key) == 1
+
+
+def _to_sandbox(shop):
+    from rebill.domain.payment import processors
+    with shop.api.db.write() as conn:
+        processors.choose_sandbox(conn, shop.api.store, shop.api.clock.now())
+
+
+def test_a_store_changes_processor_only_once_no_payment_waits_for_an_answer(shop, due):
+    """Found by an audit: a declined Stripe payment whose answer was lost was asked again of the
+    sandbox after `rebill stores processor --sandbox`, which "paid" it. The change is refused
+    while a charge is claimed; once the run has the answer (the same key, at Stripe) it goes."""
+    from rebill.errors import ValidationFailed
+    shop.fake.fault(CREATE, "drop_after", times=3)
+    assert _run(shop).processed == 0  # the answer lost: the charge stays claimed
+    with pytest.raises(ValidationFailed) as refused:
+        _to_sandbox(shop)
+    assert "1 payment(s) of the store wait for the answer of stripe" in str(refused.value.errors["processor"])
+    shop.api.clock.advance(timedelta(seconds=61))
+    assert _run(shop).paid == 1  # Stripe's own answer, by the same key
+    _to_sandbox(shop)
+    assert _charge(shop, due)["external_transaction_id"]["payment_processor"].startswith("pi_")
+
+
+def test_a_stripe_payment_is_refunded_and_captured_through_stripe_only(shop, due):
+    """Found by an audit: after a switch to the sandbox, refunding a Stripe payment answered 200
+    `refunded` and Stripe refunded nothing. It is refused (422) and nothing changes."""
+    assert _run(shop).paid == 1
+    _to_sandbox(shop)
+    refused = shop.api.post(f"/charges/{due}/refund", json={"full_refund": True})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["errors"]["payment_processor"] == [
+        "the charge was paid through stripe and the store now uses sandbox: it can only be refunded through stripe"]
+    charge = _charge(shop, due)
+    assert charge["status"] == "success" and charge["total_refunds"] == "0.00"
+    [intent] = shop.intents()
+    assert intent.get("amount_refunded", 0) == 0
+
+
+def test_a_stripe_authorization_is_captured_through_stripe_only(stripe_client, database, clock, fake_stripe):
+    """The same for a capture: the sandbox "captured" an authorization Stripe still held."""
+    from tests.stripe_processor.conftest import stripe_store
+    held = stripe_store(stripe_client, database, clock, fake_stripe, authorize_only=True, plan_tier="premium_a")
+    charge_id, _, _ = held.subscriber(on=clock.now().date())
+    assert _run(held).processed == 1
+    assert _charge(held, charge_id)["status"] == "pending"
+    _to_sandbox(held)
+    refused = held.api.post(f"/charges/{charge_id}/capture_payment", json={})
+    assert refused.status_code == 422, refused.text
+    assert "it can only be captured through stripe" in refused.json()["errors"]["payment_processor"][0]
+    assert _charge(held, charge_id)["status"] == "pending"
+    assert [i["status"] for i in held.intents()] == ["requires_capture"]

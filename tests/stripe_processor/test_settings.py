@@ -132,6 +132,15 @@ def test_a_key_or_webhook_secret_that_is_not_stripes_is_refused(url, files, tmp_
     public = _run("stores", "processor", "shop", "--stripe", "--secret-key-file", str(tmp_path / "pk"),
                   "--database", url)
     assert public.exit_code == 2 and "is not a Stripe secret key" in public.output
+    # Found by an audit: a key with a line break or a space inside was taken, and every call
+    # then failed as "Stripe could not be reached".
+    for name, text in (("two_lines", f"{KEY}\nsecond line"), ("spaced", KEY[:12] + " " + KEY[12:])):
+        (tmp_path / name).write_text(text)
+        split = _run("stores", "processor", "shop", "--stripe", "--secret-key-file", str(tmp_path / name),
+                     "--database", url)
+        assert split.exit_code == 2 and "has a space or a line break inside" in " ".join(split.output.split())
+        assert KEY[12:20] not in split.output
+    assert _row(url, "shop") is None  # nothing was saved
 
 
 def test_a_bad_rebill_secret_key_is_named(url, files):

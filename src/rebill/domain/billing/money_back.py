@@ -23,7 +23,7 @@ from .. import claimed_keys
 from ..charge import repository as charge_repo
 from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge, capturable
 from ..money import minor_digits, places_problem
-from ..payment.gateway import Gateway, GatewayUnavailable, Result
+from ..payment.gateway import Gateway, GatewayUnavailable, Result, processor_name
 from ..store.model import Store
 from ..unit import Unit, before_the_call
 from . import claim as claims
@@ -39,6 +39,7 @@ def require_access(store: Store) -> None:
 def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
     require_access(store)
     charge = visible(db, store, charge_id, now)
+    _same_processor(gateway, store, charge, "captured")
     if charge.status != PENDING:
         raise ValidationFailed.field("status", f"only a pending (authorized) charge can be captured; this one is "
                                                f"{charge.status}")
@@ -50,6 +51,20 @@ def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
         raise ValidationFailed.field("status", "the authorization is more than 7 days old and can no longer be "
                                                "captured")
     return _capture(db, gateway, store, charge_id, now)
+
+
+def _same_processor(gateway: Gateway, store: Store, charge: Charge, done: str) -> None:
+    """A capture or refund goes to the processor that took the payment, which holds the money
+    and its id; a store that has since changed processor is refused (422), with nothing claimed
+    (found by an audit: after a switch from Stripe to the sandbox, the sandbox "refunded" and
+    "captured" Stripe's payments, which Stripe never did)."""
+    paid_by = charge.payment_processor
+    if paid_by is None:
+        return
+    now_by = processor_name(gateway, store.id)
+    if paid_by != now_by:
+        raise ValidationFailed.field("payment_processor", f"the charge was paid through {paid_by} and the store now "
+                                                          f"uses {now_by}: it can only be {done} through {paid_by}")
 
 
 def _capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
@@ -98,6 +113,7 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
            full: bool, now: datetime) -> Charge:
     charge = visible(db, store, charge_id, now)
     _refund_amount(charge, amount, full)  # refused before any claim
+    _same_processor(gateway, store, charge, "refunded")
 
     def wanted(held: Charge) -> Decimal:
         # Again on the charge as the claim holds it: a refund recorded since the first read

@@ -19,10 +19,10 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 
 from rebill.errors import ValidationFailed
-from rebill.models import processor_endpoints, store_processors
+from rebill.models import charges, checkouts, processor_endpoints, store_processors
 
 from ..store.model import Store
 from .vault import Vault, VaultError
@@ -117,8 +117,26 @@ def stripe_account(conn: Connection, store_id: int, vault: Vault) -> StripeAccou
                          row["authorize_only"], row["api_base"])
 
 
+def _settled(conn: Connection, store_id: int, chosen: str) -> None:
+    """A store changes processor only with no payment in flight: a charge or checkout claimed
+    (a payment, capture or refund asked and not yet recorded, or whose answer was lost) is
+    finished by asking the processor that was asked, with the same key. Found by an audit: a
+    Stripe payment declined, its answer lost, was asked again of the sandbox after the switch,
+    which "paid" it."""
+    current = processor_of(conn, store_id)
+    if current == chosen:
+        return
+    waiting = sum(conn.execute(select(func.count()).select_from(table).where(
+        table.c.store_id == store_id, table.c.claimed_by.is_not(None))).scalar() or 0 for table in (charges, checkouts))
+    if waiting:
+        raise ValidationFailed.field("processor", f"{waiting} payment(s) of the store wait for the answer of "
+                                                  f"{current}: run `rebill bill` until they are settled, then "
+                                                  "change the processor")
+
+
 def choose_sandbox(conn: Connection, store: Store, now: datetime) -> ProcessorSettings:
     """The sandbox gateway again; the Stripe keys are forgotten."""
+    _settled(conn, store.id, SANDBOX)
     conn.execute(delete(store_processors).where(store_processors.c.store_id == store.id))
     return ProcessorSettings()
 
@@ -126,6 +144,13 @@ def choose_sandbox(conn: Connection, store: Store, now: datetime) -> ProcessorSe
 def choose_stripe(conn: Connection, store: Store, now: datetime, vault: Vault, *, secret_key: str,
                   webhook_secret: str | None, authorize_only: bool, api_base: str | None) -> ProcessorSettings:
     secret_key, webhook_secret = secret_key.strip(), (webhook_secret or "").strip() or None
+    # Found by an audit: a key with a line break or a space inside was taken, and every call
+    # then failed as "Stripe could not be reached" (the HTTP library refused the header).
+    if any(c.isspace() for c in secret_key):
+        raise ValidationFailed.field("secret_key", "has a space or a line break inside: the file must hold the key alone")
+    if webhook_secret is not None and any(c.isspace() for c in webhook_secret):
+        raise ValidationFailed.field("webhook_secret", "has a space or a line break inside: the file must hold the "
+                                                       "secret alone")
     mode = _key_mode(secret_key)
     if mode == "live" and not vault.ready:
         raise ValidationFailed.field("secret_key", "a live key is stored only encrypted: set REBILL_SECRET_KEY "
@@ -145,6 +170,7 @@ def choose_stripe(conn: Connection, store: Store, now: datetime, vault: Vault, *
     except VaultError as exc:
         # NOTE: issue 16, no key is ever kept in plain text, a test key neither (docs/payments.md).
         raise ValidationFailed.field("secret_key", f"{exc}; the key was not saved") from None
+    _settled(conn, store.id, STRIPE)
     conn.execute(delete(store_processors).where(store_processors.c.store_id == store.id))
     conn.execute(insert(store_processors).values(store_id=store.id, **values))
     _ensure_endpoint(conn, store.id, now)
