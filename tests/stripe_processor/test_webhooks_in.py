@@ -508,9 +508,10 @@ def test_a_deleted_stripe_customer_makes_each_of_its_methods_invalid(shop):
 
 def test_an_updated_method_takes_stripes_details_and_a_renewed_card_is_no_longer_invalid(shop):
     _, method, _ = shop.subscriber(on=START)
-    card = shop.client.v1.payment_methods.retrieve(method["processor_payment_method_token"]).to_dict()
-    renewed = {**card, "card": {**card["card"], "exp_year": 2038, "exp_month": 4},
-               "billing_details": {**(card.get("billing_details") or {}), "name": "Ada Lovelace"}}
+    token = method["processor_payment_method_token"]
+    shop.client.v1.payment_methods.update(token, {"card": {"exp_year": 2038, "exp_month": 4},
+                                                  "billing_details": {"name": "Ada Lovelace"}})
+    renewed = shop.client.v1.payment_methods.retrieve(token).to_dict()
     with shop.api.db.write() as conn:  # a charge had found it expired
         conn.execute(update(payment_methods).where(payment_methods.c.id == method["id"]).values(
             status="invalid", status_reason="Your card has expired."))
@@ -520,6 +521,36 @@ def test_an_updated_method_takes_stripes_details_and_a_renewed_card_is_no_longer
         "exp_year": 2038, "exp_month": 4, "last4": "4242", "cardholder_name": "Ada Lovelace"}
     assert (after["status"], after["status_reason"]) == ("unvalidated", None)
     assert send(shop, "payment_method.updated", renewed).json()["result"] == "nothing to change"
+
+
+def test_a_late_method_event_does_not_put_older_details_back(shop):
+    """Found by an audit: Stripe sends events in no set order and retries them for days; a late
+    event's copy (an expiry of 2030) was put over what a newer one had set (2036). The details
+    are Stripe's as they are when the event comes."""
+    _, method, _ = shop.subscriber(on=START)
+    token = method["processor_payment_method_token"]
+    older = shop.client.v1.payment_methods.retrieve(token).to_dict()
+    older = {**older, "card": {**older["card"], "exp_year": 2030, "exp_month": 1}}
+    shop.client.v1.payment_methods.update(token, {"card": {"exp_year": 2036, "exp_month": 6}})
+    newer = shop.client.v1.payment_methods.retrieve(token).to_dict()
+    assert send(shop, "payment_method.updated", newer).json()["result"] == "applied"
+    assert send(shop, "payment_method.updated", older).json()["result"] == "nothing to change"
+    details = _method(shop, method["id"])["payment_details"]
+    assert (details["exp_year"], details["exp_month"]) == (2036, 6)
+
+
+def test_a_method_event_while_stripe_does_not_answer_is_503_and_applied_when_sent_again(shop):
+    _, method, _ = shop.subscriber(on=START)
+    token = method["processor_payment_method_token"]
+    shop.client.v1.payment_methods.update(token, {"card": {"exp_year": 2037, "exp_month": 7}})
+    card = shop.client.v1.payment_methods.retrieve(token).to_dict()
+    shop.fake.fault(f"/v1/payment_methods/{token}", "error_before", times=3, method="GET")
+    first = send(shop, "payment_method.updated", card, event_id="evt_method_unanswered")
+    assert first.status_code == 503, first.text
+    assert _method(shop, method["id"])["payment_details"]["exp_year"] != 2037
+    again = send(shop, "payment_method.updated", card, event_id="evt_method_unanswered")
+    assert again.json()["result"] == "applied"
+    assert _method(shop, method["id"])["payment_details"]["exp_year"] == 2037
 
 
 # Exactly once, at the same moment ---------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -27,6 +28,8 @@ from rebill.api.call import Services
 from rebill.domain.billing import inbound
 from rebill.domain.payment import processors, stripe_events
 from rebill.domain.payment.gateway import GatewayUnavailable
+from rebill.domain.payment.inbound import MethodUpdated
+from rebill.domain.payment_method import processor_check
 from rebill.domain.store import clock as store_clock
 from rebill.domain.store import repository as stores
 from rebill.domain.unit import REQUEST_SOURCE
@@ -107,6 +110,10 @@ def receive_event(services: Services, key: str, payload: bytes, signature: str |
     except BadRequest as exc:
         logger.warning("store %s: a Stripe event was refused: %s", store.id, exc.errors)
         raise
+    if isinstance(event.fact, MethodUpdated):
+        # Outside any transaction (a call out): the method as Stripe has it now.
+        details = processor_check.current_details(services.gateway, store.id, event.fact.method_token)
+        event = replace(event, fact=None if details is None else MethodUpdated(event.fact.method_token, details))
     result = inbound.apply(services.db, store, store_clock.clock_for(store, services.clock.now)(),
                            services.clock.now(), event)
     return {"id": event.event_id, "type": event.type, "result": result}

@@ -111,6 +111,13 @@ def method_details(method: dict[str, Any]) -> dict[str, Any]:
     name = _object(method.get("billing_details")).get("name")
     if name:
         details["cardholder_name"] = name
+    # The expiry is a number (the document says integer), whatever way it came.
+    for key in ("exp_month", "exp_year"):
+        value = details.get(key)
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 4:
+            details[key] = int(value)
+        elif not isinstance(value, int) or isinstance(value, bool):
+            details.pop(key, None)
     # Only the scalars Stripe sends there (found by an audit: fields of shapes Stripe never
     # sends, a string for `card`, a list for `type`, answered a signed event 500).
     return {k: v for k, v in details.items() if isinstance(v, (str, int)) and not isinstance(v, bool)}

@@ -49,6 +49,23 @@ def checked_update(gateway: Gateway, store_id: int, current: Any, command: Payme
     return msgspec.structs.replace(command, processor_name=STRIPE, payment_details=details)
 
 
+def current_details(gateway: Gateway, store_id: int, method: str) -> dict[str, Any] | None:
+    """The card's details as Stripe has them now (None: no such method any more), for a
+    `payment_method.updated` event. Stripe sends events in no set order and retries them for
+    days, so the event's own copy may be older than one applied already (found by an audit: a
+    late event put an expiry of 2030 back over 2036). 503 when Stripe does not answer: Stripe
+    sends the event again later."""
+    stripe_gateway = _stripe(gateway, store_id)
+    if stripe_gateway is None:
+        return None
+    try:
+        card = _retrieve(lambda: stripe_gateway.client.v1.payment_methods.retrieve(method).to_dict(), METHOD,
+                         "payment method")
+    except ValidationFailed:
+        return None  # gone at Stripe (a detach or a customer's deletion tells its own event)
+    return method_details(card)
+
+
 def _stripe(gateway: Gateway, store_id: int) -> Any:
     stripe_for = getattr(gateway, "stripe_for", None)
     if stripe_for is None:
