@@ -124,19 +124,30 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 def shown_url(url: str) -> str:
     """A database or Redis URL as logs and messages show it: without its password (found by an
     audit: a Redis outage logged `redis://:secret@...` on every process)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # a netloc urlsplit cannot read (an unclosed `[`)
+        parts, password = None, None
+    if parts is not None and password is not None:
+        user = parts.username or ""
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    # Not a URL urlsplit reads as one (a typo in its scheme, `redis//:secret@host`): whatever
+    # stands between a colon and the last `@` (found by an audit: the error naming the typo
+    # printed the password).
+    head, at, host = url.rpartition("@")
+    user, colon, secret = head.rpartition(":")
+    if at and colon and secret and not secret.startswith("//"):
+        return f"{user}:***@{host}"
+    return url
 
 
 def redis_url(text: str) -> str:
     """A URL the redis client takes; checked at start, since the client would refuse it at
     every request instead (found by an audit: every request with a token answered 500)."""
     if not text.strip().lower().startswith(REDIS_SCHEMES):
-        raise ValueError(f"REBILL_REDIS_URL must begin with {', '.join(REDIS_SCHEMES)}, not {text!r}")
+        raise ValueError(f"REBILL_REDIS_URL must begin with {', '.join(REDIS_SCHEMES)}, not {shown_url(text)!r}")
     return text.strip()
 
 

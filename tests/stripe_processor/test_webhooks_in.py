@@ -218,15 +218,22 @@ def test_the_endpoint_needs_no_token_and_is_the_only_path_that_does(shop):
     assert _post(shop, payload.encode(), _signed(shop, payload)).status_code == 200  # no token sent
     # A token sent along changes nothing: the signature decides.
     assert _post(shop, payload.encode(), "t=1,v1=00", **{"X-Service-Access-Token": shop.api.token}).status_code == 400
-    for path in ("/processors/stripe/events", f"/processors/stripe/events/{key}/", f"/processors/stripe/events/{key}/x",
-                 "/processors/stripe/events/short", f"/processors/other/events/{key}", "/processors", "/customers",
+    for path in ("/processors/stripe/events", f"/processors/other/events/{key}", "/processors", "/customers",
                  f"/PROCESSORS/stripe/events/{key}"):
         answer = client.post(path, content=payload.encode(), headers={"Stripe-Signature": _signed(shop, payload)})
         assert answer.status_code == 401, path  # the token check, as everywhere else
+    # Under the endpoints' prefix, an address that is none answers 404 as an unknown key does
+    # (found by an audit: a 401 sent the operator after a token), and reads nothing.
+    for path in (f"/processors/stripe/events/{key}/", f"/processors/stripe/events/{key}/x",
+                 "/processors/stripe/events/short", "/processors/stripe/events/"):
+        answer = client.post(path, content=payload.encode(), headers={"Stripe-Signature": _signed(shop, payload)})
+        assert (answer.status_code, answer.json()) == (404, {"errors": "No store takes Stripe's events at this "
+                                                                       "address"}), path
     assert client.get(f"/processors/stripe/events/{key}").status_code == 405
     assert client.get(f"/processors/stripe/events/{key}").headers["allow"] == "POST"
     # With a token, the paths around it are no endpoint of the API either.
     assert shop.api.post(f"/processors/stripe/events/{key}/x", json={}).status_code == 404
+    assert shop.api.post("/processors/stripe/event", json={}).status_code == 404
 
 
 def test_an_event_type_rebill_does_not_handle_is_acknowledged_and_ignored(shop):

@@ -580,6 +580,12 @@ def test_bill_makes_no_database_at_a_mistyped_path(tmp_path):
     ("not a url", "not a database URL Rebill can use"),
     # Found by an audit: a file that is no SQLite database was a traceback of 444 lines.
     ("sqlite:///{tmp}/garbage.db", "cannot use the database: file is not a database"),
+    # Found by an audit: tracebacks (a port that is no number, asyncpg's driver named, a folder
+    # that cannot be made), and a mistyped scheme that printed the URL's password.
+    ("postgresql://u:S3cretPw@127.0.0.1:notaport/db", "not a database URL Rebill can use: 'postgresql://u:***@"),
+    ("postgresql://u:S3cretPw@[::1/db", "not a database URL Rebill can use: 'postgresql://u:***@[::1/db'"),
+    ("postgresql+asyncpg://u:S3cretPw@127.0.0.1/db", "not a database URL Rebill can use"),
+    ("postgresq://u:S3cretPw@db:5432/x", "not a database URL Rebill can use: 'postgresq://u:***@db:5432/x'"),
 ])
 def test_a_database_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path, database, said):
     import subprocess
@@ -591,7 +597,44 @@ def test_a_database_the_command_cannot_use_is_one_line_not_a_traceback(tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode in (1, 2), done.stderr
     assert said in " ".join(done.stderr.split()) and "Traceback" not in done.stderr, done.stderr
+    assert "S3cretPw" not in done.stderr + done.stdout
     assert not (tmp_path / "missing").exists()  # a command that reads makes no database
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["stores", "create", "shop"]])
+def test_a_database_folder_that_cannot_be_made_is_one_line(tmp_path, command):
+    """Found by an audit: a file in the way (or a read-only folder) was a traceback."""
+    import subprocess
+    import sys
+    (tmp_path / "afile").touch()
+    url = f"sqlite:///{tmp_path}/afile/rebill.db"
+    done = subprocess.run([sys.executable, "-m", "rebill.cli", *command, "--database", url],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert f"cannot use the database's folder {tmp_path}/afile" in " ".join(done.stderr.split())
+    assert "Traceback" not in done.stderr
+
+
+def test_a_redis_url_with_a_mistyped_scheme_is_refused_without_its_password(store_db, monkeypatch):
+    monkeypatch.setenv("REBILL_REDIS_URL", "redis//:S3cretRedisPw@10.0.0.30:6379/0")
+    result = runner.invoke(cli, ["stores", "list", "--database", store_db])
+    assert result.exit_code == 2 and "redis//:***@10.0.0.30" in " ".join(result.output.split())
+    assert "S3cretRedisPw" not in result.output
+
+
+def test_an_unusable_metrics_folder_stops_serve_in_one_line(tmp_path, monkeypatch):
+    (tmp_path / "afile").touch()
+    monkeypatch.setenv("REBILL_METRICS", "on")
+    monkeypatch.setenv("REBILL_METRICS_DIR", str(tmp_path / "afile" / "metrics"))
+    result = runner.invoke(cli, ["serve", "--port", "1", "--database", f"sqlite:///{tmp_path}/db.sqlite"])
+    assert result.exit_code == 2 and "REBILL_METRICS_DIR: cannot use" in " ".join(result.output.split())
+
+
+def test_python_dash_m_rebill_is_the_command_line():
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "rebill", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "serve" in done.stdout
 
 
 def test_a_worker_waiting_for_a_database_makes_none(tmp_path):

@@ -116,3 +116,41 @@ def test_the_idle_setting_keeps_the_urls_own_options(database):
             assert conn.exec_driver_sql("SHOW idle_in_transaction_session_timeout").scalar() == "2s"
     finally:
         engine.dispose()
+
+
+def test_a_postgresql_that_takes_the_connection_and_never_answers_fails_as_unavailable(monkeypatch):
+    """Found by an audit: a server that accepted the connection and stayed silent (a frozen
+    machine, a proxy whose backend hung) held `rebill serve`'s start and every command for good.
+    A connection is given CONNECT_SECONDS, then fails as the database away (503, one line); the
+    URL's own connect_timeout stands."""
+    import socket
+    import threading
+    import time
+
+    import pytest
+
+    from rebill.db import engine
+    from rebill.db.engine import Database, unavailable
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: [held.append(silent.accept()[0]) for _ in range(16)], daemon=True).start()
+    port = silent.getsockname()[1]
+    monkeypatch.setattr(engine, "CONNECT_SECONDS", 1)
+    try:
+        for url in (f"postgresql://u@127.0.0.1:{port}/db", f"postgresql://u@127.0.0.1:{port}/db?connect_timeout=2"):
+            db = Database.from_url(url)
+            began = time.monotonic()
+            with pytest.raises(Exception) as failed:
+                with db.read():
+                    pass
+            took = time.monotonic() - began
+            assert unavailable(failed.value), failed.value
+            # libpq tries once with TLS and once without (sslmode=prefer): each try has the time.
+            assert (1 <= took < 2.9) if "connect_timeout" not in url else (2 <= took < 5.5), (url, took)
+            db.dispose()
+    finally:
+        silent.close()
+        for conn in held:
+            conn.close()

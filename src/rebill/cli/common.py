@@ -19,12 +19,12 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
-from rebill.db.engine import Database, normalize_url, unavailable
+from rebill.db.engine import Database, FolderUnusable, normalize_url, unavailable
 from rebill.db.migrate import upgrade
 from rebill.domain.store import repository as stores_repo
 from rebill.domain.store.model import Store
 from rebill.errors import ValidationFailed
-from rebill.settings import Settings
+from rebill.settings import Settings, shown_url
 
 if TYPE_CHECKING:
     from rebill.domain.unit import Unit
@@ -78,13 +78,18 @@ SUPPORTED = "sqlite:///PATH or postgresql://USER@HOST:PORT/NAME"
 def _parsed(url: str) -> URL:
     try:
         parsed = make_url(normalize_url(url))
-    except ArgumentError:
+        parsed.port  # noqa: B018 - read here: a port that is no number raised later, as a traceback
+    except (ArgumentError, ValueError):
         parsed = None
     # An in-memory SQLite database is no store: each connection would see its own empty one
     # (found by an audit: `sqlite:///:memory:` was a traceback).
+    # PostgreSQL through its psycopg driver only (found by an audit: `postgresql+asyncpg://`
+    # passed here and failed later as a traceback; the API's own asyncpg reads are Rebill's).
     if parsed is None or parsed.get_backend_name() not in ("sqlite", "postgresql") or (
+            parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "psycopg") or (
             parsed.get_backend_name() == "sqlite" and (not parsed.database or parsed.database == ":memory:")):
-        err.print(f"[red]not a database URL Rebill can use[/red]: {url!r} (use {SUPPORTED})", soft_wrap=True)
+        err.print(f"[red]not a database URL Rebill can use[/red]: {shown_url(url)!r} (use {SUPPORTED})",
+                  soft_wrap=True)
         raise typer.Exit(2)
     return parsed
 
@@ -94,6 +99,8 @@ def database_problem(exc: BaseException) -> str | None:
     was a traceback), or None for any other error, which keeps its traceback."""
     if isinstance(exc, CommandError):  # Alembic: a revision it does not know (a newer Rebill's)
         return f"cannot migrate: {exc}"
+    if isinstance(exc, FolderUnusable):
+        return str(exc)
     if isinstance(exc, (ArgumentError, NoSuchModuleError)):
         return f"not a database URL Rebill can use (use {SUPPORTED})"
     if isinstance(exc, DBAPIError):

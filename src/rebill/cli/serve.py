@@ -66,7 +66,11 @@ def serve(
     log = logging.getLogger("rebill.serve")
     metrics_dir = None
     if settings.metrics:
-        metrics_dir = prepare_directory(run_directory(f"serve-{port}", settings.metrics_dir))
+        try:
+            metrics_dir = prepare_directory(run_directory(f"serve-{port}", settings.metrics_dir))
+        except OSError as exc:  # found by an audit: a traceback, where a bad setting is one line
+            raise typer.BadParameter(f"REBILL_METRICS_DIR: cannot use {settings.metrics_dir}: "
+                                     f"{exc.strerror or exc}") from None
     upgrade(settings.database_url)
     db = Database.from_url(settings.database_url)
     with db.write() as conn:

@@ -85,6 +85,10 @@ def unavailable(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc)
 
 
+class FolderUnusable(Exception):
+    """The SQLite database's folder cannot be made (the command line says so in one line)."""
+
+
 def normalize_url(url: str) -> str:
     """Accept ``postgresql://`` and ``postgres://`` and pick the psycopg 3 driver."""
     if url.startswith("postgres://"):
@@ -92,6 +96,11 @@ def normalize_url(url: str) -> str:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     return url
+
+
+# Seconds to make a PostgreSQL connection (libpq's connect_timeout, per try: with TLS
+# preferred it tries twice; asyncpg's timeout).
+CONNECT_SECONDS = 5
 
 
 def make_engine(url: str, *, echo: bool = False, idle_transaction_seconds: float = 0) -> Engine:
@@ -105,7 +114,10 @@ def make_engine(url: str, *, echo: bool = False, idle_transaction_seconds: float
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo)
-    connect_args = {}
+    # A server that takes the connection and never answers (a frozen machine, a proxy whose
+    # backend hung) held the start and every request for good (found by an audit): a connection
+    # not made in this long fails as the database away (503). The URL's own value stands.
+    connect_args: dict[str, Any] = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_SECONDS}
     if idle_transaction_seconds > 0:
         # PostgreSQL takes at most 2^31 - 1 ms (24 days); the settings allow a year.
         timeout_ms = min(max(1, round(idle_transaction_seconds * 1000)), 2**31 - 1)
@@ -130,7 +142,11 @@ def _sqlite_engine(url: str, *, echo: bool) -> Engine:
                            f"Python's sqlite3 module uses SQLite {sqlite3.sqlite_version}")
     database = make_url(url).database
     if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(database).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # read-only, not ours, a file in the way (found by an audit: a traceback)
+            raise FolderUnusable(f"cannot use the database's folder {folder}: {exc.strerror or exc}") from None
     engine = create_engine(
         url,
         echo=echo,
@@ -201,8 +217,12 @@ class Database:
             return None
         if self._async_reads is None:
             # No pool under the lanes: they keep their connections themselves (db/read_lanes.py).
-            engine = create_async_engine(self.engine.url.set(drivername="postgresql+asyncpg"),
-                                         isolation_level="AUTOCOMMIT", poolclass=NullPool, **JSON_OPTIONS)
+            url = self.engine.url.set(drivername="postgresql+asyncpg")
+            seconds = url.query.get("connect_timeout", CONNECT_SECONDS)
+            seconds = seconds[-1] if isinstance(seconds, tuple) else seconds
+            url = url.difference_update_query(["connect_timeout"])  # asyncpg names it `timeout`
+            engine = create_async_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
+                                         connect_args={"timeout": float(seconds)}, **JSON_OPTIONS)
             self._async_reads = ReadLanes(engine, READ_LANES, broken=unavailable)
         return self._async_reads
 

@@ -147,8 +147,11 @@ class Edge:
         # Unique, not secret: the PRNG is enough and spares a system call per request.
         headers: list[tuple[bytes, bytes]] = [(b"x-request-id", b"%032x" % getrandbits(128))]
         served = asked_version if asked_version in self.versions else self.fallback_version
-        if scope["path"].startswith(PROCESSOR_EVENTS) and (key := endpoint_key(scope["path"])) is not None:
-            # Stripe calls it: no token, no version; signed with the store's endpoint secret.
+        if scope["path"].startswith(PROCESSOR_EVENTS):
+            # Stripe calls it: no token, no version; signed with the store's endpoint secret. A
+            # path under it that is no endpoint address answers 404 there, not the token's 401
+            # (found by an audit: a mistyped address sent the operator after a token).
+            key = endpoint_key(scope["path"])
             if length is None or length > MAX_BODY_BYTES:
                 receive = _bounded_receive(receive, length)
             await self.processor_events(scope, receive, send, key, headers)

@@ -1,7 +1,8 @@
 """`POST /processors/stripe/events/{key}`: Stripe's webhook events in (issue 16, docs/payments.md).
 
 The one path the edge serves without a Rebill token, since Stripe cannot send one
-(``http/edge.py`` sends exactly this path here, nothing else): the store is the one whose
+(``http/edge.py`` sends every path under its prefix here, and nothing else; one that is no
+endpoint address answers 404): the store is the one whose
 endpoint key the path names (``processors.endpoint_key``, random: the address is public and names
 no store), and the request is Stripe's when its ``Stripe-Signature`` verifies with that store's
 endpoint secret. The edge still gives it its request id and the one error shape.
@@ -43,6 +44,7 @@ PREFIX = processors.EVENTS_PATH
 # prefix is no exception to the token check.
 PATH = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_-]{16,64})")
 SIGNATURE_HEADER = b"stripe-signature"
+NO_STORE = "No store takes Stripe's events at this address"
 
 
 def endpoint_key(path: str) -> str | None:
@@ -55,9 +57,12 @@ class ProcessorEvents:
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send, key: str,
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, key: str | None,
                        headers: list[tuple[bytes, bytes]]) -> None:
+        """``key``: the endpoint key of the path, None for a path under the prefix that is none."""
         try:
+            if key is None:
+                raise NotFound(NO_STORE)
             if scope["method"] != "POST":
                 raise MethodNotAllowed(headers={"Allow": "POST"})
             body = await _body(receive)
@@ -94,7 +99,7 @@ def receive_event(services: Services, key: str, payload: bytes, signature: str |
         store_id = processors.store_of_endpoint(conn, key)
         store = stores.get(conn, store_id) if store_id is not None else None
     if store is None:
-        raise NotFound("No store takes Stripe's events at this address")
+        raise NotFound(NO_STORE)
     stripe_account = getattr(services.gateway, "stripe_account", None)
     try:
         account = stripe_account(store.id) if stripe_account is not None else None

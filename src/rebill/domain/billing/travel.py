@@ -183,9 +183,10 @@ def _regenerate(db: Database, store: Store, real_now: Callable[[], datetime]) ->
     advance at once, billed on the 25th; a cadence made shorter lost the charges in between).
     The deferrals a stop's billing run makes (a customer cancelled with the charge) are done
     before the next look too."""
-    with db.write() as conn:
+    with db.read() as conn:  # most looks find none: no write transaction for them
         address_ids = pending.of_store(conn, store.id)
-        if address_ids:
+    if address_ids:
+        with db.write() as conn:
             replan(Unit(conn, store, store_clock.clock_for(store, real_now)), address_ids)
 
 
