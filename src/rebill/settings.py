@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -121,9 +122,14 @@ def client_read_seconds(env: Any) -> float:
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
+_PASSWORD_PARAMETER = re.compile(r"(?i)([?&]password=)[^&#]*")
+
+
 def shown_url(url: str) -> str:
     """A database or Redis URL as logs and messages show it: without its password (found by an
     audit: a Redis outage logged `redis://:secret@...` on every process)."""
+    # libpq also takes the password as a parameter (found by a review).
+    url = _PASSWORD_PARAMETER.sub(r"\1***", url)
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -133,13 +139,14 @@ def shown_url(url: str) -> str:
         user = parts.username or ""
         host = parts.netloc.rpartition("@")[2]
         return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-    # Not a URL urlsplit reads as one (a typo in its scheme, `redis//:secret@host`): whatever
-    # stands between a colon and the last `@` (found by an audit: the error naming the typo
-    # printed the password).
+    # Not a URL urlsplit reads as one (a typo in its scheme, `redis//:secret@host`): what
+    # follows the first colon of the user part, up to the last `@` (found by an audit: the
+    # error naming the typo printed the password).
     head, at, host = url.rpartition("@")
-    user, colon, secret = head.rpartition(":")
-    if at and colon and secret and not secret.startswith("//"):
-        return f"{user}:***@{host}"
+    userinfo = head.rpartition("/")[2]
+    user, colon, secret = userinfo.partition(":")
+    if at and colon and secret:
+        return f"{head[:len(head) - len(userinfo)]}{user}:***@{host}"
     return url
 
 

@@ -207,6 +207,10 @@ def test_a_store_changes_processor_only_once_no_payment_waits_for_an_answer(shop
     with pytest.raises(ValidationFailed) as refused:
         _to_sandbox(shop)
     assert "1 payment(s) of the store wait for the answer of stripe" in str(refused.value.errors["processor"])
+    # Another Stripe key neither (found by a review): idempotency keys are the account's.
+    from tests.stripe_processor.conftest import use_stripe
+    with pytest.raises(ValidationFailed):
+        use_stripe(shop.api, shop.fake)
     shop.api.clock.advance(timedelta(seconds=61))
     assert _run(shop).paid == 1  # Stripe's own answer, by the same key
     _to_sandbox(shop)

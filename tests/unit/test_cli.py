@@ -680,6 +680,13 @@ def test_urls_are_shown_without_their_password():
     assert shown_url("postgresql://app:pw@db:5432/rebill") == "postgresql://app:***@db:5432/rebill"
     assert shown_url("postgresql://root@127.0.0.1/x") == "postgresql://root@127.0.0.1/x"
     assert shown_url("sqlite:////var/lib/rebill.db") == "sqlite:////var/lib/rebill.db"
+    # Found by an audit and a review: a mistyped scheme (urlsplit finds no password), a
+    # password with a colon, libpq's `password` parameter.
+    assert shown_url("redis//:S3cret@10.0.0.30:6379/0") == "redis//:***@10.0.0.30:6379/0"
+    assert shown_url("rediss//u:pa:ss@h") == "rediss//u:***@h"
+    assert shown_url("postgresql://u@h/x?sslmode=disable&password=hunter2") == \
+        "postgresql://u@h/x?sslmode=disable&password=***"
+    assert shown_url("postgresql://u:pw@[::1/db") == "postgresql://u:***@[::1/db"
 
 
 def test_each_server_run_has_a_metrics_folder_of_its_own_and_dead_runs_are_cleared(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ import asyncpg
 import msgspec
 import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -85,6 +85,30 @@ def unavailable(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc)
 
 
+def asyncpg_connection(url: URL) -> tuple[URL, dict[str, Any]]:
+    """The URL (no query) and connect arguments of an asyncpg connection to the database of
+    ``url``, a libpq one. asyncpg takes none of libpq's client parameters (found by a review:
+    `keepalives_idle` or `sslmode` in REBILL_DATABASE_URL made every read a 500, and a
+    `connect_timeout` went to the server as a setting it does not know): `sslmode` becomes its
+    `ssl`, `connect_timeout` its `timeout` (0, libpq's "no limit": asyncpg's default),
+    `application_name` a server setting; the rest (keepalives, `options`...) are the writes'."""
+    def value(name: str) -> str | None:
+        found = url.query.get(name)
+        return found[-1] if isinstance(found, tuple) else found
+    args: dict[str, Any] = {}
+    try:
+        seconds = float(value("connect_timeout") or CONNECT_SECONDS)
+    except ValueError:
+        seconds = CONNECT_SECONDS
+    if seconds > 0:
+        args["timeout"] = seconds
+    if value("sslmode"):
+        args["ssl"] = value("sslmode")
+    if value("application_name"):
+        args["server_settings"] = {"application_name": value("application_name")}
+    return url.set(drivername="postgresql+asyncpg", query={}), args
+
+
 class FolderUnusable(Exception):
     """The SQLite database's folder cannot be made (the command line says so in one line)."""
 
@@ -98,8 +122,8 @@ def normalize_url(url: str) -> str:
     return url
 
 
-# Seconds to make a PostgreSQL connection (libpq's connect_timeout, per try: with TLS
-# preferred it tries twice; asyncpg's timeout).
+# Seconds to make a PostgreSQL connection (psycopg's connect_timeout, at least 2; asyncpg's
+# timeout).
 CONNECT_SECONDS = 5
 
 
@@ -217,12 +241,9 @@ class Database:
             return None
         if self._async_reads is None:
             # No pool under the lanes: they keep their connections themselves (db/read_lanes.py).
-            url = self.engine.url.set(drivername="postgresql+asyncpg")
-            seconds = url.query.get("connect_timeout", CONNECT_SECONDS)
-            seconds = seconds[-1] if isinstance(seconds, tuple) else seconds
-            url = url.difference_update_query(["connect_timeout"])  # asyncpg names it `timeout`
+            url, connect_args = asyncpg_connection(self.engine.url)
             engine = create_async_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool,
-                                         connect_args={"timeout": float(seconds)}, **JSON_OPTIONS)
+                                         connect_args=connect_args, **JSON_OPTIONS)
             self._async_reads = ReadLanes(engine, READ_LANES, broken=unavailable)
         return self._async_reads
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 
-from rebill.db.engine import Database
+from rebill.db.engine import Database, asyncpg_connection
 
 REVISION = "SELECT value FROM revisions WHERE id = 1"
 
@@ -170,8 +170,9 @@ class Freshness:
         for attempt in (1, 2):
             try:
                 if self._async_conn is None or self._async_conn.is_closed():
-                    url = self.db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-                    self._async_conn = await asyncpg.connect(url)
+                    target, args = asyncpg_connection(self.db.engine.url)
+                    url = target.set(drivername="postgresql").render_as_string(hide_password=False)
+                    self._async_conn = await asyncpg.connect(url, **args)
                 value = await self._async_conn.fetchval(REVISION)
                 return int(value) if value is not None else 0
             except (OSError, asyncpg.exceptions.InterfaceError, asyncpg.exceptions.InternalClientError,

@@ -17,12 +17,13 @@ from sqlalchemy import select, update
 
 from rebill.db.engine import Database
 from rebill.errors import Conflict, ServiceUnavailable, ValidationFailed
-from rebill.models import charges
+from rebill.models import charges, stores
 
 from .. import claimed_keys
 from ..charge import repository as charge_repo
 from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge, capturable
 from ..money import minor_digits, places_problem
+from ..payment import processors
 from ..payment.gateway import Gateway, GatewayUnavailable, Result, processor_name
 from ..store.model import Store
 from ..unit import Unit, before_the_call
@@ -247,6 +248,15 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
             raise Conflict("The charge is being processed by another request")
         held = charge_repo.get(conn, store.id, charge_id, now)
         assert held is not None
+        # Under the store's lock, as a change of processor takes it (processors._settled): the
+        # processor that took the payment is still the store's when this claim commits, and a
+        # change after it waits for this claim's answer (found by a review: a change between
+        # the first check and the claim sent a Stripe refund to the sandbox).
+        conn.execute(select(stores.c.id).where(stores.c.id == store.id).with_for_update(read=True))
+        now_by = processors.processor_of(conn, store.id)
+        if held.payment_processor is not None and held.payment_processor != now_by:
+            raise ValidationFailed.field("payment_processor", f"the charge was paid through {held.payment_processor} "
+                                                              f"and the store now uses {now_by}")
         if check is not None:  # a refusal here rolls the claim back with it
             # Whether the claim taken over is this request's own (its key names it), read
             # before this claim's own ``note`` below names the new one.

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import Connection, delete, func, insert, select
 
 from rebill.errors import ValidationFailed
-from rebill.models import charges, checkouts, processor_endpoints, store_processors
+from rebill.models import charges, checkouts, processor_endpoints, store_processors, stores
 
 from ..store.model import Store
 from .vault import Vault, VaultError
@@ -122,9 +122,12 @@ def _settled(conn: Connection, store_id: int, chosen: str) -> None:
     (a payment, capture or refund asked and not yet recorded, or whose answer was lost) is
     finished by asking the processor that was asked, with the same key. Found by an audit: a
     Stripe payment declined, its answer lost, was asked again of the sandbox after the switch,
-    which "paid" it."""
+    which "paid" it. Another Stripe key counts too (found by a review): idempotency keys are
+    the account's. The store's row is locked first: a refund or capture checks the processor
+    under the same lock, in the transaction that claims its charge (billing/money_back.py)."""
+    conn.execute(select(stores.c.id).where(stores.c.id == store_id).with_for_update())
     current = processor_of(conn, store_id)
-    if current == chosen:
+    if current == chosen == SANDBOX:
         return
     waiting = sum(conn.execute(select(func.count()).select_from(table).where(
         table.c.store_id == store_id, table.c.claimed_by.is_not(None))).scalar() or 0 for table in (charges, checkouts))
