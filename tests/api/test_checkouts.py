@@ -319,6 +319,10 @@ def test_with_partial_shipping_the_country_and_zip_are_enough(vapi):
     response = vapi.post("/checkouts", json={"line_items": [ONE_LINE], "partial_shipping": True,
                                              "shipping_address": {"country_code": "US", "zip": "9410"}})
     assert response.json() == {"errors": {"shipping_address": {"zip": ["is not a valid United States zip code"]}}}
+    # Found by an audit: a well-formed code no country has was told it "must be a 2-letter code".
+    response = vapi.post("/checkouts", json={"line_items": [ONE_LINE], "partial_shipping": True,
+                                             "shipping_address": {"country_code": "XX", "zip": "1"}})
+    assert response.json() == {"errors": {"shipping_address": {"country_code": ["is not a valid country code"]}}}
 
 
 def test_an_unknown_code_or_a_currency_the_store_does_not_present_in_is_422(vapi):

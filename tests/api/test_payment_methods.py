@@ -273,7 +273,8 @@ def test_payment_details_are_checked_field_by_field(api, field, value, message):
 
 
 @pytest.mark.parametrize("field,value,message", [
-    ("country_code", "ZZ", "must be a 2-letter country code"),
+    ("country_code", "ZZ", "is not a valid country code"),
+    ("country_code", "Z1", "must be a 2-letter country code"),
     ("country", "Atlantis", "is not a known country"),
     ("zip", 94105, "must be a string"),
     ("phone", "1" * 65, "is too long (at most 64 characters)"),

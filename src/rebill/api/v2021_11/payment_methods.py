@@ -87,7 +87,9 @@ def _payment_type(value: str) -> str:
 
 def _country_code(value: str) -> str:
     if country(value.strip()) is None:
-        raise ValueError("must be a 2-letter country code")
+        # Found by an audit: `XX` was told it "must be a 2-letter country code".
+        shaped = len(value.strip()) == 2 and value.strip().isascii() and value.strip().isalpha()
+        raise ValueError("is not a valid country code" if shaped else "must be a 2-letter country code")
     return value.strip().upper()
 
 
