@@ -240,6 +240,10 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
     request's Idempotency-Key unless ``for_the_request()`` says it is another's operation."""
     run = uuid.uuid4().hex[:16]
     with db.write() as conn:
+        # The store's row first, shared, as a change of processor locks it (processors._settled)
+        # and before the charge's, in the order of the writes that lock both (a change of the
+        # store's rates replans its addresses under its row's lock).
+        conn.execute(select(stores.c.id).where(stores.c.id == store.id).with_for_update(read=True))
         # NOTE: decisions §6.5: read in the claim's own transaction, the row locked (on SQLite
         # the writer holds the database), so it is the very claim replaced below.
         taken_over = conn.execute(select(charges.c.claimed_by).where(
@@ -248,11 +252,10 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
             raise Conflict("The charge is being processed by another request")
         held = charge_repo.get(conn, store.id, charge_id, now)
         assert held is not None
-        # Under the store's lock, as a change of processor takes it (processors._settled): the
-        # processor that took the payment is still the store's when this claim commits, and a
-        # change after it waits for this claim's answer (found by a review: a change between
-        # the first check and the claim sent a Stripe refund to the sandbox).
-        conn.execute(select(stores.c.id).where(stores.c.id == store.id).with_for_update(read=True))
+        # Under the store's lock (above): the processor that took the payment is still the
+        # store's when this claim commits, and a change after it waits for this claim's answer
+        # (found by a review: a change between the first check and the claim sent a Stripe
+        # refund to the sandbox).
         now_by = processors.processor_of(conn, store.id)
         if held.payment_processor is not None and held.payment_processor != now_by:
             raise ValidationFailed.field("payment_processor", f"the charge was paid through {held.payment_processor} "
