@@ -143,6 +143,17 @@ def test_a_key_or_webhook_secret_that_is_not_stripes_is_refused(url, files, tmp_
     assert _row(url, "shop") is None  # nothing was saved
 
 
+def test_showing_a_stores_keys_says_when_this_secret_key_cannot_read_them(url, files):
+    """Found by an audit: with another REBILL_SECRET_KEY the keys were shown as set, while the
+    server could not read them and the store's payments waited."""
+    assert _run("stores", "processor", "shop", "--stripe", "--secret-key-file", files["test"],
+                "--database", url).exit_code == 0
+    assert _run("stores", "processor", "shop", "--database", url).exit_code == 0
+    other = _run("stores", "processor", "shop", "--database", url, secret=Fernet.generate_key().decode())
+    assert other.exit_code == 1 and "the keys cannot be read" in " ".join(other.output.split())
+    assert "shop: stripe (test key" in other.output  # what is set is still shown
+
+
 def test_a_bad_rebill_secret_key_is_named(url, files):
     result = _run("stores", "processor", "shop", "--stripe", "--secret-key-file", files["test"], "--database", url,
                   secret="not-a-fernet-key")

@@ -244,6 +244,17 @@ def _secret_from(path: Optional[Path], option: str) -> Optional[str]:
         raise typer.Exit(2) from None
 
 
+def _unreadable_keys(conn: Any, store_id: int, vault: Any) -> str | None:
+    """Why the store's Stripe keys cannot be decrypted with this REBILL_SECRET_KEY, or None."""
+    from rebill.domain.payment import processors
+    from rebill.domain.payment.vault import VaultError
+    try:
+        processors.stripe_account(conn, store_id, vault)
+    except VaultError as exc:
+        return str(exc)
+    return None
+
+
 @app.command("processor")
 def stores_processor(
     name: str,
@@ -280,6 +291,7 @@ def stores_processor(
         err.print(f"[red]REBILL_SECRET_KEY[/red]: {exc}")
         raise typer.Exit(2) from None
     db = open_database(database)
+    unreadable: str | None = None
     try:
         with db.write() if (stripe or sandbox) else db.read() as conn:
             store = store_named(conn, name)
@@ -293,6 +305,7 @@ def stores_processor(
                     authorize_only=authorize_only, api_base=api_base)
             else:
                 chosen = processors.settings(conn, store.id)
+                unreadable = _unreadable_keys(conn, store.id, vault)
     except ValidationFailed as exc:
         fail(exc)
     if chosen.processor == processors.SANDBOX:
@@ -306,3 +319,8 @@ def stores_processor(
     # Where Stripe sends the store's events (the Dashboard's endpoint URL is this server's
     # address followed by it): docs/operations.md, Going live with Stripe.
     out.print(f"webhook endpoint: {chosen.endpoint_path}", highlight=False, soft_wrap=True)
+    if not (stripe or sandbox) and unreadable:
+        # Found by an audit: the keys were shown as set while the server could not read them
+        # (its payments waited, claimed); exit 1, so a check script notices.
+        err.print(f"[red]the keys cannot be read[/red]: {unreadable}", soft_wrap=True)
+        raise typer.Exit(1)
