@@ -460,7 +460,7 @@ def test_a_chunk_that_fails_as_a_whole_runs_again_carefully_and_no_task_runs_twi
 
     def failing_once(unit: Any, address_ids: Any, **given: Any) -> Any:
         calls.append(sorted(address_ids))
-        assert sorted(given["read"]) == sorted(address_ids)  # the addresses its tasks read
+        assert sorted(given["locked"]) == sorted(address_ids)  # the addresses its tasks read
         raise RuntimeError("the chunk's replan failed")
     monkeypatch.setattr(job, "replan", failing_once)
     addresses = [make_address(api) for _ in range(3)]

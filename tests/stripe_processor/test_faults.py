@@ -225,7 +225,8 @@ def test_a_stripe_payment_is_refunded_and_captured_through_stripe_only(shop, due
     refused = shop.api.post(f"/charges/{due}/refund", json={"full_refund": True})
     assert refused.status_code == 422, refused.text
     assert refused.json()["errors"]["payment_processor"] == [
-        "the charge was paid through stripe and the store now uses sandbox: it can only be refunded through stripe"]
+        "the charge was paid through stripe and the store now uses sandbox: its capture and refunds go through "
+        "stripe only"]
     charge = _charge(shop, due)
     assert charge["status"] == "success" and charge["total_refunds"] == "0.00"
     [intent] = shop.intents()
@@ -242,6 +243,6 @@ def test_a_stripe_authorization_is_captured_through_stripe_only(stripe_client, d
     _to_sandbox(held)
     refused = held.api.post(f"/charges/{charge_id}/capture_payment", json={})
     assert refused.status_code == 422, refused.text
-    assert "it can only be captured through stripe" in refused.json()["errors"]["payment_processor"][0]
+    assert "its capture and refunds go through stripe only" in refused.json()["errors"]["payment_processor"][0]
     assert _charge(held, charge_id)["status"] == "pending"
     assert [i["status"] for i in held.intents()] == ["requires_capture"]

@@ -113,7 +113,7 @@ def _number(value: Any, *, signs: str, decimals: int | None,
             digits: int = MAX_INTEGER_DIGITS) -> tuple[Decimal | None, str | None]:
     """A strict decimal: ASCII digits, one optional point, a sign only among ``signs``, at
     most ``digits`` integer digits and ``decimals`` places (trailing zeros do not count)."""
-    bound = MAX_DECIMAL if digits == MAX_INTEGER_DIGITS else Decimal(10) ** digits
+    bound = Decimal(10) ** digits
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= bound:
         return None, "is out of range"
     text = _decimal_text(value, bound)

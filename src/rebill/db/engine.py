@@ -85,6 +85,11 @@ def unavailable(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc)
 
 
+# Seconds to make a PostgreSQL connection (psycopg's connect_timeout, at least 2; asyncpg's
+# timeout).
+CONNECT_SECONDS = 5
+
+
 def asyncpg_connection(url: URL) -> tuple[URL, dict[str, Any]]:
     """The URL (no query) and connect arguments of an asyncpg connection to the database of
     ``url``, a libpq one. asyncpg takes none of libpq's client parameters (found by a review:
@@ -120,11 +125,6 @@ def normalize_url(url: str) -> str:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
     return url
-
-
-# Seconds to make a PostgreSQL connection (psycopg's connect_timeout, at least 2; asyncpg's
-# timeout).
-CONNECT_SECONDS = 5
 
 
 def make_engine(url: str, *, echo: bool = False, idle_transaction_seconds: float = 0) -> Engine:

@@ -247,16 +247,15 @@ class BatchRunner:
                 if handed_on:
                     break  # it and the rest of the chunk's claimed tasks go with the next one
                 if later is not None and mine:
-                    for address_id, address in mine.items():
-                        if address is not None or address_id not in later:
-                            later[address_id] = address
+                    for address_id, address in mine.items():  # an address read wins over none
+                        later[address_id] = address or later.get(address_id)
                 results.append((task_id, SUCCESS if status < 300 else FAILED,
                                 {"status_code": status, "output": output}))
                 if time.monotonic() - started > self.chunk_seconds:
                     break  # the rest of the chunk's claimed tasks go with the next one
             if later:
                 replan(Unit(conn, store, at, origin="batch", token_id=batch.token_id), list(later),
-                       read={i: a for i, a in later.items() if a is not None})
+                       locked={i: a for i, a in later.items() if a is not None})
             outbox.flush(conn)
             work.record(conn, batch_id, results, at)
             if work.finished(conn, batch_id):

@@ -24,7 +24,7 @@ from ..charge import repository as charge_repo
 from ..charge.model import PARTIALLY_REFUNDED, PENDING, REFUNDED, SUCCESS, Charge, capturable
 from ..money import minor_digits, places_problem
 from ..payment import processors
-from ..payment.gateway import Gateway, GatewayUnavailable, Result, processor_name
+from ..payment.gateway import Gateway, GatewayUnavailable, Result
 from ..store.model import Store
 from ..unit import Unit, before_the_call
 from . import claim as claims
@@ -40,7 +40,6 @@ def require_access(store: Store) -> None:
 def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
     require_access(store)
     charge = visible(db, store, charge_id, now)
-    _same_processor(gateway, store, charge, "captured")
     if charge.status != PENDING:
         raise ValidationFailed.field("status", f"only a pending (authorized) charge can be captured; this one is "
                                                f"{charge.status}")
@@ -52,20 +51,6 @@ def capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: d
         raise ValidationFailed.field("status", "the authorization is more than 7 days old and can no longer be "
                                                "captured")
     return _capture(db, gateway, store, charge_id, now)
-
-
-def _same_processor(gateway: Gateway, store: Store, charge: Charge, done: str) -> None:
-    """A capture or refund goes to the processor that took the payment, which holds the money
-    and its id; a store that has since changed processor is refused (422), with nothing claimed
-    (found by an audit: after a switch from Stripe to the sandbox, the sandbox "refunded" and
-    "captured" Stripe's payments, which Stripe never did)."""
-    paid_by = charge.payment_processor
-    if paid_by is None:
-        return
-    now_by = processor_name(gateway, store.id)
-    if paid_by != now_by:
-        raise ValidationFailed.field("payment_processor", f"the charge was paid through {paid_by} and the store now "
-                                                          f"uses {now_by}: it can only be {done} through {paid_by}")
 
 
 def _capture(db: Database, gateway: Gateway, store: Store, charge_id: int, now: datetime) -> Charge:
@@ -114,7 +99,6 @@ def refund(db: Database, gateway: Gateway, store: Store, charge_id: int, amount:
            full: bool, now: datetime) -> Charge:
     charge = visible(db, store, charge_id, now)
     _refund_amount(charge, amount, full)  # refused before any claim
-    _same_processor(gateway, store, charge, "refunded")
 
     def wanted(held: Charge) -> Decimal:
         # Again on the charge as the claim holds it: a refund recorded since the first read
@@ -252,14 +236,17 @@ def _claimed(db: Database, store: Store, charge_id: int, now: datetime, statuses
             raise Conflict("The charge is being processed by another request")
         held = charge_repo.get(conn, store.id, charge_id, now)
         assert held is not None
-        # Under the store's lock (above): the processor that took the payment is still the
-        # store's when this claim commits, and a change after it waits for this claim's answer
-        # (found by a review: a change between the first check and the claim sent a Stripe
-        # refund to the sandbox).
-        now_by = processors.processor_of(conn, store.id)
-        if held.payment_processor is not None and held.payment_processor != now_by:
-            raise ValidationFailed.field("payment_processor", f"the charge was paid through {held.payment_processor} "
-                                                              f"and the store now uses {now_by}")
+        # A capture or refund goes to the processor that took the payment, which holds the
+        # money and its id (found by an audit: after a switch from Stripe to the sandbox, the
+        # sandbox "refunded" and "captured" Stripe's payments). Asked under the store's lock
+        # (above), so the processor stays the store's until this claim commits, and a change
+        # after it waits for the claim's answer (processors._settled). A refusal here (422)
+        # rolls the claim back.
+        paid_by, now_by = held.payment_processor, processors.processor_of(conn, store.id)
+        if paid_by is not None and paid_by != now_by:
+            raise ValidationFailed.field("payment_processor", f"the charge was paid through {paid_by} and the store "
+                                                              f"now uses {now_by}: its capture and refunds go through "
+                                                              f"{paid_by} only")
         if check is not None:  # a refusal here rolls the claim back with it
             # Whether the claim taken over is this request's own (its key names it), read
             # before this claim's own ``note`` below names the new one.

@@ -127,13 +127,12 @@ def plan_of(unit: Unit, address_ids: list[int], held_items: set[int] | None = No
 
 
 def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] | None = None,
-           locked: Address | None = None, keep: dict[Key, int] | None = None,
-           read: dict[int, Address] | None = None) -> dict[Key, int]:
+           locked: dict[int, Address] | None = None, keep: dict[Key, int] | None = None) -> dict[Key, int]:
     """Reconcile the charges of ``address_ids``; returns the charge id of every planned key.
     ``moved`` maps (address, old date) to the new date of a charge whose date the caller moved.
-    ``locked``: an address the caller has locked and read in this unit, unchanged since, which
-    the replan takes as it is instead of locking and reading it again (a create's); ``read``,
-    several such addresses by id (a batch chunk's, which its tasks read: ``Unit.replans``).
+    ``locked``: addresses by id the caller has locked and read in this unit, unchanged since,
+    which the replan takes as they are instead of locking and reading them again (a create's
+    address; a batch chunk's, which its tasks read: ``Unit.replans``).
     ``keep`` names the stored charge a planned key must take, when it is still there: a whole
     skip keeps its charge's id (decisions §5.16) even where a skipped charge of the date was
     already stored (that one is then merged into it and deleted).
@@ -142,22 +141,18 @@ def replan(unit: Unit, address_ids: Any, *, moved: dict[tuple[int, date], date] 
     if unit.replans is not None and not moved and not keep:
         for address_id in address_ids:
             unit.replans.setdefault(address_id, None)
-        if locked is not None:
-            unit.replans[locked.id] = locked
+        unit.replans.update(locked or {})
         return {}
     ids = sorted(set(address_ids))
-    known = dict(read or {})
-    if locked is not None:
-        known[locked.id] = locked
     result: dict[Key, int] = {}
     for start in range(0, len(ids), BATCH):
-        result.update(_replan_batch(unit, ids[start:start + BATCH], moved or {}, known, keep or {}))
+        result.update(_replan_batch(unit, ids[start:start + BATCH], moved or {}, locked or {}, keep or {}))
     return result
 
 
 def _replan_batch(unit: Unit, ids: list[int], moved: dict[tuple[int, date], date],
-                  read: dict[int, Address], keep: dict[Key, int]) -> dict[Key, int]:
-    known = {i: read[i] for i in ids if i in read}
+                  locked: dict[int, Address], keep: dict[Key, int]) -> dict[Key, int]:
+    known = {i: locked[i] for i in ids if i in locked}
     rest = [i for i in ids if i not in known]
     found = {**known, **addresses.many(unit.conn, unit.store_id, rest, lock=True)}
     open_charges = charges.open_of(unit.conn, unit.store_id, ids)

@@ -56,7 +56,7 @@ def create(unit: Unit, command: OnetimeCreate) -> PurchaseItem:
     )
     item_id = repository.insert_item(unit.conn, values)
     unit.record("onetime/created", item_id, customer_id=address.customer_id)
-    replan(unit, [address.id], locked=address)
+    replan(unit, [address.id], locked={address.id: address})
     return repository.inserted(unit.conn, item_id, values)
 
 

@@ -310,7 +310,7 @@ def create(unit: Unit, command: SubscriptionCreate, *, replan_now: bool = True) 
     unit.record("subscription/created", item_id, customer_id=address.customer_id)
     activity.refresh(unit, address.customer_id, has_active=True)
     if replan_now:
-        replan(unit, [address.id], locked=address)
+        replan(unit, [address.id], locked={address.id: address})
     return repository.inserted(unit.conn, item_id, values)
 
 
